@@ -1,0 +1,274 @@
+// Package config reads portalwatch's settings from the environment. It is the
+// only package that knows the variable names; every component receives a typed
+// struct, and tests pass their own getenv so they never touch a running
+// instance's queues, database or keys.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config holds every setting of every process. Each process reads the parts it
+// needs; unknown parts cost nothing.
+type Config struct {
+	// DatabaseURL is the PostgreSQL connection string (DATABASE_URL).
+	// Default: postgres://postgres@127.0.0.1:5432/portalwatch?sslmode=disable.
+	DatabaseURL string
+	// AMQPURL is the RabbitMQ URL (AMQP_URL). Default: amqp://guest:guest@127.0.0.1:5672/.
+	AMQPURL string
+	// RedisURL is the Redis URL (REDIS_URL). Default: redis://127.0.0.1:6379/0.
+	RedisURL string
+
+	// JobQueue and TaskQueue name the two work queues
+	// (PORTALWATCH_JOB_QUEUE, PORTALWATCH_TASK_QUEUE; defaults job_queue and
+	// task_queue). Their dead-letter queues are the same names plus ".dlq".
+	JobQueue  string
+	TaskQueue string
+	// DeliveryLimit is how many times a message may be returned to its queue
+	// before RabbitMQ dead-letters it (PORTALWATCH_DELIVERY_LIMIT, default 20).
+	// It is fixed when a queue is first declared.
+	DeliveryLimit int
+
+	// RedisPrefix starts every Redis key portalwatch writes
+	// (PORTALWATCH_REDIS_PREFIX, default "portalwatch").
+	RedisPrefix string
+	// CodeLength is the length in base62 characters of the short codes kept in
+	// the Redis seen-set (PORTALWATCH_CODE_LENGTH, default 8, range 6..11).
+	CodeLength int
+
+	// AllowPrivate lets the crawler fetch loopback, private and other
+	// non-public addresses (PORTALWATCH_ALLOW_PRIVATE=true). Off by default:
+	// users register URLs, and the crawler must not become a door into the
+	// operator's own network.
+	AllowPrivate bool
+
+	// HTTPAddr is where the process serves /healthz and /metrics
+	// (PORTALWATCH_HTTP_ADDR). Empty disables the server. Each program has its
+	// own default (see the programs' docs); "off" disables it too.
+	HTTPAddr string
+	// ShutdownTimeout bounds the graceful stop after SIGTERM
+	// (PORTALWATCH_SHUTDOWN_TIMEOUT, default 20s). Keep it below supervisord's
+	// stopwaitsecs.
+	ShutdownTimeout time.Duration
+	// LogLevel is debug, info, warn or error (PORTALWATCH_LOG_LEVEL, default info).
+	LogLevel string
+
+	Scheduler Scheduler
+	Crawler   Crawler
+	Processor Processor
+}
+
+// Scheduler holds the scheduler's settings.
+type Scheduler struct {
+	// PollInterval is how often due pages are looked for when the last round
+	// found fewer than BatchSize (PORTALWATCH_SCHEDULER_POLL, default 1s).
+	PollInterval time.Duration
+	// BatchSize is how many due pages one transaction claims
+	// (PORTALWATCH_SCHEDULER_BATCH, default 500).
+	BatchSize int
+	// Lease is how long a page whose job is in flight is not scheduled again
+	// unless its task comes back first (PORTALWATCH_LEASE, default 10m).
+	Lease time.Duration
+	// Jitter is the largest share of a page's interval added at random to its
+	// next check, so pages registered together drift apart
+	// (PORTALWATCH_JITTER, default 0.1, range 0..1).
+	Jitter float64
+}
+
+// Crawler holds the crawler's settings.
+type Crawler struct {
+	// Concurrency is how many pages one crawler fetches at once; it is also
+	// the job queue prefetch (PORTALWATCH_CRAWLER_CONCURRENCY, default 16).
+	Concurrency int
+	// UserAgent is sent with every request (PORTALWATCH_USER_AGENT).
+	UserAgent string
+	// FetchTimeout bounds one fetch including redirects and the body
+	// (PORTALWATCH_FETCH_TIMEOUT, default 30s).
+	FetchTimeout time.Duration
+	// MaxBodyBytes caps a page's body after decompression
+	// (PORTALWATCH_MAX_BODY_BYTES, default 10 MiB).
+	MaxBodyBytes int64
+	// MaxRedirects caps redirects per fetch (PORTALWATCH_MAX_REDIRECTS, default 5).
+	MaxRedirects int
+	// MaxLinks caps the links kept per page (PORTALWATCH_MAX_LINKS, default 5000).
+	MaxLinks int
+	// IgnoreRobots makes the crawler skip robots.txt
+	// (PORTALWATCH_IGNORE_ROBOTS=true). Off by default.
+	IgnoreRobots bool
+}
+
+// Processor holds the processor's settings.
+type Processor struct {
+	// Concurrency is how many tasks one processor handles at once
+	// (PORTALWATCH_PROCESSOR_CONCURRENCY, default 8).
+	Concurrency int
+	// Prefetch is the task queue prefetch (PORTALWATCH_PROCESSOR_PREFETCH,
+	// default 4 × Concurrency).
+	Prefetch int
+	// SeenTTL is how long a page's Redis seen-set lives after its last write
+	// (PORTALWATCH_SEEN_TTL, default 720h); PostgreSQL keeps the truth.
+	SeenTTL time.Duration
+}
+
+// Getenv looks up one environment variable; os.Getenv fits.
+type Getenv func(string) string
+
+// Load reads the configuration through getenv, fills in defaults and
+// validates it. The error names every bad variable and what it expects.
+func Load(getenv Getenv) (Config, error) {
+	r := reader{getenv: getenv}
+	c := Config{
+		DatabaseURL:     r.str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portalwatch?sslmode=disable"),
+		AMQPURL:         r.str("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"),
+		RedisURL:        r.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		JobQueue:        r.str("PORTALWATCH_JOB_QUEUE", "job_queue"),
+		TaskQueue:       r.str("PORTALWATCH_TASK_QUEUE", "task_queue"),
+		DeliveryLimit:   r.integer("PORTALWATCH_DELIVERY_LIMIT", 20, 1, 1000),
+		RedisPrefix:     r.str("PORTALWATCH_REDIS_PREFIX", "portalwatch"),
+		CodeLength:      r.integer("PORTALWATCH_CODE_LENGTH", 8, 6, 11),
+		AllowPrivate:    r.boolean("PORTALWATCH_ALLOW_PRIVATE", false),
+		HTTPAddr:        r.str("PORTALWATCH_HTTP_ADDR", ""),
+		ShutdownTimeout: r.duration("PORTALWATCH_SHUTDOWN_TIMEOUT", 20*time.Second, time.Second),
+		LogLevel:        r.str("PORTALWATCH_LOG_LEVEL", "info"),
+		Scheduler: Scheduler{
+			PollInterval: r.duration("PORTALWATCH_SCHEDULER_POLL", time.Second, 10*time.Millisecond),
+			BatchSize:    r.integer("PORTALWATCH_SCHEDULER_BATCH", 500, 1, 10000),
+			Lease:        r.duration("PORTALWATCH_LEASE", 10*time.Minute, time.Second),
+			Jitter:       r.fraction("PORTALWATCH_JITTER", 0.1),
+		},
+		Crawler: Crawler{
+			Concurrency:  r.integer("PORTALWATCH_CRAWLER_CONCURRENCY", 16, 1, 1000),
+			UserAgent:    r.str("PORTALWATCH_USER_AGENT", ""),
+			FetchTimeout: r.duration("PORTALWATCH_FETCH_TIMEOUT", 30*time.Second, 100*time.Millisecond),
+			MaxBodyBytes: int64(r.integer("PORTALWATCH_MAX_BODY_BYTES", 10<<20, 1024, 1<<30)),
+			MaxRedirects: r.integer("PORTALWATCH_MAX_REDIRECTS", 5, 0, 20),
+			MaxLinks:     r.integer("PORTALWATCH_MAX_LINKS", 5000, 1, 100000),
+			IgnoreRobots: r.boolean("PORTALWATCH_IGNORE_ROBOTS", false),
+		},
+		Processor: Processor{
+			Concurrency: r.integer("PORTALWATCH_PROCESSOR_CONCURRENCY", 8, 1, 1000),
+			SeenTTL:     r.duration("PORTALWATCH_SEEN_TTL", 720*time.Hour, time.Minute),
+		},
+	}
+	c.Processor.Prefetch = r.integer("PORTALWATCH_PROCESSOR_PREFETCH", 4*c.Processor.Concurrency, 1, 2000)
+	r.check(validURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql"))
+	r.check(validURL("AMQP_URL", c.AMQPURL, "amqp", "amqps"))
+	r.check(validURL("REDIS_URL", c.RedisURL, "redis", "rediss", "unix"))
+	r.check(validName("PORTALWATCH_JOB_QUEUE", c.JobQueue))
+	r.check(validName("PORTALWATCH_TASK_QUEUE", c.TaskQueue))
+	r.check(validName("PORTALWATCH_REDIS_PREFIX", c.RedisPrefix))
+	if c.JobQueue == c.TaskQueue {
+		r.check(fmt.Errorf("PORTALWATCH_JOB_QUEUE and PORTALWATCH_TASK_QUEUE are both %q: they must differ", c.JobQueue))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		r.check(fmt.Errorf("PORTALWATCH_LOG_LEVEL=%q: want debug, info, warn or error", c.LogLevel))
+	}
+	return c, errors.Join(r.errs...)
+}
+
+// reader collects every bad variable instead of stopping at the first, so a
+// person fixes their environment in one go.
+type reader struct {
+	getenv Getenv
+	errs   []error
+}
+
+func (r *reader) check(err error) {
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
+}
+
+func (r *reader) str(name, def string) string {
+	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) integer(name string, def, lo, hi int) int {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		r.check(fmt.Errorf("%s=%q: want a whole number from %d to %d", name, v, lo, hi))
+		return def
+	}
+	return n
+}
+
+func (r *reader) duration(name string, def, min time.Duration) time.Duration {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < min {
+		r.check(fmt.Errorf("%s=%q: want a duration of at least %s, such as 30s or 5m", name, v, min))
+		return def
+	}
+	return d
+}
+
+func (r *reader) fraction(name string, def float64) float64 {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 1 {
+		r.check(fmt.Errorf("%s=%q: want a number from 0 to 1", name, v))
+		return def
+	}
+	return f
+}
+
+func (r *reader) boolean(name string, def bool) bool {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		r.check(fmt.Errorf("%s=%q: want true or false", name, v))
+		return def
+	}
+	return b
+}
+
+func validURL(name, raw string, schemes ...string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	for _, s := range schemes {
+		if u.Scheme == s {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s=%q: want a URL starting with %s://", name, redact(u), strings.Join(schemes, ":// or "))
+}
+
+// redact hides a password so a config error never prints a credential.
+func redact(u *url.URL) string {
+	return u.Redacted()
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
+
+func validName(name, v string) error {
+	if !nameRE.MatchString(v) {
+		return fmt.Errorf("%s=%q: use 1 to 200 letters, digits, '_', '.', ':' or '-'", name, v)
+	}
+	return nil
+}

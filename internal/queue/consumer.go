@@ -1,0 +1,267 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Delivery is one message handed to a Handler.
+type Delivery struct {
+	Body []byte
+	// Redelivered is true when the broker may have delivered the message
+	// before (to this or another consumer).
+	Redelivered bool
+	// DeliveryCount is how many times the message was returned to the queue
+	// before this delivery (RabbitMQ's x-delivery-count), 0 at first.
+	DeliveryCount int64
+}
+
+// Handler handles one delivery. Returning nil acks it. Returning an error
+// marked with Permanent sends it to the dead-letter queue with the error as
+// its reason. Any other error returns it to the queue, where the broker's
+// delivery limit eventually dead-letters a message that always fails. ctx is
+// cancelled only when a graceful stop runs out of time.
+type Handler func(ctx context.Context, d Delivery) error
+
+// ConsumerConfig configures a Consumer.
+type ConsumerConfig struct {
+	Config
+	// Queue is the work queue to consume; it is declared with its
+	// dead-letter queue on every connection.
+	Queue string
+	// Prefetch bounds the deliveries held unacked at once. Default Workers.
+	Prefetch int
+	// Workers is how many deliveries are handled at once. Default 1.
+	Workers int
+	// DrainTimeout bounds how long a stop waits for handlers to finish before
+	// cancelling them. Default 15s.
+	DrainTimeout time.Duration
+}
+
+// Consumer consumes one work queue with manual acks on its own connection and
+// hands each delivery to a Handler on a pool of workers.
+type Consumer struct {
+	cfg        ConsumerConfig
+	log        *slog.Logger
+	handle     Handler
+	deadLetter *Publisher
+	state
+}
+
+// NewConsumer returns a consumer of cfg.Queue that calls handle for each
+// delivery and dead-letters through deadLetter, a publisher on a connection
+// of its own. It does not connect until Run.
+func NewConsumer(cfg ConsumerConfig, log *slog.Logger, handle Handler, deadLetter *Publisher) *Consumer {
+	cfg.Config = cfg.Config.WithDefaults()
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	if cfg.Prefetch <= 0 {
+		cfg.Prefetch = cfg.Workers
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = 15 * time.Second
+	}
+	c := &Consumer{
+		cfg:        cfg,
+		log:        log.With("component", "amqp_consumer", "queue", cfg.Queue),
+		handle:     handle,
+		deadLetter: deadLetter,
+	}
+	c.setWaiting(errors.New("not connected yet"))
+	return c
+}
+
+// Run consumes until ctx ends, reconnecting whenever the connection or channel
+// is lost. When ctx ends it stops taking deliveries, lets handlers finish for
+// up to DrainTimeout, cancels the rest (their deliveries go back to the queue
+// when the connection closes) and returns nil. It never returns because the
+// broker is down.
+func (c *Consumer) Run(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		consumed, err := c.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if consumed {
+			attempt = 0 // a session that worked starts the backoff afresh
+		}
+		c.setWaiting(err)
+		c.log.Warn("RabbitMQ consumer session ended; reconnecting", "attempt", attempt+1, "err", err)
+		if c.cfg.Backoff.Sleep(ctx, attempt) != nil {
+			return nil
+		}
+	}
+}
+
+// session runs one connection's worth of consuming. It reports whether it got
+// as far as consuming, and why it ended.
+func (c *Consumer) session(ctx context.Context) (consumed bool, err error) {
+	conn, err := dial(c.cfg.Config, "consumer "+c.cfg.Queue)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	connClosed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	ch, err := conn.Channel()
+	if err != nil {
+		return false, fmt.Errorf("open channel: %w", err)
+	}
+	chClosed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	if err := declareWorkQueue(ch, c.cfg.Queue, c.cfg.DeliveryLimit); err != nil {
+		return false, err
+	}
+	// Per-consumer prefetch: quorum queues refuse global QoS.
+	if err := ch.Qos(c.cfg.Prefetch, 0, false); err != nil {
+		return false, fmt.Errorf("set prefetch: %w", err)
+	}
+	const tag = "portalwatch"
+	deliveries, err := ch.Consume(c.cfg.Queue, tag, false, false, false, false, nil)
+	if err != nil {
+		return false, fmt.Errorf("consume %s: %w", c.cfg.Queue, err)
+	}
+	c.setReady()
+	c.log.Info("consuming", "prefetch", c.cfg.Prefetch, "workers", c.cfg.Workers)
+
+	// Handlers get a context that survives the stop signal, so in-flight
+	// work can finish, and is cancelled when the drain time is up.
+	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHandlers()
+	work := make(chan amqp.Delivery)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for d := range work {
+				c.dispatch(handlerCtx, d)
+			}
+		})
+	}
+
+	var ended error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			// Stop intake first; deliveries already buffered but not yet
+			// handled go back to the queue when the connection closes.
+			if err := ch.Cancel(tag, false); err != nil {
+				c.log.Warn("cancel consumer", "err", err)
+			}
+			break loop
+		case e := <-connClosed:
+			ended = closeReason("connection", e)
+			break loop
+		case e := <-chClosed:
+			ended = closeReason("channel", e)
+			break loop
+		case d, ok := <-deliveries:
+			if !ok {
+				ended = errors.New("delivery channel closed")
+				break loop
+			}
+			select {
+			case work <- d:
+			case <-ctx.Done():
+			}
+		}
+	}
+	close(work)
+
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	if ctx.Err() != nil {
+		select {
+		case <-drained:
+		case <-time.After(c.cfg.DrainTimeout):
+			c.log.Warn("drain timeout: cancelling handlers; their deliveries return to the queue", "timeout", c.cfg.DrainTimeout.String())
+			cancelHandlers()
+			<-drained
+		}
+	} else {
+		// The channel is gone, so no handler can ack any more: stop them.
+		cancelHandlers()
+		<-drained
+	}
+	return true, ended
+}
+
+func closeReason(what string, e *amqp.Error) error {
+	if e == nil {
+		return fmt.Errorf("%s closed", what)
+	}
+	return fmt.Errorf("%s closed: %w", what, e)
+}
+
+// dispatch runs the handler for one delivery and settles it on the channel it
+// came from. If that channel is gone, settling fails and the broker, which has
+// already requeued the delivery, sends it again.
+func (c *Consumer) dispatch(ctx context.Context, d amqp.Delivery) {
+	err := c.safeHandle(ctx, d)
+	var settleErr error
+	switch {
+	case err == nil:
+		settleErr = d.Ack(false)
+	case IsPermanent(err):
+		c.log.Warn("dead-lettering message", "err", err, "redelivered", d.Redelivered)
+		if dlErr := c.deadLetterMessage(ctx, d, err); dlErr != nil {
+			c.log.Error("dead-lettering failed; returning message to the queue", "err", dlErr)
+			settleErr = d.Nack(false, true)
+		} else {
+			settleErr = d.Ack(false)
+		}
+	default:
+		c.log.Warn("handler failed; returning message to the queue", "err", err, "delivery_count", deliveryCount(d))
+		settleErr = d.Nack(false, true)
+	}
+	if settleErr != nil {
+		c.log.Info("could not settle delivery; the broker will deliver it again", "err", settleErr)
+	}
+}
+
+// safeHandle turns a handler panic into an ordinary failure, so one poison
+// message costs a requeue (and at the delivery limit a dead letter) instead
+// of the whole process.
+func (c *Consumer) safeHandle(ctx context.Context, d amqp.Delivery) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("handler panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("handler panicked: %v", r)
+		}
+	}()
+	return c.handle(ctx, Delivery{Body: d.Body, Redelivered: d.Redelivered, DeliveryCount: deliveryCount(d)})
+}
+
+func (c *Consumer) deadLetterMessage(ctx context.Context, d amqp.Delivery, reason error) error {
+	if c.deadLetter == nil {
+		return errors.New("no dead-letter publisher configured")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConfirmTimeout)
+	defer cancel()
+	return c.deadLetter.Publish(ctx, DeadLetterQueue(c.cfg.Queue), Message{
+		Body: d.Body,
+		Headers: map[string]string{
+			HeaderReason:      reason.Error(),
+			HeaderSourceQueue: c.cfg.Queue,
+			HeaderDeadAt:      time.Now().UTC().Format(time.RFC3339Nano),
+		},
+	})
+}
+
+func deliveryCount(d amqp.Delivery) int64 {
+	switch n := d.Headers["x-delivery-count"].(type) {
+	case int64:
+		return n
+	case int32:
+		return int64(n)
+	case int:
+		return int64(n)
+	}
+	return 0
+}

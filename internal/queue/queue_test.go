@@ -1,0 +1,252 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/portalwatch/portalwatch/internal/backoff"
+	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+)
+
+func testConfig(limit int) queue.Config {
+	return queue.Config{
+		URL:           testsvc.AMQPURL(),
+		Name:          "queue-test",
+		DeliveryLimit: limit,
+		Backoff:       backoff.Policy{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+	}
+}
+
+// collector records every body a handler saw.
+type collector struct {
+	mu     sync.Mutex
+	bodies map[string]int
+	seen   chan string
+}
+
+func newCollector() *collector {
+	return &collector{bodies: map[string]int{}, seen: make(chan string, 10000)}
+}
+
+func (c *collector) add(body string) {
+	c.mu.Lock()
+	c.bodies[body]++
+	c.mu.Unlock()
+	c.seen <- body
+}
+
+func (c *collector) waitFor(t *testing.T, n int) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for i := 0; i < n; i++ {
+		select {
+		case <-c.seen:
+		case <-timeout:
+			t.Fatalf("handled %d of %d messages in 30s", i, n)
+		}
+	}
+}
+
+func runConsumer(t *testing.T, cfg queue.ConsumerConfig, h queue.Handler, dl *queue.Publisher) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := queue.NewConsumer(cfg, testsvc.Logger(t), h, dl)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("consumer Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("consumer did not stop within 30s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestPublishConsumeEveryMessageOnce(t *testing.T) {
+	jobQ, _ := testsvc.Queues(t)
+	log := testsvc.Logger(t)
+	pub := queue.NewPublisher(testConfig(20), log, jobQ)
+	defer pub.Close()
+
+	const n = 500
+	msgs := make([]queue.Message, n)
+	for i := range msgs {
+		msgs[i] = queue.Message{Body: fmt.Appendf(nil, `{"n":%d}`, i)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pub.Publish(ctx, jobQ, msgs...); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if err := pub.Health(); err != nil {
+		t.Errorf("Health after a publish = %v, want nil", err)
+	}
+
+	got := newCollector()
+	stop := runConsumer(t, queue.ConsumerConfig{Config: testConfig(20), Queue: jobQ, Workers: 8, Prefetch: 32},
+		func(_ context.Context, d queue.Delivery) error { got.add(string(d.Body)); return nil }, pub)
+	got.waitFor(t, n)
+	stop()
+	for i := range n {
+		if c := got.bodies[fmt.Sprintf(`{"n":%d}`, i)]; c != 1 {
+			t.Errorf("message %d handled %d times, want 1", i, c)
+		}
+	}
+	if ready := queueDepth(t, jobQ); ready != 0 {
+		t.Errorf("%s holds %d messages after all were acked, want 0", jobQ, ready)
+	}
+}
+
+func TestPermanentErrorGoesToDeadLetterQueueWithReason(t *testing.T) {
+	jobQ, _ := testsvc.Queues(t)
+	log := testsvc.Logger(t)
+	pub := queue.NewPublisher(testConfig(20), log, jobQ)
+	defer pub.Close()
+	ctx := context.Background()
+	if err := pub.Publish(ctx, jobQ, queue.Message{Body: []byte("not json")}, queue.Message{Body: []byte("good")}); err != nil {
+		t.Fatal(err)
+	}
+	got := newCollector()
+	runConsumer(t, queue.ConsumerConfig{Config: testConfig(20), Queue: jobQ, Workers: 2},
+		func(_ context.Context, d queue.Delivery) error {
+			got.add(string(d.Body))
+			if string(d.Body) == "not json" {
+				return queue.Permanent(errors.New("job is not JSON"))
+			}
+			return nil
+		}, pub)
+	got.waitFor(t, 2)
+
+	d := getOne(t, queue.DeadLetterQueue(jobQ))
+	if string(d.Body) != "not json" {
+		t.Fatalf("dead letter body = %q, want %q", d.Body, "not json")
+	}
+	if r := d.Headers[queue.HeaderReason]; r != "job is not JSON" {
+		t.Errorf("dead letter reason = %v, want %q", r, "job is not JSON")
+	}
+	if got.bodies["not json"] != 1 {
+		t.Errorf("malformed message handled %d times, want once: it must not be retried", got.bodies["not json"])
+	}
+}
+
+func TestMessageThatAlwaysFailsIsDeadLetteredAfterTheLimit(t *testing.T) {
+	jobQ, _ := testsvc.Queues(t)
+	const limit = 3
+	pub := queue.NewPublisher(testConfig(limit), testsvc.Logger(t), jobQ)
+	defer pub.Close()
+	ctx := context.Background()
+	if err := pub.Publish(ctx, jobQ, queue.Message{Body: []byte("poison")}); err != nil {
+		t.Fatal(err)
+	}
+	got := newCollector()
+	runConsumer(t, queue.ConsumerConfig{Config: testConfig(limit), Queue: jobQ, Workers: 1},
+		func(_ context.Context, d queue.Delivery) error {
+			got.add(string(d.Body))
+			if string(d.Body) == "poison" {
+				panic("poison pill")
+			}
+			return nil
+		}, pub)
+	got.waitFor(t, limit+1)
+	// The consumer keeps serving everything else.
+	if err := pub.Publish(ctx, jobQ, queue.Message{Body: []byte("healthy")}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the poison message reaches the dead-letter queue", func() bool {
+		return queueDepth(t, queue.DeadLetterQueue(jobQ)) == 1
+	})
+	waitUntil(t, "the healthy message is handled", func() bool {
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		return got.bodies["healthy"] == 1
+	})
+	if n := got.bodies["poison"]; n != limit+1 {
+		t.Errorf("poison handled %d times, want %d (first delivery plus %d returns)", n, limit+1, limit)
+	}
+}
+
+func TestPublishWaitsForBrokerThatIsNotThereYet(t *testing.T) {
+	cfg := testConfig(20)
+	cfg.URL = "amqp://guest:guest@127.0.0.1:1/" // nothing listens on port 1
+	pub := queue.NewPublisher(cfg, testsvc.Logger(t), "nowhere")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := pub.Publish(ctx, "nowhere", queue.Message{Body: []byte("x")})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Publish to an absent broker = %v, want a deadline error after retrying", err)
+	}
+	if pub.Health() == nil {
+		t.Error("Health() = nil while the broker is unreachable")
+	}
+}
+
+func queueDepth(t *testing.T, name string) int {
+	t.Helper()
+	conn, err := amqp.Dial(testsvc.AMQPURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
+	if err != nil {
+		t.Fatalf("inspect %s: %v", name, err)
+	}
+	return q.Messages
+}
+
+func getOne(t *testing.T, name string) amqp.Delivery {
+	t.Helper()
+	conn, err := amqp.Dial(testsvc.AMQPURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		d, ok, err := ch.Get(name, true)
+		if err != nil {
+			t.Fatalf("get from %s: %v", name, err)
+		}
+		if ok {
+			return d
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no message in %s within 10s", name)
+	return amqp.Delivery{}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,220 @@
+// Package testsvc gives tests their own slice of the real services on
+// loopback: a fresh PostgreSQL database, unique RabbitMQ queue names and a
+// unique Redis key prefix, each removed when the test ends. A service that is
+// not reachable skips the test, or fails it when CI=true, so CI can never pass
+// by skipping.
+package testsvc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/redis/go-redis/v9"
+)
+
+// Environment variables that point tests at other servers.
+const (
+	envPostgresAdmin = "PORTALWATCH_TEST_POSTGRES" // a URL whose user may CREATE DATABASE
+	envAMQP          = "PORTALWATCH_TEST_AMQP"
+	envRedis         = "PORTALWATCH_TEST_REDIS"
+)
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// PostgresAdminURL is the server tests create their databases on.
+func PostgresAdminURL() string {
+	return env(envPostgresAdmin, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+}
+
+// AMQPURL is the broker tests use.
+func AMQPURL() string { return env(envAMQP, "amqp://guest:guest@127.0.0.1:5672/") }
+
+// RedisURL is the Redis server tests use.
+func RedisURL() string { return env(envRedis, "redis://127.0.0.1:6379/0") }
+
+// Unavailable skips the test because a service is missing, or fails it when
+// CI=true: in CI every service the tests need must be running.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: a missing service fails the run; start it with scripts/services.sh ensure)", msg)
+	}
+	t.Skipf("%s; start it with scripts/services.sh ensure", msg)
+}
+
+// ID returns a short random name part, unique per call.
+func ID(t testing.TB) string {
+	t.Helper()
+	var b [5]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Postgres creates an empty database for the test and returns its URL. The
+// database is dropped when the test ends.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, PostgresAdminURL())
+	if err != nil {
+		Unavailable(t, "PostgreSQL at %s: %v", redact(PostgresAdminURL()), err)
+	}
+	defer admin.Close(context.Background())
+	name := "pwtest_" + ID(t)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, PostgresAdminURL())
+		if err != nil {
+			t.Errorf("drop test database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop test database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(PostgresAdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Queues returns a job queue and a task queue name unique to the test. Both
+// are deleted, with their dead-letter queues, when the test ends.
+func Queues(t testing.TB) (jobQueue, taskQueue string) {
+	t.Helper()
+	conn, err := amqp.Dial(AMQPURL())
+	if err != nil {
+		Unavailable(t, "RabbitMQ at %s: %v", redact(AMQPURL()), err)
+	}
+	conn.Close()
+	id := ID(t)
+	jobQueue, taskQueue = "pwtest_"+id+"_job_queue", "pwtest_"+id+"_task_queue"
+	t.Cleanup(func() { DeleteQueues(t, jobQueue, jobQueue+".dlq", taskQueue, taskQueue+".dlq") })
+	return jobQueue, taskQueue
+}
+
+// DeleteQueues deletes the named queues, ignoring ones that do not exist.
+func DeleteQueues(t testing.TB, names ...string) {
+	t.Helper()
+	conn, err := amqp.Dial(AMQPURL())
+	if err != nil {
+		t.Logf("delete queues: %v", err)
+		return
+	}
+	defer conn.Close()
+	for _, name := range names {
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Logf("delete queue %s: %v", name, err)
+			return
+		}
+		if _, err := ch.QueueDelete(name, false, false, false); err != nil && !strings.Contains(err.Error(), "NOT_FOUND") {
+			t.Logf("delete queue %s: %v", name, err)
+		}
+		ch.Close()
+	}
+}
+
+// Redis returns a key prefix unique to the test. Every key under it is
+// deleted when the test ends.
+func Redis(t testing.TB) (redisURL, prefix string) {
+	t.Helper()
+	opts, err := redis.ParseURL(RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		Unavailable(t, "Redis at %s: %v", RedisURL(), err)
+	}
+	prefix = "pwtest:" + ID(t)
+	t.Cleanup(func() {
+		defer rdb.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			t.Logf("clean Redis prefix %s: %v", prefix, err)
+			return
+		}
+		for len(keys) > 0 {
+			n := min(len(keys), 500)
+			if err := rdb.Del(ctx, keys[:n]...).Err(); err != nil {
+				t.Logf("clean Redis prefix %s: %v", prefix, err)
+				return
+			}
+			keys = keys[n:]
+		}
+	})
+	return RedisURL(), prefix
+}
+
+// Logger returns a logger that writes through t.Log, so a test's output shows
+// what the code under test logged.
+// Lines logged after the test ended are dropped: testing panics on them.
+func Logger(t testing.TB) *slog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct {
+	t    testing.TB
+	mu   sync.Mutex
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

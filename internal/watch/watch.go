@@ -1,0 +1,144 @@
+// Package watch holds portalwatch's domain: the messages that travel between
+// the scheduler, the crawlers and the processor, the pages users watch, the
+// links found on them and the updates users read. It depends on the standard
+// library only, so every adapter and service can share it.
+package watch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Defaults and limits of a page's check interval.
+const (
+	DefaultInterval = 5 * time.Minute
+	MinInterval     = 10 * time.Second
+)
+
+// ErrMalformed marks a message that can never be handled, however often it is
+// delivered: it goes to the dead-letter queue at once.
+var ErrMalformed = errors.New("malformed message")
+
+// ErrPageNotFound is returned when a page id names no registered page.
+var ErrPageNotFound = errors.New("page not found")
+
+// ErrDuplicatePage is returned when a page with the same base URL is already
+// registered.
+var ErrDuplicatePage = errors.New("page already registered")
+
+// Job asks a crawler to check one page. Field names follow the source paper.
+type Job struct {
+	BaseURL string `json:"baseUrl"`
+	ID      int64  `json:"id"`
+	// ETag and LastModified are the validators of the page's last successful
+	// fetch, sent back as If-None-Match and If-Modified-Since.
+	ETag         string    `json:"etag,omitempty"`
+	LastModified string    `json:"lastModified,omitempty"`
+	ScheduledAt  time.Time `json:"scheduledAt,omitzero"`
+	// Options are the page's link filters; the crawler applies them so that
+	// tasks carry only the links the processor must consider.
+	Options *LinkOptions `json:"options,omitempty"`
+}
+
+// LinkOptions are a page's per-page link filters.
+type LinkOptions struct {
+	// SameSiteOnly keeps only links to the page's host and its subdomains.
+	SameSiteOnly bool `json:"sameSiteOnly,omitempty"`
+	// Ignore holds regular expressions (RE2 syntax); a link whose normalised
+	// URL matches any of them is dropped as churn, not content.
+	Ignore []string `json:"ignore,omitempty"`
+}
+
+// Link is one anchor found on a page: its normalised absolute URL and its text.
+type Link struct {
+	URL  string `json:"url"`
+	Text string `json:"text"`
+}
+
+// Task carries the result of one check of a page from a crawler to the
+// processor. A failed check carries its Error and no links.
+type Task struct {
+	BaseURL string `json:"baseUrl"`
+	ID      int64  `json:"id"`
+	Context []Link `json:"context"`
+	// Status is the HTTP status of the last response, 0 when there was none.
+	Status       int       `json:"status"`
+	FinalURL     string    `json:"finalUrl,omitempty"`
+	FetchedAt    time.Time `json:"fetchedAt,omitzero"`
+	ETag         string    `json:"etag,omitempty"`
+	LastModified string    `json:"lastModified,omitempty"`
+	Error        string    `json:"error,omitempty"`
+}
+
+// Failed reports whether the check failed; a failed check leaves the page's
+// links alone and is recorded as the page's error.
+func (t Task) Failed() bool { return t.Error != "" }
+
+// NotModified reports whether the server answered a conditional GET with 304:
+// a successful check with no link work to do.
+func (t Task) NotModified() bool { return !t.Failed() && t.Status == 304 }
+
+// DecodeJob parses a job message. A body that is not JSON, or lacks a positive
+// id or a baseUrl, yields an error wrapping ErrMalformed.
+func DecodeJob(body []byte) (Job, error) {
+	var j Job
+	if err := json.Unmarshal(body, &j); err != nil {
+		return Job{}, fmt.Errorf("%w: job is not JSON: %v", ErrMalformed, err)
+	}
+	if err := checkIdentity(j.ID, j.BaseURL); err != nil {
+		return Job{}, fmt.Errorf("job: %w", err)
+	}
+	return j, nil
+}
+
+// DecodeTask parses a task message. A body that is not JSON, or lacks a
+// positive id or a baseUrl, yields an error wrapping ErrMalformed.
+func DecodeTask(body []byte) (Task, error) {
+	var t Task
+	if err := json.Unmarshal(body, &t); err != nil {
+		return Task{}, fmt.Errorf("%w: task is not JSON: %v", ErrMalformed, err)
+	}
+	if err := checkIdentity(t.ID, t.BaseURL); err != nil {
+		return Task{}, fmt.Errorf("task: %w", err)
+	}
+	return t, nil
+}
+
+func checkIdentity(id int64, baseURL string) error {
+	switch {
+	case id <= 0:
+		return fmt.Errorf("%w: missing or non-positive id", ErrMalformed)
+	case strings.TrimSpace(baseURL) == "":
+		return fmt.Errorf("%w: missing baseUrl", ErrMalformed)
+	}
+	return nil
+}
+
+// Page is a registered homepage and its check state.
+type Page struct {
+	ID                  int64
+	BaseURL             string
+	Interval            time.Duration
+	Enabled             bool
+	NextCheckAt         time.Time
+	LastCheckedAt       time.Time // zero until the first check
+	LastStatus          int
+	LastError           string
+	ConsecutiveFailures int
+	BaselineAt          time.Time // zero until the first successful check
+	Options             LinkOptions
+	CreatedAt           time.Time
+}
+
+// Update is a link that appeared on a watched page for the first time.
+type Update struct {
+	ID           int64     `json:"id"`
+	PageID       int64     `json:"page_id"`
+	URL          string    `json:"url"`
+	Text         string    `json:"text"`
+	Code         string    `json:"code"`
+	DiscoveredAt time.Time `json:"discovered_at"`
+}
