@@ -1,0 +1,130 @@
+package seen_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/portalwatch/portalwatch/internal/seen"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+)
+
+func open(t *testing.T, cfg seen.Config) (*seen.Set, *redis.Client) {
+	t.Helper()
+	url, prefix := testsvc.Redis(t)
+	cfg.Prefix = prefix
+	s, err := seen.Open(url, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	opts, _ := redis.ParseURL(url)
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return s, rdb
+}
+
+func TestSeenAfterAddOnly(t *testing.T) {
+	s, _ := open(t, seen.Config{Epoch: "e1"})
+	ctx := context.Background()
+	codes := []uint64{1, 2, 3, 1 << 40, 62*62*62*62*62*62*62*62 - 1}
+	got, err := s.Seen(ctx, 7, codes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, hit := range got {
+		if hit {
+			t.Errorf("code %d seen before any Add", codes[i])
+		}
+	}
+	if err := s.Add(ctx, 7, codes[:3]); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Seen(ctx, 7, codes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{true, true, true, false, false}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("Seen(code %d) = %v, want %v", codes[i], got[i], want[i])
+		}
+	}
+	// Pages are separate: page 8 has seen nothing.
+	other, err := s.Seen(ctx, 8, codes[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, hit := range other {
+		if hit {
+			t.Errorf("page 8 sees page 7's code %d", codes[i])
+		}
+	}
+}
+
+func TestAnotherEpochSeesNothing(t *testing.T) {
+	url, prefix := testsvc.Redis(t)
+	ctx := context.Background()
+	old, err := seen.Open(url, seen.Config{Prefix: prefix, Epoch: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := old.Add(ctx, 1, []uint64{42}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := seen.Open(url, seen.Config{Prefix: prefix, Epoch: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	got, err := fresh.Seen(ctx, 1, []uint64{42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] {
+		t.Fatal("a cache filled for an older database claims a link is seen")
+	}
+}
+
+func TestCodesStayInCompactEncoding(t *testing.T) {
+	s, rdb := open(t, seen.Config{Epoch: "e", Buckets: 8})
+	ctx := context.Background()
+	codes := make([]uint64, 2000)
+	for i := range codes {
+		codes[i] = rand.Uint64N(62 * 62 * 62 * 62 * 62 * 62 * 62 * 62)
+	}
+	if err := s.Add(ctx, 99, codes); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := rdb.Keys(ctx, "*:seen:e:99:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 8 {
+		t.Fatalf("page 99 has %d keys, want 8 buckets", len(keys))
+	}
+	for _, k := range keys {
+		enc, err := rdb.ObjectEncoding(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if enc != "intset" {
+			t.Errorf("%s is encoded as %s, want intset", k, enc)
+		}
+	}
+}
+
+func TestUnreachableRedisIsAnErrorNotAHit(t *testing.T) {
+	s, err := seen.Open("redis://127.0.0.1:1/0", seen.Config{Prefix: "x", Epoch: "e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Seen(context.Background(), 1, []uint64{1, 2})
+	if err == nil || got != nil {
+		t.Fatalf("Seen with Redis down = %v, %v; want nil and an error", got, err)
+	}
+}
