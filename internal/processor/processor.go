@@ -1,0 +1,229 @@
+// Package processor records what crawlers found: for each task it asks the
+// Redis seen-set which links are certainly old, lets PostgreSQL decide about
+// the rest in one transaction (new links into links and updates, the page's
+// status), fills the seen-set after the commit, and only then acks.
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/portalwatch/portalwatch/internal/backoff"
+	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/shortlink"
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// Recorder records a check of a page; PostgreSQL decides what is new.
+type Recorder interface {
+	RecordCheck(ctx context.Context, c store.Check, links []store.NewLink) (store.Recorded, error)
+}
+
+// SeenSet is the cache of each page's known link codes.
+type SeenSet interface {
+	Seen(ctx context.Context, pageID int64, codes []uint64) ([]bool, error)
+	Add(ctx context.Context, pageID int64, codes []uint64) error
+}
+
+// Config configures the processor.
+type Config struct {
+	// CodeLength is the length of the short codes. Default
+	// shortlink.DefaultLength.
+	CodeLength int
+	// Backoff spaces retries while the database is unavailable.
+	Backoff backoff.Policy
+}
+
+// Service is the processor.
+type Service struct {
+	cfg     Config
+	store   Recorder
+	seen    SeenSet
+	log     *slog.Logger
+	metrics metrics
+}
+
+type metrics struct {
+	tasks      *prometheus.CounterVec
+	updates    prometheus.Counter
+	cacheHits  prometheus.Counter
+	cacheMiss  prometheus.Counter
+	cacheFails prometheus.Counter
+	duration   prometheus.Histogram
+}
+
+// New returns a processor. Its metrics are registered with reg.
+func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus.Registerer) *Service {
+	if cfg.CodeLength == 0 {
+		cfg.CodeLength = shortlink.DefaultLength
+	}
+	m := metrics{
+		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portalwatch_processor_tasks_total", Help: "Tasks handled, by outcome.",
+		}, []string{"outcome"}),
+		updates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_processor_updates_total", Help: "New links recorded in updates.",
+		}),
+		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_processor_seen_cache_hits_total", Help: "Links the Redis seen-set knew.",
+		}),
+		cacheMiss: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_processor_seen_cache_misses_total", Help: "Links sent to PostgreSQL to decide.",
+		}),
+		cacheFails: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_processor_seen_cache_errors_total", Help: "Redis calls that failed (treated as misses).",
+		}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "portalwatch_processor_task_seconds", Help: "Time to handle one task.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+	}
+	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.duration)
+	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}
+}
+
+// Handle handles one task delivery. A task that cannot be decoded, or whose
+// data PostgreSQL refuses, is marked permanent (dead-lettered). While the
+// database is unavailable it retries in place with backoff, so an outage
+// delays tasks instead of burning their delivery count; it gives up only when
+// ctx ends, and the task returns to the queue.
+func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
+	start := time.Now()
+	task, err := watch.DecodeTask(d.Body)
+	if err != nil {
+		s.metrics.tasks.WithLabelValues("malformed").Inc()
+		return queue.Permanent(err)
+	}
+	outcome, err := s.process(ctx, task)
+	s.metrics.tasks.WithLabelValues(outcome).Inc()
+	s.metrics.duration.Observe(time.Since(start).Seconds())
+	return err
+}
+
+func (s *Service) process(ctx context.Context, task watch.Task) (outcome string, err error) {
+	check := store.Check{
+		PageID:       task.ID,
+		FetchedAt:    task.FetchedAt,
+		Status:       task.Status,
+		Error:        task.Error,
+		ETag:         task.ETag,
+		LastModified: task.LastModified,
+	}
+	if check.FetchedAt.IsZero() {
+		check.FetchedAt = time.Now()
+	}
+	log := s.log.With("page_id", task.ID, "url", task.BaseURL)
+
+	var (
+		links []store.NewLink
+		codes []uint64 // codes of links, the candidates PostgreSQL decides
+	)
+	if !task.Failed() && !task.NotModified() {
+		links, codes = s.candidates(ctx, task)
+	}
+
+	rec, err := s.record(ctx, check, links)
+	switch {
+	case errors.Is(err, watch.ErrPageNotFound):
+		log.Info("task for a removed page dropped")
+		return "page_removed", nil
+	case err != nil && store.IsPermanent(err):
+		return "rejected", queue.Permanent(err)
+	case err != nil:
+		return "interrupted", err
+	}
+
+	// Only now, with the links committed, may the cache say "seen".
+	if len(codes) > 0 {
+		if err := s.seen.Add(ctx, task.ID, codes); err != nil {
+			s.metrics.cacheFails.Inc()
+			log.Warn("seen-set not updated; the next check asks PostgreSQL again", "err", err)
+		}
+	}
+
+	switch {
+	case task.Failed():
+		log.Info("check failed", "status", task.Status, "err", task.Error)
+		return "failed", nil
+	case task.NotModified():
+		return "not_modified", nil
+	case rec.Baseline:
+		log.Info("baseline recorded", "links", rec.Inserted)
+		return "baseline", nil
+	}
+	s.metrics.updates.Add(float64(len(rec.Updates)))
+	for _, u := range rec.Updates {
+		log.Info("new link", "link_url", u.URL, "text", u.Text, "code", u.Code)
+	}
+	return "ok", nil
+}
+
+// candidates returns the task's links that the seen-set does not know, with
+// their codes. Links are deduplicated by key, and their text made safe for
+// PostgreSQL, whatever the crawler sent.
+func (s *Service) candidates(ctx context.Context, task watch.Task) ([]store.NewLink, []uint64) {
+	links := make([]store.NewLink, 0, len(task.Context))
+	codes := make([]uint64, 0, len(task.Context))
+	keys := make(map[uint64]struct{}, len(task.Context))
+	for _, l := range task.Context {
+		if l.URL == "" {
+			continue
+		}
+		url := clean(l.URL)
+		key := shortlink.Key(url)
+		if _, dup := keys[key]; dup {
+			continue
+		}
+		keys[key] = struct{}{}
+		links = append(links, store.NewLink{Key: key, URL: url, Text: clean(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
+		codes = append(codes, shortlink.CodeValue(key, s.cfg.CodeLength))
+	}
+	seen, err := s.seen.Seen(ctx, task.ID, codes)
+	if err != nil {
+		s.metrics.cacheFails.Inc()
+		s.log.Warn("seen-set unavailable; PostgreSQL decides every link", "page_id", task.ID, "err", err)
+		s.metrics.cacheMiss.Add(float64(len(links)))
+		return links, codes
+	}
+	n := 0
+	for i := range links {
+		if seen[i] {
+			continue
+		}
+		links[n], codes[n] = links[i], codes[i]
+		n++
+	}
+	s.metrics.cacheHits.Add(float64(len(links) - n))
+	s.metrics.cacheMiss.Add(float64(n))
+	return links[:n], codes[:n]
+}
+
+// record retries RecordCheck while the failure is transient.
+func (s *Service) record(ctx context.Context, c store.Check, links []store.NewLink) (store.Recorded, error) {
+	for attempt := 0; ; attempt++ {
+		rec, err := s.store.RecordCheck(ctx, c, links)
+		if err == nil || errors.Is(err, watch.ErrPageNotFound) || store.IsPermanent(err) {
+			return rec, err
+		}
+		s.log.Warn("recording check failed; retrying", "page_id", c.PageID, "attempt", attempt+1, "err", err)
+		if sleepErr := s.cfg.Backoff.Sleep(ctx, attempt); sleepErr != nil {
+			return store.Recorded{}, fmt.Errorf("record check of page %d: %w (gave up: %v)", c.PageID, err, sleepErr)
+		}
+	}
+}
+
+// clean makes s valid UTF-8 without NUL bytes, which PostgreSQL text refuses.
+func clean(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}

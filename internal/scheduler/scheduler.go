@@ -1,0 +1,154 @@
+// Package scheduler turns due pages into jobs: it claims due pages from the
+// store in batches and publishes one job per page to the job queue, waiting
+// for the broker's confirms before the claim commits.
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/portalwatch/portalwatch/internal/backoff"
+	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// Claimer claims due pages and reschedules them once publish succeeds.
+type Claimer interface {
+	ClaimDue(ctx context.Context, p store.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error)
+}
+
+// Publisher publishes messages and returns once the broker confirmed them.
+type Publisher interface {
+	Publish(ctx context.Context, queue string, msgs ...queue.Message) error
+}
+
+// Config configures the scheduler.
+type Config struct {
+	// Queue is the job queue.
+	Queue string
+	// PollInterval is the pause after a round that found fewer than
+	// BatchSize due pages. Default 1s.
+	PollInterval time.Duration
+	// BatchSize is how many pages one round claims. Default 500.
+	BatchSize int
+	// Lease keeps a page with a job in flight from being scheduled again.
+	// Default 10m.
+	Lease time.Duration
+	// Jitter is the largest share of a page's interval added at random to
+	// its next check. Default 0 (none).
+	Jitter float64
+	// PublishTimeout bounds one round's publishing; the claim rolls back
+	// after it. Default 30s.
+	PublishTimeout time.Duration
+	// Backoff spaces rounds after a failure.
+	Backoff backoff.Policy
+}
+
+func (c Config) withDefaults() Config {
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 500
+	}
+	if c.Lease <= 0 {
+		c.Lease = 10 * time.Minute
+	}
+	if c.PublishTimeout <= 0 {
+		c.PublishTimeout = 30 * time.Second
+	}
+	return c
+}
+
+// Service is the scheduler.
+type Service struct {
+	cfg     Config
+	store   Claimer
+	pub     Publisher
+	log     *slog.Logger
+	metrics metrics
+}
+
+type metrics struct {
+	published prometheus.Counter
+	failures  prometheus.Counter
+}
+
+// New returns a scheduler. Its metrics are registered with reg.
+func New(cfg Config, st Claimer, pub Publisher, log *slog.Logger, reg prometheus.Registerer) *Service {
+	m := metrics{
+		published: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_scheduler_jobs_published_total", Help: "Jobs published and confirmed by the broker.",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_scheduler_round_failures_total", Help: "Scheduling rounds that failed and were retried.",
+		}),
+	}
+	reg.MustRegister(m.published, m.failures)
+	return &Service{cfg: cfg.withDefaults(), store: st, pub: pub, log: log, metrics: m}
+}
+
+// Run schedules until ctx ends. A full batch is followed at once by another
+// round; otherwise it waits PollInterval. Failures (database or broker down)
+// are logged and retried with backoff; Run returns nil when ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	failures := 0
+	for {
+		n, err := s.Round(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := s.cfg.PollInterval
+		switch {
+		case err != nil:
+			s.metrics.failures.Inc()
+			s.log.Warn("scheduling round failed; retrying", "err", err, "attempt", failures+1)
+			wait = s.cfg.Backoff.Delay(failures)
+			failures++
+		case n == s.cfg.BatchSize:
+			failures = 0
+			continue
+		default:
+			failures = 0
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Round claims and publishes one batch of due pages and returns how many.
+func (s *Service) Round(ctx context.Context) (int, error) {
+	n, err := s.store.ClaimDue(ctx, store.ClaimParams{Limit: s.cfg.BatchSize, Lease: s.cfg.Lease, Jitter: s.cfg.Jitter},
+		s.publish)
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		s.metrics.published.Add(float64(n))
+		s.log.Debug("jobs published", "count", n)
+	}
+	return n, nil
+}
+
+func (s *Service) publish(ctx context.Context, jobs []watch.Job) error {
+	msgs := make([]queue.Message, len(jobs))
+	for i, j := range jobs {
+		body, err := json.Marshal(j)
+		if err != nil {
+			return fmt.Errorf("encode job for page %d: %w", j.ID, err)
+		}
+		msgs[i] = queue.Message{Body: body}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
+	defer cancel()
+	return s.pub.Publish(ctx, s.cfg.Queue, msgs...)
+}
