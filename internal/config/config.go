@@ -171,7 +171,26 @@ func Load(getenv Getenv) (Config, error) {
 	default:
 		r.check(fmt.Errorf("PORTALWATCH_LOG_LEVEL=%q: want debug, info, warn or error", c.LogLevel))
 	}
-	return c, errors.Join(r.errs...)
+	if len(r.errs) > 0 {
+		return c, Error{errors.Join(r.errs...)}
+	}
+	return c, nil
+}
+
+// Error is a configuration error: one line per bad variable, saying what it
+// expects. Programs exit with status 2 on it.
+type Error struct{ err error }
+
+func (e Error) Error() string { return "configuration: " + e.err.Error() }
+func (e Error) Unwrap() error { return e.err }
+
+// HTTPAddrOr returns HTTPAddr, or def when it is unset. "off" disables the
+// server.
+func (c Config) HTTPAddrOr(def string) string {
+	if c.HTTPAddr == "" {
+		return def
+	}
+	return c.HTTPAddr
 }
 
 // reader collects every bad variable instead of stopping at the first, so a

@@ -1,0 +1,75 @@
+# portalwatch: `make up` brings everything up on a Debian/Ubuntu machine and
+# runs the service under supervisord; `make test` runs the tests.
+
+SHELL      := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin
+GO         ?= go
+SUPERVISOR := deploy/supervisor
+SUPCONF    := $(SUPERVISOR)/supervisord.conf
+SUPCTL     := supervisorctl -c $(SUPCONF)
+DB_NAME    ?= portalwatch
+PROGRAMS   := scheduler crawler processor watchctl
+FUZZTIME   ?= 5s
+
+.PHONY: up down status build services test test-unit test-e2e vet fuzz bench clean
+
+## up: install and start PostgreSQL, Redis, RabbitMQ and supervisord as needed,
+## create and migrate the database, build, and (re)start the programs under
+## supervisord with the current environment.
+up: services build
+	@scripts/services.sh ensure-db $(DB_NAME)
+	@bin/watchctl migrate
+	@mkdir -p $(SUPERVISOR)/run $(SUPERVISOR)/logs
+	@if $(SUPCTL) pid >/dev/null 2>&1; then \
+		echo "restarting supervisord so the current environment applies"; \
+		$(SUPCTL) shutdown >/dev/null; \
+		while $(SUPCTL) pid >/dev/null 2>&1; do sleep 0.2; done; \
+	fi
+	@supervisord -c $(SUPCONF)
+	@for i in $$(seq 1 50); do $(SUPCTL) status 2>/dev/null | grep -qv STARTING && break; sleep 0.2; done
+	@sleep 2; $(SUPCTL) status
+
+## down: stop every program (gracefully) and supervisord itself. The
+## databases and the broker keep running.
+down:
+	@if $(SUPCTL) pid >/dev/null 2>&1; then $(SUPCTL) shutdown; else echo "supervisord is not running"; fi
+
+status:
+	@$(SUPCTL) status
+
+services:
+	@scripts/services.sh check-go
+	@scripts/services.sh ensure all
+
+build:
+	@scripts/services.sh check-go
+	@mkdir -p bin
+	$(GO) build -o bin/ $(addprefix ./cmd/,$(PROGRAMS))
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+		if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+## test: the whole suite against the real services (started if needed):
+## vet, unit and integration tests with the race detector, short fuzz runs,
+## and the end-to-end test that runs the real programs.
+test: services vet
+	$(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+
+## fuzz: run each fuzz target for FUZZTIME (default 5s; 60s for a real run).
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null || \
+				{ $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; exit 1; }; \
+		done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin

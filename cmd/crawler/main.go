@@ -1,0 +1,88 @@
+// Command crawler consumes the job queue: it fetches each page, extracts its
+// links and publishes them as a task, acking the job only after the broker
+// confirmed the task. Run as many as the web's latency calls for. It is
+// configured from the environment (see README.md); /healthz and /metrics are
+// served on PORTALWATCH_HTTP_ADDR, 127.0.0.1:9102 by default.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/portalwatch/portalwatch/internal/config"
+	"github.com/portalwatch/portalwatch/internal/crawler"
+	"github.com/portalwatch/portalwatch/internal/domwalk"
+	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/ops"
+	"github.com/portalwatch/portalwatch/internal/proc"
+	"github.com/portalwatch/portalwatch/internal/queue"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crawler:", err)
+		var cfgErr config.Error
+		if errors.As(err, &cfgErr) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, getenv config.Getenv, stdout io.Writer) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	log := proc.Logger(stdout, cfg.LogLevel, "crawler", os.Getpid())
+	health, reg := ops.NewHealth(), ops.NewRegistry()
+
+	qcfg := proc.QueueConfig(cfg, "crawler")
+	// One publisher carries tasks and dead letters; the consumer has its own
+	// connection, so a publisher blocked by a broker alarm never stalls acks.
+	pub := queue.NewPublisher(qcfg, log, cfg.TaskQueue, cfg.JobQueue)
+	defer pub.Close()
+	fetcher := fetch.New(fetch.Config{
+		UserAgent:    cfg.Crawler.UserAgent,
+		Timeout:      cfg.Crawler.FetchTimeout,
+		MaxBodyBytes: cfg.Crawler.MaxBodyBytes,
+		MaxRedirects: cfg.Crawler.MaxRedirects,
+		AllowPrivate: cfg.AllowPrivate,
+		IgnoreRobots: cfg.Crawler.IgnoreRobots,
+	})
+	svc := crawler.New(crawler.Config{
+		TaskQueue: cfg.TaskQueue,
+		Limits:    domwalk.Limits{MaxLinks: cfg.Crawler.MaxLinks},
+	}, fetcher, pub, log, reg)
+	consumer := queue.NewConsumer(queue.ConsumerConfig{
+		Config:       qcfg,
+		Queue:        cfg.JobQueue,
+		Prefetch:     cfg.Crawler.Concurrency,
+		Workers:      cfg.Crawler.Concurrency,
+		DrainTimeout: cfg.ShutdownTimeout,
+	}, log, svc.Handle, pub)
+	health.Set("rabbitmq", consumer.Health)
+
+	if cfg.AllowPrivate {
+		log.Warn("PORTALWATCH_ALLOW_PRIVATE=true: the crawler may connect to loopback and private addresses")
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ops.Serve(ctx, cfg.HTTPAddrOr("127.0.0.1:9102"), health, reg, log) })
+	g.Go(func() error {
+		log.Info("crawling", "queue", cfg.JobQueue, "concurrency", cfg.Crawler.Concurrency)
+		return consumer.Run(ctx)
+	})
+	err = g.Wait()
+	log.Info("stopped")
+	return err
+}

@@ -1,0 +1,98 @@
+// Command processor consumes the task queue and records every link that is
+// new on its page in the updates table. Several processors may run at once.
+// It is configured from the environment (see README.md); /healthz and
+// /metrics are served on PORTALWATCH_HTTP_ADDR, 127.0.0.1:9103 by default.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/portalwatch/portalwatch/internal/backoff"
+	"github.com/portalwatch/portalwatch/internal/config"
+	"github.com/portalwatch/portalwatch/internal/ops"
+	"github.com/portalwatch/portalwatch/internal/proc"
+	"github.com/portalwatch/portalwatch/internal/processor"
+	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/seen"
+	"github.com/portalwatch/portalwatch/internal/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "processor:", err)
+		var cfgErr config.Error
+		if errors.As(err, &cfgErr) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, getenv config.Getenv, stdout io.Writer) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	log := proc.Logger(stdout, cfg.LogLevel, "processor", os.Getpid())
+	health, reg := ops.NewHealth(), ops.NewRegistry()
+
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	qcfg := proc.QueueConfig(cfg, "processor")
+	deadLetters := queue.NewPublisher(qcfg, log, cfg.TaskQueue)
+	defer deadLetters.Close()
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ops.Serve(ctx, cfg.HTTPAddrOr("127.0.0.1:9103"), health, reg, log) })
+	g.Go(func() error {
+		if err := proc.PrepareStore(ctx, st, health, log); err != nil {
+			return nil // stopped while waiting
+		}
+		epoch, err := st.Epoch(ctx)
+		if err != nil {
+			return err
+		}
+		set, err := seen.Open(cfg.RedisURL, seen.Config{Prefix: cfg.RedisPrefix, Epoch: epoch, TTL: cfg.Processor.SeenTTL})
+		if err != nil {
+			return err
+		}
+		defer set.Close()
+		// Redis is a cache: the processor works without it, only slower.
+		health.Set("redis", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return set.Ping(ctx)
+		})
+		svc := processor.New(processor.Config{
+			CodeLength: cfg.CodeLength,
+			Backoff:    backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second},
+		}, st, set, log, reg)
+		consumer := queue.NewConsumer(queue.ConsumerConfig{
+			Config:       qcfg,
+			Queue:        cfg.TaskQueue,
+			Prefetch:     cfg.Processor.Prefetch,
+			Workers:      cfg.Processor.Concurrency,
+			DrainTimeout: cfg.ShutdownTimeout,
+		}, log, svc.Handle, deadLetters)
+		health.Set("rabbitmq", consumer.Health)
+		return consumer.Run(ctx)
+	})
+	err = g.Wait()
+	log.Info("stopped")
+	return err
+}

@@ -1,0 +1,77 @@
+// Command scheduler publishes a job to the job queue for every page that is
+// due, moving each page's next check forward by its interval plus jitter.
+// Several schedulers may run at once. It is configured from the environment
+// (see README.md); /healthz and /metrics are served on PORTALWATCH_HTTP_ADDR,
+// 127.0.0.1:9101 by default.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/portalwatch/portalwatch/internal/config"
+	"github.com/portalwatch/portalwatch/internal/ops"
+	"github.com/portalwatch/portalwatch/internal/proc"
+	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/scheduler"
+	"github.com/portalwatch/portalwatch/internal/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		var cfgErr config.Error
+		if errors.As(err, &cfgErr) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, getenv config.Getenv, stdout io.Writer) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	log := proc.Logger(stdout, cfg.LogLevel, "scheduler", os.Getpid())
+	health, reg := ops.NewHealth(), ops.NewRegistry()
+
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	pub := queue.NewPublisher(proc.QueueConfig(cfg, "scheduler"), log, cfg.JobQueue)
+	defer pub.Close()
+	health.Set("rabbitmq", pub.Health)
+	svc := scheduler.New(scheduler.Config{
+		Queue:        cfg.JobQueue,
+		PollInterval: cfg.Scheduler.PollInterval,
+		BatchSize:    cfg.Scheduler.BatchSize,
+		Lease:        cfg.Scheduler.Lease,
+		Jitter:       cfg.Scheduler.Jitter,
+	}, st, pub, log, reg)
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ops.Serve(ctx, cfg.HTTPAddrOr("127.0.0.1:9101"), health, reg, log) })
+	g.Go(func() error {
+		if err := proc.PrepareStore(ctx, st, health, log); err != nil {
+			return nil // stopped while waiting
+		}
+		log.Info("scheduling", "queue", cfg.JobQueue, "batch", cfg.Scheduler.BatchSize)
+		return svc.Run(ctx)
+	})
+	err = g.Wait()
+	log.Info("stopped")
+	return err
+}

@@ -1,0 +1,191 @@
+// Package crawler checks pages: for each job it fetches the page, walks its
+// DOM breadth-first for links, publishes the result as a task and waits for
+// the broker's confirm; only then is the job acked. A check that fails still
+// becomes a task carrying the failure, so the page's error is recorded.
+package crawler
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/portalwatch/portalwatch/internal/domwalk"
+	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/urlnorm"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// Fetcher fetches one page.
+type Fetcher interface {
+	Fetch(ctx context.Context, req fetch.Request) (fetch.Result, error)
+}
+
+// Publisher publishes messages and returns once the broker confirmed them.
+type Publisher interface {
+	Publish(ctx context.Context, queue string, msgs ...queue.Message) error
+}
+
+// Config configures the crawler.
+type Config struct {
+	// TaskQueue is where tasks go.
+	TaskQueue string
+	// Limits bounds the DOM walk.
+	Limits domwalk.Limits
+	// PublishTimeout bounds the wait for the broker to take a task; after it
+	// the job returns to its queue. Default 60s.
+	PublishTimeout time.Duration
+}
+
+// Service is the crawler.
+type Service struct {
+	cfg     Config
+	fetcher Fetcher
+	pub     Publisher
+	log     *slog.Logger
+	metrics metrics
+}
+
+type metrics struct {
+	checks   *prometheus.CounterVec
+	duration prometheus.Histogram
+	links    prometheus.Histogram
+}
+
+// New returns a crawler. Its metrics are registered with reg.
+func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.Registerer) *Service {
+	if cfg.PublishTimeout <= 0 {
+		cfg.PublishTimeout = 60 * time.Second
+	}
+	cfg.Limits = cfg.Limits.WithDefaults()
+	m := metrics{
+		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portalwatch_crawler_checks_total", Help: "Page checks, by outcome.",
+		}, []string{"outcome"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "portalwatch_crawler_check_seconds", Help: "Time to fetch and walk one page.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
+		links: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "portalwatch_crawler_links_per_page", Help: "Links found per page.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+		}),
+	}
+	reg.MustRegister(m.checks, m.duration, m.links)
+	return &Service{cfg: cfg, fetcher: f, pub: pub, log: log, metrics: m}
+}
+
+// Handle handles one job delivery: a job that cannot be decoded is marked
+// permanent (dead-lettered); a task that cannot be published in time returns
+// the job to its queue; everything else, failed fetches included, acks it.
+func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
+	job, err := watch.DecodeJob(d.Body)
+	if err != nil {
+		s.metrics.checks.WithLabelValues("malformed").Inc()
+		return queue.Permanent(err)
+	}
+	task := s.Check(ctx, job)
+	body, err := json.Marshal(task)
+	if err != nil {
+		return queue.Permanent(fmt.Errorf("encode task of page %d: %w", job.ID, err))
+	}
+	pubCtx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
+	defer cancel()
+	if err := s.pub.Publish(pubCtx, s.cfg.TaskQueue, queue.Message{Body: body}); err != nil {
+		return fmt.Errorf("publish task of page %d: %w", job.ID, err)
+	}
+	return nil
+}
+
+// Check fetches the job's page and returns its task: its links, or the
+// failure.
+func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
+	start := time.Now()
+	log := s.log.With("page_id", job.ID, "url", job.BaseURL)
+	task := watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}}
+	res, err := s.fetcher.Fetch(ctx, fetch.Request{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified})
+	task.Status, task.FetchedAt = res.Status, res.FetchedAt
+	if task.FetchedAt.IsZero() {
+		task.FetchedAt = time.Now().UTC()
+	}
+	if res.FinalURL != nil {
+		task.FinalURL = res.FinalURL.String()
+	}
+	task.ETag, task.LastModified = res.ETag, res.LastModified
+	defer func() { s.metrics.duration.Observe(time.Since(start).Seconds()) }()
+	if err != nil {
+		task.Error = err.Error()
+		s.metrics.checks.WithLabelValues("fetch_failed").Inc()
+		log.Info("fetch failed", "status", res.Status, "err", err, "kind", fetch.KindOf(err).String())
+		return task
+	}
+	if res.NotModified {
+		s.metrics.checks.WithLabelValues("not_modified").Inc()
+		return task
+	}
+	pageURL := res.FinalURL
+	if pageURL == nil {
+		pageURL, _ = url.Parse(job.BaseURL)
+	}
+	links, stats, err := domwalk.Parse(bytes.NewReader(res.HTML), pageURL, s.cfg.Limits)
+	if err != nil {
+		task.Error = fmt.Sprintf("parse %s: %v", job.BaseURL, err)
+		s.metrics.checks.WithLabelValues("parse_failed").Inc()
+		log.Warn("parse failed", "err", err)
+		return task
+	}
+	links, err = filter(links, job)
+	if err != nil {
+		task.Error = err.Error()
+		s.metrics.checks.WithLabelValues("bad_options").Inc()
+		return task
+	}
+	task.Context = links
+	s.metrics.checks.WithLabelValues("ok").Inc()
+	s.metrics.links.Observe(float64(len(links)))
+	log.Debug("page checked", "links", len(links), "nodes", stats.Nodes, "charset", res.Charset,
+		"elapsed_ms", time.Since(start).Milliseconds())
+	return task
+}
+
+// filter applies the page's own link options: same-site only and ignore
+// patterns. A pattern that does not compile is the page's error, so the user
+// sees it instead of silently getting every link.
+func filter(links []watch.Link, job watch.Job) ([]watch.Link, error) {
+	if job.Options == nil || (!job.Options.SameSiteOnly && len(job.Options.Ignore) == 0) {
+		return links, nil
+	}
+	ignore := make([]*regexp.Regexp, 0, len(job.Options.Ignore))
+	for _, p := range job.Options.Ignore {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("ignore pattern %q of page %d: %v", p, job.ID, err)
+		}
+		ignore = append(ignore, re)
+	}
+	var host string
+	if u, err := url.Parse(job.BaseURL); err == nil {
+		host = u.Hostname()
+	}
+	kept := links[:0]
+next:
+	for _, l := range links {
+		if job.Options.SameSiteOnly && !urlnorm.SameSite(host, l.URL) {
+			continue
+		}
+		for _, re := range ignore {
+			if re.MatchString(l.URL) {
+				continue next
+			}
+		}
+		kept = append(kept, l)
+	}
+	return kept, nil
+}

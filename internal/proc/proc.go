@@ -1,0 +1,74 @@
+// Package proc holds what every portalwatch program does the same way: a
+// JSON logger for supervisord's log files, and waiting for PostgreSQL (then
+// migrating it) without ever exiting because it is down, so supervisord never
+// gives up on a program that is only waiting.
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/backoff"
+	"github.com/portalwatch/portalwatch/internal/config"
+	"github.com/portalwatch/portalwatch/internal/ops"
+	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/store"
+)
+
+// Logger returns a JSON logger at level (debug, info, warn, error) whose
+// records name the program and its pid.
+func Logger(w io.Writer, level, program string, pid int) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})).With("program", program, "pid", pid)
+}
+
+// QueueConfig returns the RabbitMQ settings of cfg for a program in role.
+func QueueConfig(cfg config.Config, role string) queue.Config {
+	return queue.Config{
+		URL:           cfg.AMQPURL,
+		Name:          fmt.Sprintf("portalwatch %s pid %d", role, os.Getpid()),
+		DeliveryLimit: cfg.DeliveryLimit,
+		Backoff:       backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second},
+	}
+}
+
+// PrepareStore waits until PostgreSQL answers and the schema is migrated,
+// retrying with backoff and reporting on health what it waits for. It returns
+// only when the store is ready or ctx ends.
+func PrepareStore(ctx context.Context, st *store.Store, health *ops.Health, log *slog.Logger) error {
+	var waitingFor atomic.Pointer[error]
+	connecting := errors.New("connecting")
+	waitingFor.Store(&connecting)
+	health.Set("postgres", func() error { return *waitingFor.Load() })
+	policy := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second}
+	for attempt := 0; ; attempt++ {
+		err := st.Ping(ctx)
+		if err == nil {
+			_, err = st.Migrate(ctx, log)
+		}
+		if err == nil {
+			break
+		}
+		wait := fmt.Errorf("waiting for PostgreSQL: %w", err)
+		waitingFor.Store(&wait)
+		log.Warn("PostgreSQL not ready; retrying", "attempt", attempt+1, "err", err)
+		if err := policy.Sleep(ctx, attempt); err != nil {
+			return err
+		}
+	}
+	health.Set("postgres", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return st.Ping(ctx)
+	})
+	return nil
+}

@@ -1,0 +1,285 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/portalwatch/portalwatch/internal/shortlink"
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+func openStore(t *testing.T) (*store.Store, *pgxpool.Pool) {
+	t.Helper()
+	dsn := testsvc.Postgres(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(ctx, testsvc.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return st, pool
+}
+
+func links(urls ...string) []store.NewLink {
+	out := make([]store.NewLink, len(urls))
+	for i, u := range urls {
+		k := shortlink.Key(u)
+		out[i] = store.NewLink{Key: k, URL: u, Text: "text of " + u, Code: shortlink.Code(k, 8)}
+	}
+	return out
+}
+
+func ok(id int64, at time.Time) store.Check {
+	return store.Check{PageID: id, FetchedAt: at, Status: 200}
+}
+
+func TestMigrateTwiceIsANoOp(t *testing.T) {
+	st, _ := openStore(t)
+	applied, err := st.Migrate(context.Background(), testsvc.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != 0 {
+		t.Fatalf("second Migrate applied %v, want nothing", applied)
+	}
+	v, err := st.SchemaVersion(context.Background())
+	if err != nil || v < 1 {
+		t.Fatalf("SchemaVersion = %d, %v; want at least 1", v, err)
+	}
+}
+
+func TestConcurrentMigrationsApplyOnce(t *testing.T) {
+	dsn := testsvc.Postgres(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			st, err := store.Open(ctx, dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer st.Close()
+			_, err = st.Migrate(ctx, testsvc.Logger(t))
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent Migrate: %v", err)
+		}
+	}
+}
+
+func TestBaselineThenOnlyNewLinksBecomeUpdates(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://news.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	rec, err := st.RecordCheck(ctx, ok(page.ID, t0), links("https://news.example/a", "https://news.example/b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Baseline || rec.Inserted != 2 || len(rec.Updates) != 0 {
+		t.Fatalf("first check = %+v, want a baseline of 2 links and no updates", rec)
+	}
+	rec, err = st.RecordCheck(ctx, ok(page.ID, t0.Add(time.Second)), links("https://news.example/a", "https://news.example/c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Baseline || rec.Inserted != 1 || len(rec.Updates) != 1 || rec.Updates[0].URL != "https://news.example/c" {
+		t.Fatalf("second check = %+v, want exactly /c as an update", rec)
+	}
+	// A redelivery of the same check changes nothing.
+	rec, err = st.RecordCheck(ctx, ok(page.ID, t0.Add(time.Second)), links("https://news.example/a", "https://news.example/c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Inserted != 0 || len(rec.Updates) != 0 {
+		t.Fatalf("redelivered check = %+v, want no effect", rec)
+	}
+	ups, err := st.Updates(ctx, store.UpdatesQuery{PageID: page.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups) != 1 || ups[0].URL != "https://news.example/c" || ups[0].Text != "text of https://news.example/c" || ups[0].Code == "" {
+		t.Fatalf("Updates = %+v, want /c once with its text and code", ups)
+	}
+}
+
+func TestFailedCheckIsNotABaseline(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://down.example/"})
+	_, err := st.RecordCheck(ctx, store.Check{PageID: page.ID, FetchedAt: time.Now(), Status: 503, Error: "HTTP 503"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.Page(ctx, page.ID)
+	if !got.BaselineAt.IsZero() || got.LastError != "HTTP 503" || got.LastStatus != 503 || got.ConsecutiveFailures != 1 {
+		t.Fatalf("page after a failed check = %+v, want error recorded, one failure, no baseline", got)
+	}
+	rec, err := st.RecordCheck(ctx, ok(page.ID, time.Now()), links("https://down.example/x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Baseline || len(rec.Updates) != 0 {
+		t.Fatalf("first successful check after a failure = %+v, want the baseline", rec)
+	}
+	got, _ = st.Page(ctx, page.ID)
+	if got.LastError != "" || got.ConsecutiveFailures != 0 {
+		t.Fatalf("page after recovery = %+v, want the error cleared", got)
+	}
+}
+
+func TestStaleCheckDoesNotRollBackValidators(t *testing.T) {
+	st, pool := openStore(t)
+	ctx := context.Background()
+	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://etag.example/"})
+	now := time.Now()
+	newer := ok(page.ID, now)
+	newer.ETag = `"v2"`
+	if _, err := st.RecordCheck(ctx, newer, nil); err != nil {
+		t.Fatal(err)
+	}
+	older := ok(page.ID, now.Add(-time.Minute))
+	older.ETag = `"v1"`
+	if _, err := st.RecordCheck(ctx, older, nil); err != nil {
+		t.Fatal(err)
+	}
+	var etag string
+	if err := pool.QueryRow(ctx, `SELECT etag FROM pages WHERE id = $1`, page.ID).Scan(&etag); err != nil {
+		t.Fatal(err)
+	}
+	if etag != `"v2"` {
+		t.Fatalf("etag after a stale check = %s, want the newer \"v2\"", etag)
+	}
+}
+
+func TestRecordCheckOfRemovedPage(t *testing.T) {
+	st, _ := openStore(t)
+	_, err := st.RecordCheck(context.Background(), ok(12345, time.Now()), links("https://x.example/"))
+	if !errors.Is(err, watch.ErrPageNotFound) {
+		t.Fatalf("RecordCheck of a missing page = %v, want ErrPageNotFound", err)
+	}
+}
+
+func TestConcurrentChecksOfOnePageRecordEachLinkOnce(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://busy.example/"})
+	if _, err := st.RecordCheck(ctx, ok(page.ID, time.Now()), links("https://busy.example/old")); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := st.RecordCheck(ctx, ok(page.ID, time.Now()), links("https://busy.example/old", "https://busy.example/new1", "https://busy.example/new2")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	ups, _ := st.Updates(ctx, store.UpdatesQuery{PageID: page.ID})
+	if len(ups) != 2 {
+		t.Fatalf("8 concurrent deliveries of one check gave %d updates, want 2", len(ups))
+	}
+}
+
+func TestDuplicatePageAndRemove(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	p, err := st.AddPage(ctx, store.NewPage{URL: "https://dup.example/", Interval: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Interval != 30*time.Second || !p.Enabled {
+		t.Fatalf("AddPage = %+v, want a 30s enabled page", p)
+	}
+	if _, err := st.AddPage(ctx, store.NewPage{URL: "https://dup.example/"}); !errors.Is(err, watch.ErrDuplicatePage) {
+		t.Fatalf("second AddPage = %v, want ErrDuplicatePage", err)
+	}
+	if err := st.RemovePage(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RemovePage(ctx, p.ID); !errors.Is(err, watch.ErrPageNotFound) {
+		t.Fatalf("RemovePage twice = %v, want ErrPageNotFound", err)
+	}
+}
+
+func TestUpdatesQuery(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	var ids []int64
+	for i := range 2 {
+		p, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://q%d.example/", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+		st.RecordCheck(ctx, ok(p.ID, time.Now()), nil) // baseline with no links
+		for j := range 3 {
+			if _, err := st.RecordCheck(ctx, ok(p.ID, time.Now()), links(fmt.Sprintf("https://q%d.example/%d", i, j))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all, _ := st.Updates(ctx, store.UpdatesQuery{})
+	if len(all) != 6 {
+		t.Fatalf("all updates = %d, want 6", len(all))
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].DiscoveredAt.After(all[i-1].DiscoveredAt) {
+			t.Fatalf("updates not newest first: %v before %v", all[i-1].DiscoveredAt, all[i].DiscoveredAt)
+		}
+	}
+	one, _ := st.Updates(ctx, store.UpdatesQuery{PageID: ids[1], Limit: 2})
+	if len(one) != 2 || one[0].PageID != ids[1] {
+		t.Fatalf("page %d limit 2 = %+v", ids[1], one)
+	}
+	future, _ := st.Updates(ctx, store.UpdatesQuery{Since: time.Now().Add(time.Hour)})
+	if len(future) != 0 {
+		t.Fatalf("updates since an hour from now = %d, want 0", len(future))
+	}
+}
+
+func TestPlainSQLInsertGetsDefaults(t *testing.T) {
+	st, pool := openStore(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO pages (base_url) VALUES ('https://plain.example/')`); err != nil {
+		t.Fatal(err)
+	}
+	pages, err := st.Pages(ctx)
+	if err != nil || len(pages) != 1 {
+		t.Fatalf("Pages = %v, %v", pages, err)
+	}
+	p := pages[0]
+	if p.Interval != watch.DefaultInterval || !p.Enabled || p.NextCheckAt.After(time.Now()) {
+		t.Fatalf("plain SQL page = %+v, want default interval, enabled, due now", p)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO pages (base_url, check_interval) VALUES ('https://fast.example/', '1 second')`); err == nil {
+		t.Fatal("an interval under 10 seconds was accepted")
+	}
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Starts one portalwatch program for supervisord: it loads deploy/portalwatch.env
+# (the operator's settings, if the file exists) and then execs the binary, so the
+# program keeps this process's pid and receives supervisord's signals directly.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+program=${1:?usage: run-program.sh scheduler|crawler|processor}
+if [ -f "$root/deploy/portalwatch.env" ]; then
+  set -a
+  # shellcheck disable=SC1091
+  . "$root/deploy/portalwatch.env"
+  set +a
+fi
+exec "$root/bin/$program"
