@@ -91,7 +91,7 @@ func spell(path, origin string, n int) string {
 	case 3:
 		return path + sep(path) + "utm_source=feed" + strconv.Itoa(n) + "&utm_medium=rss"
 	default:
-		return "." + path + sep(path) + "fbclid=" + strconv.Itoa(n*7919)
+		return "/." + path + sep(path) + "fbclid=" + strconv.Itoa(n*7919)
 	}
 }
 
