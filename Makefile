@@ -20,6 +20,8 @@ up: services build
 	@scripts/services.sh ensure-db $(DB_NAME)
 	@bin/watchctl migrate
 	@mkdir -p $(SUPERVISOR)/run $(SUPERVISOR)/logs
+	@# Recorded so that bin/watchctl uses the settings the programs run with.
+	@env | grep -E '^(DATABASE_URL|AMQP_URL|REDIS_URL|PORTALWATCH_[A-Z_]+)=' > $(SUPERVISOR)/run/environment || true
 	@if $(SUPCTL) pid >/dev/null 2>&1; then \
 		echo "restarting supervisord so the current environment applies"; \
 		$(SUPCTL) shutdown >/dev/null; \

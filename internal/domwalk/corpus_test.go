@@ -1,0 +1,137 @@
+package domwalk_test
+
+import (
+	"bytes"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/charset"
+
+	"github.com/portalwatch/portalwatch/internal/domwalk"
+)
+
+// corpusDir holds real pages (news portals, Wikipedia, blogs…) in their
+// original charsets, shared by the project's tests.
+const corpusDir = "../../../shared/corpus/pages"
+
+type corpusPage struct {
+	name string
+	url  *url.URL
+	html []byte // decoded to UTF-8, as the crawler hands pages over
+}
+
+// loadCorpus returns the corpus pages decoded to UTF-8. It skips the test
+// when the corpus is absent, unless CI=true, where a missing corpus fails.
+func loadCorpus(tb testing.TB) []corpusPage {
+	tb.Helper()
+	paths, err := filepath.Glob(filepath.Join(corpusDir, "*.html"))
+	if err == nil && len(paths) == 0 {
+		err = os.ErrNotExist
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("corpus %s: %v (CI=true: the corpus must be present)", corpusDir, err)
+		}
+		tb.Skipf("corpus %s not found (%v); set it up to run this test", corpusDir, err)
+	}
+	pages := make([]corpusPage, 0, len(paths))
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		r, err := charset.NewReader(f, "")
+		if err != nil {
+			f.Close()
+			tb.Fatalf("%s: detect charset: %v", path, err)
+		}
+		data, err := io.ReadAll(r)
+		f.Close()
+		if err != nil {
+			tb.Fatalf("%s: decode: %v", path, err)
+		}
+		name := strings.TrimSuffix(filepath.Base(path), ".html")
+		u, err := url.Parse("https://" + strings.ReplaceAll(name, "_", "-") + ".corpus.example/index.html")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		pages = append(pages, corpusPage{name: name, url: u, html: data})
+	}
+	return pages
+}
+
+func TestCorpus(t *testing.T) {
+	pages := loadCorpus(t)
+	total := 0
+	for _, p := range pages {
+		t.Run(p.name, func(t *testing.T) {
+			links, stats, err := domwalk.Parse(bytes.NewReader(p.html), p.url, domwalk.Limits{})
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			checkLinks(t, links, domwalk.Limits{})
+			if stats.Links != len(links) || stats.Links+stats.Duplicates+stats.Dropped.Total() != stats.Anchors {
+				t.Fatalf("inconsistent stats %+v for %d links", stats, len(links))
+			}
+			if stats.Truncated() || stats.Flattened {
+				t.Logf("page cut short or flattened: %+v", stats)
+			}
+			total += len(links)
+		})
+	}
+	t.Logf("%d pages, %d links", len(pages), total)
+}
+
+func BenchmarkParse(b *testing.B) {
+	pages := loadCorpus(b)
+	size := 0
+	for _, p := range pages {
+		size += len(p.html)
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	links := 0
+	for b.Loop() {
+		links = 0
+		for _, p := range pages {
+			l, _, err := domwalk.Parse(bytes.NewReader(p.html), p.url, domwalk.Limits{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			links += len(l)
+		}
+	}
+	b.ReportMetric(float64(len(pages)), "pages/op")
+	b.ReportMetric(float64(links), "links/op")
+}
+
+func BenchmarkLinks(b *testing.B) {
+	pages := loadCorpus(b)
+	docs := make([]*html.Node, len(pages))
+	size := 0
+	for i, p := range pages {
+		doc, err := html.ParseWithOptions(bytes.NewReader(p.html), html.ParseOptionEnableScripting(false))
+		if err != nil {
+			b.Fatalf("%s: %v", p.name, err)
+		}
+		docs[i] = doc
+		size += len(p.html)
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	links := 0
+	for b.Loop() {
+		links = 0
+		for i, doc := range docs {
+			l, _ := domwalk.Links(doc, pages[i].url, domwalk.Limits{})
+			links += len(l)
+		}
+	}
+	b.ReportMetric(float64(len(pages)), "pages/op")
+	b.ReportMetric(float64(links), "links/op")
+}

@@ -1,0 +1,714 @@
+// Package domwalk finds the links on an HTML page: every <a href> and
+// <area href>, its URL resolved and normalised by package urlnorm, and its
+// text.
+//
+// [Links] walks a parsed document breadth-first, siblings in document order,
+// with an explicit queue rather than recursion, and honours the document's
+// <base href>. Every walk is bounded by [Limits], so a hostile page (millions
+// of nodes, nesting thousands of elements deep, megabytes inside one anchor)
+// costs bounded time and memory; [Stats] says what was cut. [Parse] parses a
+// page and walks it.
+//
+// Links and Parse keep no state between calls and are safe for concurrent
+// use.
+package domwalk
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
+	"github.com/portalwatch/portalwatch/internal/urlnorm"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// Limits bound the work of one walk. A zero or negative field means its
+// default; see WithDefaults.
+type Limits struct {
+	// MaxLinks is the most distinct links a walk returns; the walk stops at
+	// the first new link beyond it. Default 5000.
+	MaxLinks int
+	// MaxDepth is the deepest level visited, counted from the node given to
+	// Links (the document node, depth 0; <html> is at depth 1). Nodes
+	// deeper than MaxDepth are neither searched for links nor read for text.
+	// Default 512.
+	MaxDepth int
+	// MaxNodes is the most node visits of a walk, counting both the
+	// breadth-first walk and the visits made to gather anchor text (so a node
+	// inside an anchor can count twice). The walk stops when they are spent.
+	// Default 1,000,000.
+	MaxNodes int
+	// MaxTextRunes is the longest link text, in runes (Unicode code points).
+	// A longer text is cut on a rune boundary to MaxTextRunes-1 runes,
+	// followed by "…" (U+2026). Default 300.
+	MaxTextRunes int
+}
+
+// Default limits; see Limits.
+const (
+	DefaultMaxLinks     = 5000
+	DefaultMaxDepth     = 512
+	DefaultMaxNodes     = 1_000_000
+	DefaultMaxTextRunes = 300
+)
+
+// WithDefaults returns l with every zero or negative field set to its
+// default: MaxLinks 5000, MaxDepth 512, MaxNodes 1,000,000, MaxTextRunes 300.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxLinks <= 0 {
+		l.MaxLinks = DefaultMaxLinks
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxNodes <= 0 {
+		l.MaxNodes = DefaultMaxNodes
+	}
+	if l.MaxTextRunes <= 0 {
+		l.MaxTextRunes = DefaultMaxTextRunes
+	}
+	return l
+}
+
+// Stats describes one walk.
+type Stats struct {
+	// Base is the URL relative links were resolved against, normalised: the
+	// page URL or the document's <base href>. It is empty when neither is an
+	// absolute http(s) URL, and then only absolute links are kept.
+	Base string
+	// Nodes is the number of nodes the breadth-first walk visited.
+	Nodes int
+	// TextNodes is the number of nodes visited to gather anchor text.
+	TextNodes int
+	// Anchors is the number of <a> and <area> elements with an href.
+	Anchors int
+	// Links is the number of distinct links returned.
+	Links int
+	// Duplicates is the number of anchors whose URL was already a link.
+	Duplicates int
+	// Dropped counts the anchors whose href was refused, by reason.
+	Dropped Dropped
+	// LinksCapped reports that the walk stopped at a new link beyond
+	// MaxLinks; the page has more links than were returned.
+	LinksCapped bool
+	// DepthCapped reports that nodes deeper than MaxDepth were skipped.
+	DepthCapped bool
+	// NodesCapped reports that MaxNodes visits were spent before the walk
+	// (or an anchor's text) was complete.
+	NodesCapped bool
+	// Flattened reports that Parse could not build the page's tree (it nests
+	// elements deeper than the HTML parser's limit of 512) and read the
+	// links from the page's tags instead, in document order.
+	Flattened bool
+}
+
+// Truncated reports whether any limit cut the walk short, so that the page
+// may have links that were not returned.
+func (s Stats) Truncated() bool { return s.LinksCapped || s.DepthCapped || s.NodesCapped }
+
+// Dropped counts refused hrefs by the urlnorm error they gave.
+type Dropped struct {
+	Empty        int // urlnorm.ErrEmpty: href="" or blank
+	FragmentOnly int // urlnorm.ErrFragmentOnly: href="#…"
+	NotHTTP      int // urlnorm.ErrNotHTTP: javascript:, mailto:, tel:…
+	Invalid      int // urlnorm.ErrInvalid: unparsable, no host
+	TooLong      int // urlnorm.ErrTooLong: longer than urlnorm.MaxURLLength
+}
+
+// Total returns the number of refused hrefs.
+func (d Dropped) Total() int { return d.Empty + d.FragmentOnly + d.NotHTTP + d.Invalid + d.TooLong }
+
+// Parse parses the UTF-8 HTML page read from r and returns its links, as
+// Links does. The page is parsed as by a browser with scripting disabled,
+// since the crawler runs no scripts: the content of <noscript> is markup and
+// its links count.
+//
+// The HTML parser refuses pages that nest more than 512 open elements, which
+// sloppy real pages do and browsers render (they stop nesting at that depth).
+// For such a page Parse reads the links from its tags instead: the same
+// links, texts and limits, in document order rather than breadth-first, and
+// Stats.Flattened is set.
+//
+// Parse reads r to the end into memory; bound its size before. The only
+// error is one from reading r.
+func Parse(r io.Reader, pageURL *url.URL, lim Limits) ([]watch.Link, Stats, error) {
+	src, err := io.ReadAll(r)
+	if err != nil {
+		page := "page"
+		if pageURL != nil {
+			page = pageURL.Redacted()
+		}
+		return nil, Stats{}, fmt.Errorf("domwalk: read HTML of %s: %w", page, err)
+	}
+	doc, err := html.ParseWithOptions(bytes.NewReader(src), html.ParseOptionEnableScripting(false))
+	if err != nil {
+		// Reading from memory cannot fail, so the parser refused the page.
+		lim = lim.WithDefaults()
+		doc, capped := flatDocument(src, lim)
+		links, stats := Links(doc, pageURL, lim)
+		stats.Flattened = true
+		stats.NodesCapped = stats.NodesCapped || capped
+		return links, stats, nil
+	}
+	links, stats := Links(doc, pageURL, lim)
+	return links, stats, nil
+}
+
+// Links returns the links of the parsed document doc, served from pageURL,
+// in the order a breadth-first walk first meets them: all links at one depth
+// before any deeper one, siblings in document order.
+//
+// A link is an <a> or <area> element (or an SVG <a>) with an href. Its URL is
+// resolved against the first <base href> of the document (in tree order,
+// itself resolved against pageURL; a base that is not http(s) is ignored) or
+// else against pageURL, and normalised by urlnorm.Resolve. Hrefs that urlnorm
+// refuses (empty, fragment-only, not http(s), invalid, too long) are dropped
+// and counted in Stats.Dropped; rel=nofollow links are kept. Content of
+// <template> elements is inert and skipped.
+//
+// A link's text is the anchor's text content with <script>, <style>,
+// <template> and <noscript> content left out; a <br> and the edges of block
+// elements (<div>, <p>, <li>…) separate words, as in rendered text. When that
+// text is empty, the text is the title attribute, then the alt of the first
+// descendant <img> with a non-empty one (for <area>, its own alt), then the
+// aria-label attribute. Runs of Unicode white space become one space and the
+// text is trimmed; control characters are removed and invalid UTF-8 becomes
+// U+FFFD; a text longer than MaxTextRunes is cut (see Limits).
+//
+// Each URL appears once. When several anchors share it, the best text wins:
+// an anchor's own text beats a fallback attribute, a longer text beats a
+// shorter one of the same kind, and the first wins ties.
+//
+// Links stops at the limits of lim (zero fields mean defaults) and reports
+// them in Stats. pageURL should be the absolute http(s) URL the page was
+// served from; with nil, relative links are dropped as invalid. Links does
+// not modify doc or pageURL.
+func Links(doc *html.Node, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
+	lim = lim.WithDefaults()
+	if doc == nil {
+		return nil, Stats{}
+	}
+	pageBase := normalizedBase(pageURL)
+	baseNode := headBase(doc)
+	base := pageBase
+	if baseNode != nil {
+		base = elementBase(pageBase, baseNode)
+	}
+	w := newWalker(lim, base, baseNode)
+	w.walk(doc)
+	if baseNode == nil && w.lateBase {
+		// The parser leaves a <base> met after <body> has begun where it
+		// stands; browsers still honour the first one in tree order. Such
+		// pages are rare, so they pay for a second walk instead of every
+		// page paying for a search ahead of the first.
+		if n := firstBase(doc, lim); n != nil {
+			if b := elementBase(pageBase, n); urlString(b) != w.stats.Base {
+				w = newWalker(lim, b, n)
+				w.walk(doc)
+			}
+		}
+	}
+	return w.links, w.stats
+}
+
+// normalizedBase returns the normalised form of u, or nil when u is not an
+// absolute http(s) URL. Resolving hrefs against a normalised base keeps
+// urlnorm on its fast path for the base's host.
+func normalizedBase(u *url.URL) *url.URL {
+	if u == nil {
+		return nil
+	}
+	s, err := urlnorm.Normalize(u.String())
+	if err != nil {
+		return nil
+	}
+	n, err := url.Parse(s)
+	if err != nil {
+		return nil
+	}
+	return n
+}
+
+func urlString(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	return u.String()
+}
+
+// elementBase returns the base URL that the <base> element n sets, or
+// pageBase when its href is not an absolute http(s) URL once resolved.
+func elementBase(pageBase *url.URL, n *html.Node) *url.URL {
+	href, _ := attr(n, "href")
+	s, err := urlnorm.Resolve(pageBase, href)
+	if err != nil {
+		return pageBase
+	}
+	b, err := url.Parse(s)
+	if err != nil {
+		return pageBase
+	}
+	return b
+}
+
+// headBase returns the first <base href> among the children of <head>, where
+// the parser puts every <base> met before <body>.
+func headBase(doc *html.Node) *html.Node {
+	root := childElement(doc, atom.Html)
+	if root == nil {
+		return nil
+	}
+	head := childElement(root, atom.Head)
+	if head == nil {
+		return nil
+	}
+	for c := head.FirstChild; c != nil; c = c.NextSibling {
+		if isBase(c) {
+			return c
+		}
+	}
+	return nil
+}
+
+func childElement(n *html.Node, a atom.Atom) *html.Node {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.DataAtom == a && c.Namespace == "" {
+			return c
+		}
+	}
+	return nil
+}
+
+// firstBase returns the first <base href> in tree order (depth first), or
+// nil, visiting at most lim.MaxNodes nodes no deeper than lim.MaxDepth.
+func firstBase(doc *html.Node, lim Limits) *html.Node {
+	n, depth, budget := doc, 0, lim.MaxNodes
+	for n != nil && budget > 0 {
+		budget--
+		if isBase(n) {
+			return n
+		}
+		if n.FirstChild != nil && depth < lim.MaxDepth && !isTemplate(n) {
+			n, depth = n.FirstChild, depth+1
+			continue
+		}
+		for n != doc && n.NextSibling == nil {
+			n, depth = n.Parent, depth-1
+		}
+		if n == doc {
+			return nil
+		}
+		n = n.NextSibling
+	}
+	return nil
+}
+
+func isBase(n *html.Node) bool {
+	if n.Type != html.ElementNode || n.DataAtom != atom.Base || n.Namespace != "" {
+		return false
+	}
+	_, ok := attr(n, "href")
+	return ok
+}
+
+func isTemplate(n *html.Node) bool {
+	return n.Type == html.ElementNode && n.DataAtom == atom.Template && n.Namespace == ""
+}
+
+// attr returns the value of the attribute key (in no namespace) of n.
+func attr(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == key && a.Namespace == "" {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+// textKind ranks where a link's text came from; a higher kind wins.
+type textKind uint8
+
+const (
+	noText   textKind = iota
+	attrText          // title, img alt or aria-label
+	ownText           // the anchor's text content
+)
+
+// textScore ranks a link text: kind first, then length in runes (at most
+// MaxTextRunes+1, since text beyond that is not gathered).
+type textScore struct {
+	kind  textKind
+	runes int
+}
+
+func (s textScore) beats(t textScore) bool {
+	return s.kind > t.kind || s.kind == t.kind && s.runes > t.runes
+}
+
+// walker holds the state of one walk.
+type walker struct {
+	lim      Limits
+	base     *url.URL
+	baseNode *html.Node // the <base> that set base, if any
+	lateBase bool       // a <base href> was met outside <head> while baseNode is nil
+	budget   int        // node visits left
+	stats    Stats
+	links    []watch.Link
+	scores   []textScore // scores[i] ranks links[i].Text
+	index    map[string]int
+	text     textBuilder
+}
+
+func newWalker(lim Limits, base *url.URL, baseNode *html.Node) *walker {
+	w := &walker{
+		lim:      lim,
+		base:     base,
+		baseNode: baseNode,
+		budget:   lim.MaxNodes,
+		index:    make(map[string]int, 64),
+		text:     textBuilder{max: lim.MaxTextRunes},
+	}
+	w.stats.Base = urlString(base)
+	return w
+}
+
+// walk visits root and its descendants breadth-first. The queue holds the
+// nodes whose children form the next level, so its length is bounded by the
+// width of one level, not by the size of the document.
+func (w *walker) walk(root *html.Node) {
+	if !w.visit(root, 0) {
+		return
+	}
+	var parents, next []*html.Node
+	if root.FirstChild != nil && !isTemplate(root) {
+		parents = append(parents, root)
+	}
+	for depth := 1; len(parents) > 0; depth++ {
+		if depth > w.lim.MaxDepth {
+			w.stats.DepthCapped = true
+			return
+		}
+		next = next[:0]
+		for _, p := range parents {
+			for c := p.FirstChild; c != nil; c = c.NextSibling {
+				if !w.visit(c, depth) {
+					return
+				}
+				if c.FirstChild != nil && !isTemplate(c) {
+					next = append(next, c)
+				}
+			}
+		}
+		parents, next = next, parents
+	}
+}
+
+// visit handles one node of the breadth-first walk and reports whether the
+// walk goes on.
+func (w *walker) visit(n *html.Node, depth int) bool {
+	if w.budget <= 0 {
+		w.stats.NodesCapped = true
+		return false
+	}
+	w.budget--
+	w.stats.Nodes++
+	if n.Type != html.ElementNode {
+		return true
+	}
+	switch n.DataAtom {
+	case atom.A:
+		if n.Namespace == "" || n.Namespace == "svg" {
+			return w.anchor(n, depth)
+		}
+	case atom.Area:
+		if n.Namespace == "" {
+			return w.anchor(n, depth)
+		}
+	case atom.Base:
+		if w.baseNode == nil && isBase(n) {
+			w.lateBase = true
+		}
+	}
+	return true
+}
+
+// anchor records the link of the anchor n, if any, and reports whether the
+// walk goes on.
+func (w *walker) anchor(n *html.Node, depth int) bool {
+	href, ok := attr(n, "href")
+	if !ok && n.Namespace == "svg" {
+		href, ok = xlinkHref(n)
+	}
+	if !ok {
+		return true
+	}
+	w.stats.Anchors++
+	u, err := urlnorm.Resolve(w.base, href)
+	if err != nil {
+		w.drop(err)
+		return true
+	}
+	if i, seen := w.index[u]; seen {
+		w.stats.Duplicates++
+		if best := w.scores[i]; best.kind == ownText && best.runes > w.lim.MaxTextRunes {
+			return true // a cut own text cannot be beaten: skip the text walk
+		}
+		if score := w.anchorText(n, depth); score.beats(w.scores[i]) {
+			w.links[i].Text = string(w.text.finish())
+			w.scores[i] = score
+		}
+		return true
+	}
+	if len(w.links) >= w.lim.MaxLinks {
+		w.stats.LinksCapped = true
+		return false
+	}
+	score := w.anchorText(n, depth)
+	w.index[u] = len(w.links)
+	w.links = append(w.links, watch.Link{URL: u, Text: string(w.text.finish())})
+	w.scores = append(w.scores, score)
+	w.stats.Links++
+	return true
+}
+
+func xlinkHref(n *html.Node) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == "href" && a.Namespace == "xlink" {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+func (w *walker) drop(err error) {
+	d := &w.stats.Dropped
+	switch {
+	case errors.Is(err, urlnorm.ErrFragmentOnly):
+		d.FragmentOnly++
+	case errors.Is(err, urlnorm.ErrNotHTTP):
+		d.NotHTTP++
+	case errors.Is(err, urlnorm.ErrEmpty):
+		d.Empty++
+	case errors.Is(err, urlnorm.ErrTooLong):
+		d.TooLong++
+	default:
+		d.Invalid++
+	}
+}
+
+// anchorText gathers the text of the anchor n, at depth, into w.text and
+// returns its score.
+func (w *walker) anchorText(n *html.Node, depth int) textScore {
+	t := &w.text
+	t.reset()
+	var alt string
+	if n.DataAtom == atom.Area {
+		alt, _ = attr(n, "alt")
+	}
+	alt = w.gatherText(n, depth, alt)
+	if t.runes > 0 {
+		return textScore{ownText, t.runes}
+	}
+	title, _ := attr(n, "title")
+	aria, _ := attr(n, "aria-label")
+	for _, s := range [...]string{title, alt, aria} {
+		if t.add(s); t.runes > 0 {
+			return textScore{attrText, t.runes}
+		}
+	}
+	return textScore{noText, 0}
+}
+
+// gatherText adds the text of n's descendants to w.text, depth first in
+// document order, until the text is longer than MaxTextRunes or the node
+// budget is spent. It returns alt, or if alt is blank, the first non-blank
+// alt of a descendant <img>.
+func (w *walker) gatherText(n *html.Node, depth int, alt string) string {
+	t := &w.text
+	if depth >= w.lim.MaxDepth {
+		if n.FirstChild != nil {
+			w.stats.DepthCapped = true
+		}
+		return alt
+	}
+	altFound := visible(alt)
+	c, d := n.FirstChild, depth+1
+	for c != nil {
+		if w.budget <= 0 {
+			w.stats.NodesCapped = true
+			return alt
+		}
+		w.budget--
+		w.stats.TextNodes++
+		descend := false
+		switch c.Type {
+		case html.TextNode:
+			if t.add(c.Data); t.full() {
+				return alt
+			}
+		case html.ElementNode:
+			switch {
+			case skipsText(c):
+			case c.DataAtom == atom.Img && !altFound:
+				if a, _ := attr(c, "alt"); visible(a) {
+					alt, altFound = a, true
+				}
+			case breaksText(c):
+				t.space()
+				descend = c.FirstChild != nil
+			default:
+				descend = c.FirstChild != nil
+			}
+		}
+		if descend {
+			if d >= w.lim.MaxDepth {
+				w.stats.DepthCapped = true
+			} else {
+				c, d = c.FirstChild, d+1
+				continue
+			}
+		}
+		// Move on to the next node in document order, leaving the elements
+		// that end here.
+		for {
+			if c.Type == html.ElementNode && breaksText(c) {
+				t.space()
+			}
+			if c.NextSibling != nil {
+				c = c.NextSibling
+				break
+			}
+			if c, d = c.Parent, d-1; c == n || c == nil {
+				return alt
+			}
+		}
+	}
+	return alt
+}
+
+// skipsText reports whether the content of n is not rendered text.
+func skipsText(n *html.Node) bool {
+	switch n.DataAtom {
+	case atom.Script, atom.Style, atom.Template, atom.Noscript:
+		return true
+	}
+	return false
+}
+
+// breaksText reports whether n separates words in rendered text: a <br> or a
+// block element.
+func breaksText(n *html.Node) bool {
+	return n.Namespace == "" && breaksTextAtom(n.DataAtom)
+}
+
+func breaksTextAtom(a atom.Atom) bool {
+	switch a {
+	case atom.Br, atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Caption,
+		atom.Dd, atom.Details, atom.Dialog, atom.Div, atom.Dl, atom.Dt, atom.Fieldset,
+		atom.Figcaption, atom.Figure, atom.Footer, atom.Form, atom.H1, atom.H2, atom.H3,
+		atom.H4, atom.H5, atom.H6, atom.Header, atom.Hgroup, atom.Hr, atom.Legend, atom.Li,
+		atom.Main, atom.Menu, atom.Nav, atom.Ol, atom.Option, atom.P, atom.Pre, atom.Section,
+		atom.Summary, atom.Table, atom.Tbody, atom.Td, atom.Tfoot, atom.Th, atom.Thead,
+		atom.Tr, atom.Ul:
+		return true
+	}
+	return false
+}
+
+// visible reports whether s has a character that is neither white space nor
+// a control character, that is, whether its cleaned text is non-empty.
+func visible(s string) bool {
+	for _, r := range s {
+		if !unicode.IsSpace(r) && !unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// textBuilder accumulates a link text: white space collapsed, controls
+// removed, invalid UTF-8 replaced, and no more than max+1 runes kept, which is
+// enough to know that the text must be cut.
+type textBuilder struct {
+	buf     []byte
+	max     int  // MaxTextRunes
+	runes   int  // runes in buf
+	cutAt   int  // len(buf) when it held max-1 runes
+	pending bool // a space is due before the next rune
+}
+
+func (t *textBuilder) reset() {
+	t.buf, t.runes, t.cutAt, t.pending = t.buf[:0], 0, 0, false
+}
+
+// full reports whether the text is known to need cutting; more text changes
+// nothing.
+func (t *textBuilder) full() bool { return t.runes > t.max }
+
+// space notes white space: one space separates the runes around it, and none
+// is kept at either end.
+func (t *textBuilder) space() {
+	if len(t.buf) > 0 {
+		t.pending = true
+	}
+}
+
+func (t *textBuilder) add(s string) {
+	for i := 0; i < len(s) && !t.full(); {
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			switch {
+			case c == ' ' || '\t' <= c && c <= '\r':
+				t.space()
+			case c < ' ' || c == 0x7f:
+			default:
+				t.push(rune(c))
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case unicode.IsSpace(r):
+			t.space()
+		case unicode.IsControl(r):
+		default:
+			t.push(r) // invalid UTF-8 decodes as utf8.RuneError, U+FFFD
+		}
+	}
+}
+
+func (t *textBuilder) push(r rune) {
+	if t.pending {
+		t.pending = false
+		t.push(' ')
+		if t.full() {
+			return
+		}
+	}
+	t.buf = utf8.AppendRune(t.buf, r)
+	t.runes++
+	if t.runes == t.max-1 {
+		t.cutAt = len(t.buf)
+	}
+}
+
+// finish returns the text, cut to max runes. It stays valid until the next
+// reset.
+func (t *textBuilder) finish() []byte {
+	if !t.full() {
+		return t.buf
+	}
+	b := t.buf[:t.cutAt]
+	if n := len(b); n > 0 && b[n-1] == ' ' {
+		b = b[:n-1]
+	}
+	return append(b, "…"...)
+}

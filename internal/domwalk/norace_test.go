@@ -1,0 +1,5 @@
+//go:build !race
+
+package domwalk_test
+
+const raceEnabled = false
