@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+)
+
+type env map[string]string
+
+func (e env) get(k string) string { return e[k] }
+
+func runCLI(t *testing.T, e env, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, e.get, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func migrated(t *testing.T) (env, *store.Store) {
+	t.Helper()
+	dsn := testsvc.Postgres(t)
+	e := env{"DATABASE_URL": dsn}
+	if code, out, errOut := runCLI(t, e, "migrate"); code != 0 {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
+	}
+	st, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return e, st
+}
+
+func TestAddRefusesBadURLsWithExitTwoAndWritesNothing(t *testing.T) {
+	e, st := migrated(t)
+	tests := []struct {
+		url, why string
+	}{
+		{"example.com/news", "not an absolute URL"},
+		{"/news", "not an absolute URL"},
+		{"ftp://example.com/", `scheme "ftp"`},
+		{"file:///etc/passwd", `scheme "file"`},
+		{"javascript:alert(1)", "javascript"},
+		{"http:///path", "host"},
+		{"http://user:pw@example.com/", "credentials"},
+		{"http://127.0.0.1:8080/", "loopback"},
+		{"http://10.0.0.7/", "private"},
+		{"http://169.254.169.254/latest/meta-data/", "link-local"},
+		{"http://2130706433/", "loopback"},
+		{"http://[::1]/", "loopback"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := runCLI(t, e, "add", tt.url)
+		if code != exitUsage {
+			t.Errorf("add %s: exit %d, want 2", tt.url, code)
+		}
+		if lines := strings.Count(strings.TrimSpace(errOut), "\n") + 1; lines != 1 || !strings.Contains(strings.ToLower(errOut), strings.ToLower(tt.why)) {
+			t.Errorf("add %s: message %q, want one line mentioning %q", tt.url, errOut, tt.why)
+		}
+	}
+	pages, err := st.Pages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) != 0 {
+		t.Fatalf("refused URLs wrote %d pages", len(pages))
+	}
+}
+
+func TestAddPrivateAllowedAndDuplicates(t *testing.T) {
+	e, st := migrated(t)
+	e["PORTALWATCH_ALLOW_PRIVATE"] = "true"
+	code, out, errOut := runCLI(t, e, "add", "HTTP://127.0.0.1:8080", "--interval", "30s")
+	if code != 0 {
+		t.Fatalf("add with private addresses allowed: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "watching page 1: http://127.0.0.1:8080/ every 30s") {
+		t.Errorf("add printed %q", out)
+	}
+	// The same page spelled differently is the same page.
+	if code, _, errOut := runCLI(t, e, "add", "http://127.0.0.1:8080/#top"); code != exitUsage || !strings.Contains(errOut, "already watched") {
+		t.Errorf("second add: exit %d %q, want 2 and 'already watched'", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, e, "add", "http://127.0.0.1:8081/", "--interval", "5s"); code != exitUsage || !strings.Contains(errOut, "10s") {
+		t.Errorf("add with a 5s interval: exit %d %q, want 2 naming the 10s floor", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, e, "add", "http://127.0.0.1:8082/", "--ignore", "("); code != exitUsage || !strings.Contains(errOut, "regular expression") {
+		t.Errorf("add with a bad pattern: exit %d %q", code, errOut)
+	}
+	pages, _ := st.Pages(context.Background())
+	if len(pages) != 1 || pages[0].Interval != 30*time.Second {
+		t.Fatalf("pages = %+v, want the one 30s page", pages)
+	}
+}
+
+func TestListSetRemoveUpdates(t *testing.T) {
+	e, st := migrated(t)
+	e["PORTALWATCH_ALLOW_PRIVATE"] = "true"
+	runCLI(t, e, "add", "http://127.0.0.1:9/")
+	code, out, _ := runCLI(t, e, "list")
+	if code != 0 || !strings.Contains(out, "http://127.0.0.1:9/") || !strings.Contains(out, "never") {
+		t.Fatalf("list: exit %d\n%s", code, out)
+	}
+	code, out, errOut := runCLI(t, e, "set", "1", "--interval", "1m", "--enabled=false", "--same-site", "--ignore", `\?p=`)
+	if code != 0 {
+		t.Fatalf("set: exit %d %s", code, errOut)
+	}
+	p, _ := st.Page(context.Background(), 1)
+	if p.Interval != time.Minute || p.Enabled || !p.Options.SameSiteOnly || len(p.Options.Ignore) != 1 {
+		t.Fatalf("after set: %+v", p)
+	}
+	if code, _, _ := runCLI(t, e, "set", "1"); code != exitUsage {
+		t.Errorf("set with nothing to change: exit %d, want 2", code)
+	}
+	if code, _, errOut := runCLI(t, e, "set", "99", "--interval", "1m"); code != exitUsage || !strings.Contains(errOut, "no page has id 99") {
+		t.Errorf("set of a missing page: exit %d %q", code, errOut)
+	}
+
+	// Updates as users read them.
+	ctx := context.Background()
+	st.RecordCheck(ctx, store.Check{PageID: 1, FetchedAt: time.Now(), Status: 200}, nil)
+	st.RecordCheck(ctx, store.Check{PageID: 1, FetchedAt: time.Now(), Status: 200},
+		[]store.NewLink{{Key: 1, URL: "http://127.0.0.1:9/new", Text: "Breaking <news> & more", Code: "00000001"}})
+	code, out, _ = runCLI(t, e, "updates", "--json", "--since", "1h")
+	if code != 0 {
+		t.Fatalf("updates --json: exit %d", code)
+	}
+	var u map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &u); err != nil {
+		t.Fatalf("updates --json printed %q: %v", out, err)
+	}
+	for _, k := range []string{"page_id", "url", "text", "discovered_at"} {
+		if _, ok := u[k]; !ok {
+			t.Errorf("updates --json lacks %q: %s", k, out)
+		}
+	}
+	if u["text"] != "Breaking <news> & more" || !strings.Contains(out, "<news>") {
+		t.Errorf("updates --json text = %v; want it unescaped: %s", u["text"], out)
+	}
+	if code, _, errOut := runCLI(t, e, "updates", "--since", "yesterday"); code != exitUsage || !strings.Contains(errOut, "--since") {
+		t.Errorf("updates --since yesterday: exit %d %q", code, errOut)
+	}
+
+	if code, out, _ := runCLI(t, e, "remove", "1"); code != 0 || !strings.Contains(out, "removed page 1") {
+		t.Errorf("remove: exit %d %q", code, out)
+	}
+	if code, _, _ := runCLI(t, e, "remove", "1"); code != exitUsage {
+		t.Errorf("remove twice: exit %d, want 2", code)
+	}
+	if code, _, _ := runCLI(t, e, "remove", "abc"); code != exitUsage {
+		t.Errorf("remove abc: exit %d, want 2", code)
+	}
+}
+
+func TestUnknownCommandAndBadConfig(t *testing.T) {
+	if code, _, _ := runCLI(t, env{}, "frobnicate"); code != exitUsage {
+		t.Errorf("unknown command: exit %d, want 2", code)
+	}
+	if code, _, errOut := runCLI(t, env{"PORTALWATCH_ALLOW_PRIVATE": "maybe"}, "list"); code != exitUsage || !strings.Contains(errOut, "PORTALWATCH_ALLOW_PRIVATE") {
+		t.Errorf("bad config: exit %d %q", code, errOut)
+	}
+}
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tests := map[string]time.Time{
+		"90s":                  now.Add(-90 * time.Second),
+		"1h":                   now.Add(-time.Hour),
+		"2d":                   now.Add(-48 * time.Hour),
+		"2026-11-30T08:00:00Z": time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC),
+	}
+	for in, want := range tests {
+		got, err := parseSince(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("parseSince(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "soon", "-1h", "1x"} {
+		if _, err := parseSince(bad, now); err == nil {
+			t.Errorf("parseSince(%q) accepted", bad)
+		}
+	}
+}
