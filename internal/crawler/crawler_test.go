@@ -1,0 +1,108 @@
+package crawler_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/portalwatch/portalwatch/internal/crawler"
+	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// recorder is a Publisher that keeps what it is given, or fails.
+type recorder struct {
+	msgs []queue.Message
+	err  error
+}
+
+func (r *recorder) Publish(_ context.Context, _ string, msgs ...queue.Message) error {
+	if r.err != nil {
+		return r.err
+	}
+	r.msgs = append(r.msgs, msgs...)
+	return nil
+}
+
+func newService(t *testing.T, pub crawler.Publisher) *crawler.Service {
+	f := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	return crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, testsvc.Logger(t), prometheus.NewRegistry())
+}
+
+func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestCheckFindsLinksAndAppliesPageOptions(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<a href="/a?utm_source=x">A</a><a href="/list?page=2">Next</a>
+			<a href="https://elsewhere.example/">Out</a><a href="mailto:x@y">Mail</a>`))
+	})
+	svc := newService(t, &recorder{})
+	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/"})
+	if task.Failed() || task.Status != 200 || len(task.Context) != 3 {
+		t.Fatalf("task = %+v, want 3 links", task)
+	}
+	if task.Context[0].URL != srv.URL+"/a" || task.Context[0].Text != "A" {
+		t.Errorf("first link = %+v, want %s/a without the tracking parameter", task.Context[0], srv.URL)
+	}
+	task = svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/",
+		Options: &watch.LinkOptions{SameSiteOnly: true, Ignore: []string{`[?&]page=`}}})
+	if len(task.Context) != 1 || task.Context[0].Text != "A" {
+		t.Fatalf("with same-site and an ignore pattern: %+v, want only A", task.Context)
+	}
+	task = svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", Options: &watch.LinkOptions{Ignore: []string{`(`}}})
+	if !task.Failed() || !strings.Contains(task.Error, "ignore pattern") {
+		t.Fatalf("a bad ignore pattern gave %+v, want the page's error", task)
+	}
+}
+
+func TestFailedFetchBecomesATaskWithTheError(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "gone", http.StatusNotFound) })
+	pub := &recorder{}
+	svc := newService(t, pub)
+	body, _ := json.Marshal(watch.Job{ID: 7, BaseURL: srv.URL + "/missing"})
+	if err := svc.Handle(context.Background(), queue.Delivery{Body: body}); err != nil {
+		t.Fatalf("Handle of a 404 page = %v, want nil: the job is acked", err)
+	}
+	if len(pub.msgs) != 1 {
+		t.Fatalf("published %d tasks, want 1", len(pub.msgs))
+	}
+	task, err := watch.DecodeTask(pub.msgs[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.ID != 7 || task.Status != 404 || task.Error == "" || task.FetchedAt.IsZero() {
+		t.Fatalf("task = %+v, want page 7, status 404 and an error", task)
+	}
+}
+
+func TestJobIsNotAckedWhenTheTaskCannotBePublished(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<a href=/x>x</a>")) })
+	svc := newService(t, &recorder{err: errors.New("broker down")})
+	body, _ := json.Marshal(watch.Job{ID: 1, BaseURL: srv.URL})
+	err := svc.Handle(context.Background(), queue.Delivery{Body: body})
+	if err == nil || queue.IsPermanent(err) {
+		t.Fatalf("Handle with the broker down = %v, want a retryable error (job returns to the queue)", err)
+	}
+}
+
+func TestMalformedJobIsPermanent(t *testing.T) {
+	svc := newService(t, &recorder{})
+	for _, body := range []string{`{`, `{"id":1}`, `{"baseUrl":"http://x/"}`} {
+		if err := svc.Handle(context.Background(), queue.Delivery{Body: []byte(body)}); !queue.IsPermanent(err) {
+			t.Errorf("Handle(%s) = %v, want a permanent error", body, err)
+		}
+	}
+}
