@@ -1,0 +1,125 @@
+package fetch
+
+import (
+	"bufio"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/andybalholm/brotli"
+)
+
+// acceptEncoding is sent by us rather than by the Transport: when the
+// Transport adds "gzip" itself it decodes transparently, but it knows
+// neither deflate nor br, and we want to cap the decoded size ourselves.
+const acceptEncoding = "gzip, deflate, br"
+
+// tooLargeError reports a body over the cap of max bytes.
+type tooLargeError struct{ max int64 }
+
+func (e *tooLargeError) Error() string { return fmt.Sprintf("body larger than %d bytes", e.max) }
+
+// decodeError marks a failure of a decompressor (as opposed to the
+// connection), so that it is reported as KindBadResponse.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return e.err.Error() }
+func (e *decodeError) Unwrap() error { return e.err }
+
+// transportReader remembers the error of the underlying body, so that an
+// error coming out of a decompressor can be told apart from a broken or
+// timed-out connection underneath it.
+type transportReader struct {
+	r   io.Reader
+	err error
+}
+
+func (t *transportReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF {
+		t.err = err
+	}
+	return n, err
+}
+
+// readBody reads a response body encoded with contentEncoding (the
+// Content-Encoding header) and returns at most max decoded bytes. Bytes
+// are counted after decompression, so a small compressed body that expands
+// without bound (a "zip bomb") is stopped after max+1 bytes, in time and
+// memory proportional to max. A longer body is a *tooLargeError unless truncate is set, in which case it is cut at max.
+// Errors of the decompressors are *decodeError; connection errors are
+// returned as they are.
+func readBody(body io.Reader, contentEncoding string, max int64, truncate bool) ([]byte, error) {
+	tr := &transportReader{r: body}
+	r, err := decoder(tr, contentEncoding)
+	if err != nil {
+		if tr.err != nil {
+			return nil, tr.err
+		}
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		if tr.err != nil {
+			return nil, tr.err
+		}
+		return nil, &decodeError{err: err}
+	}
+	if int64(len(b)) > max {
+		if truncate {
+			return b[:max], nil
+		}
+		return nil, &tooLargeError{max: max}
+	}
+	return b, nil
+}
+
+// decoder wraps r with decoders for the listed content codings, the last
+// applied first. Unknown codings are a *decodeError.
+func decoder(r io.Reader, contentEncoding string) (io.Reader, error) {
+	codings := strings.Split(contentEncoding, ",")
+	if len(codings) > 3 {
+		return nil, &decodeError{fmt.Errorf("too many content codings %q", contentEncoding)}
+	}
+	for i := len(codings) - 1; i >= 0; i-- {
+		switch c := strings.ToLower(strings.TrimSpace(codings[i])); c {
+		case "", "identity":
+		case "gzip", "x-gzip":
+			zr, err := gzip.NewReader(r)
+			if err != nil {
+				return nil, &decodeError{fmt.Errorf("gzip: %w", err)}
+			}
+			r = zr
+		case "deflate":
+			r = deflateReader(r)
+		case "br":
+			r = brotli.NewReader(r)
+		default:
+			return nil, &decodeError{fmt.Errorf("unsupported Content-Encoding %q", c)}
+		}
+	}
+	return r, nil
+}
+
+// deflateReader decodes "deflate", which RFC 9110 defines as a zlib stream
+// but which some servers send as raw DEFLATE; the zlib header tells them
+// apart, as browsers do.
+func deflateReader(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	h, _ := br.Peek(2)
+	if len(h) == 2 && h[0]&0x0f == 8 && h[0]>>4 <= 7 && (uint16(h[0])<<8|uint16(h[1]))%31 == 0 {
+		zr, err := zlib.NewReader(br)
+		if err == nil {
+			return zr
+		}
+		return errReader{&decodeError{fmt.Errorf("zlib: %w", err)}}
+	}
+	return flate.NewReader(br)
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

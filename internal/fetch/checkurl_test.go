@@ -1,0 +1,214 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// fakeResolver answers from a fixed table; unknown names fail as DNS does.
+type fakeResolver map[string][]netip.Addr
+
+func (r fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+func addrs(ss ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out
+}
+
+func TestCheckURL(t *testing.T) {
+	resolver := fakeResolver{
+		"example.com":           addrs("93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"),
+		"evil.example":          addrs("127.0.0.1"),
+		"metadata.example":      addrs("169.254.169.254"),
+		"mixed.example":         addrs("93.184.216.34", "10.0.0.5"),
+		"rebind6.example":       addrs("::ffff:192.168.0.1"),
+		"xn--bcher-kva.example": addrs("93.184.216.35"),
+	}
+	tests := []struct {
+		url  string
+		kind Kind   // KindUnknown means accepted
+		msg  string // a substring of the error message
+	}{
+		// Accepted.
+		{"https://example.com/", KindUnknown, ""},
+		{"http://example.com:8080/path?q=1#frag", KindUnknown, ""},
+		{"HTTPS://EXAMPLE.COM/", KindUnknown, ""},
+		{"https://bücher.example/", KindUnknown, ""},
+		{"http://8.8.8.8/", KindUnknown, ""},
+		{"http://[2606:4700::1111]/", KindUnknown, ""},
+		{"http://134744072/", KindUnknown, ""}, // 8.8.8.8 in decimal
+
+		// Malformed.
+		{"", KindBadURL, "empty URL"},
+		{"example.com", KindBadURL, "not an absolute URL"},
+		{"/relative/path", KindBadURL, "not an absolute URL"},
+		{"//example.com/", KindBadURL, "not an absolute URL"},
+		{"file:///etc/passwd", KindBadURL, `scheme "file" is not allowed`},
+		{"ftp://example.com/", KindBadURL, `scheme "ftp"`},
+		{"javascript:alert(1)", KindBadURL, `scheme "javascript"`},
+		{"data:text/html,hi", KindBadURL, `scheme "data"`},
+		{"gopher://example.com/", KindBadURL, `scheme "gopher"`},
+		{"http:example.com", KindBadURL, "has no host"},
+		{"http:///path", KindBadURL, "has no host"},
+		{"http://user:secret@example.com/", KindBadURL, "user info"},
+		{"http://user@example.com/", KindBadURL, "user info"},
+		{`http://127.0.0.1:8080\@example.com/`, KindBadURL, "backslash"},
+		{`http://example.com\@127.0.0.1/`, KindBadURL, "backslash"},
+		{`http:\\example.com\`, KindBadURL, "backslash"},
+		{"http://exa mple.com/", KindBadURL, "whitespace"},
+		{" http://example.com/", KindBadURL, "whitespace"},
+		{"http://example.com/\n", KindBadURL, "whitespace"},
+		{"http://example.com:0/", KindBadURL, "out of range"},
+		{"http://example.com:99999/", KindBadURL, "out of range"},
+		{"http://%31%32%37.0.0.1/", KindBadURL, "not a valid URL"},
+		{"http://1.2.3.4.5/", KindBadURL, "not a valid IPv4"},
+		{"http://256.0.0.1/", KindBadURL, "not a valid IPv4"},
+		{"http://0x100000000/", KindBadURL, "not a valid IPv4"},
+		{"http://1.2.3.09/", KindBadURL, "not a valid IPv4"}, // 09 is bad octal
+		{"http://[::1/", KindBadURL, "not a valid URL"},
+
+		// Non-public IP literals in every spelling.
+		{"http://127.0.0.1:8080/", KindBlocked,
+			"http://127.0.0.1:8080/: resolves to 127.0.0.1, a loopback address; set PORTALWATCH_ALLOW_PRIVATE=true to allow private addresses"},
+		{"http://2130706433/", KindBlocked, "resolves to 127.0.0.1, a loopback"},
+		{"http://0177.0.0.1/", KindBlocked, "resolves to 127.0.0.1"},
+		{"http://0x7f.1/", KindBlocked, "resolves to 127.0.0.1"},
+		{"http://0x7F000001/", KindBlocked, "resolves to 127.0.0.1"},
+		{"http://017700000001/", KindBlocked, "resolves to 127.0.0.1"},
+		{"http://127.1/", KindBlocked, "resolves to 127.0.0.1"},
+		{"http://127.0.1/", KindBlocked, "resolves to 127.0.0.1"},
+		{"http://127.0.0.1./", KindBlocked, "resolves to 127.0.0.1"},
+		{"http://0/", KindBlocked, "resolves to 0.0.0.0, an unspecified"},
+		{"http://１２７．０．０．１/", KindBlocked, "resolves to 127.0.0.1"}, // full-width
+		{"http://[::1]/", KindBlocked, "resolves to ::1, a loopback"},
+		{"http://[::ffff:127.0.0.1]/", KindBlocked, "resolves to 127.0.0.1, a loopback"},
+		{"http://[::ffff:7f00:1]/", KindBlocked, "resolves to 127.0.0.1"},
+		{"http://[0:0:0:0:0:ffff:127.0.0.1]/", KindBlocked, "resolves to 127.0.0.1"},
+		{"http://[fe80::1%25eth0]/", KindBlocked, "link-local"},
+		{"http://[fd00::1]/", KindBlocked, "unique local"},
+		{"http://[64:ff9b::a9fe:a9fe]/", KindBlocked, "NAT64 address wrapping 169.254.169.254"},
+		{"http://169.254.169.254/latest/meta-data/", KindBlocked, "link-local"},
+		{"http://10.0.0.1/", KindBlocked, "a private address"},
+		{"http://192.168.0.1/", KindBlocked, "a private address"},
+		{"http://100.64.0.1/", KindBlocked, "carrier-grade NAT"},
+
+		// Names that resolve to non-public addresses.
+		{"http://evil.example/", KindBlocked, "http://evil.example/: resolves to 127.0.0.1, a loopback address; set PORTALWATCH_ALLOW_PRIVATE=true"},
+		{"http://metadata.example/", KindBlocked, "resolves to 169.254.169.254, a link-local"},
+		{"http://mixed.example/", KindBlocked, "resolves to 10.0.0.5, a private"},
+		{"http://rebind6.example/", KindBlocked, "resolves to 192.168.0.1, a private"},
+		{"http://nosuch.example/", KindDNS, "cannot resolve nosuch.example"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			err := CheckURL(context.Background(), tt.url, false, resolver)
+			if tt.kind == KindUnknown {
+				if err != nil {
+					t.Fatalf("CheckURL(%q) = %v, want nil", tt.url, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("CheckURL(%q) = nil, want a %v error", tt.url, tt.kind)
+			}
+			var fe *Error
+			if !errors.As(err, &fe) || fe.Kind != tt.kind {
+				t.Fatalf("CheckURL(%q) = %v (kind %v), want kind %v", tt.url, err, KindOf(err), tt.kind)
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("CheckURL(%q) = %q, want it to contain %q", tt.url, err, tt.msg)
+			}
+			if strings.ContainsAny(err.Error(), "\r\n") {
+				t.Errorf("message %q is not one line", err)
+			}
+		})
+	}
+}
+
+func TestCheckURLAllowPrivate(t *testing.T) {
+	for _, u := range []string{"http://127.0.0.1:8080/", "http://2130706433/", "http://[::1]/", "http://evil.example/", "http://10.0.0.1/"} {
+		if err := CheckURL(context.Background(), u, true, fakeResolver{}); err != nil {
+			t.Errorf("CheckURL(%q, allowPrivate) = %v, want nil", u, err)
+		}
+	}
+	// Syntax rules hold even with private addresses allowed.
+	for _, u := range []string{"file:///etc/passwd", `http://a\@b/`, "http://u@localhost/"} {
+		if err := CheckURL(context.Background(), u, true, nil); KindOf(err) != KindBadURL {
+			t.Errorf("CheckURL(%q, allowPrivate) = %v, want a bad_url error", u, err)
+		}
+	}
+}
+
+func TestCheckURLNilResolver(t *testing.T) {
+	// Without a resolver names are not looked up, but literals are judged.
+	if err := CheckURL(context.Background(), "http://evil.example/", false, nil); err != nil {
+		t.Errorf("name with nil resolver: %v", err)
+	}
+	if err := CheckURL(context.Background(), "http://127.1/", false, nil); KindOf(err) != KindBlocked {
+		t.Errorf("literal with nil resolver: %v, want blocked", err)
+	}
+}
+
+func TestCheckURLRealResolver(t *testing.T) {
+	// *net.Resolver satisfies Resolver; "localhost" resolves through
+	// /etc/hosts without any network.
+	err := CheckURL(context.Background(), "http://localhost:8080/", false, net.DefaultResolver)
+	if KindOf(err) != KindBlocked || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("CheckURL(localhost) = %v, want blocked as loopback", err)
+	}
+}
+
+func TestParseIPv4Browser(t *testing.T) {
+	tests := []struct {
+		host string
+		want string // "" when not an address; "!" when invalid
+	}{
+		{"example.com", ""},
+		{"1.2.3.4", "1.2.3.4"},
+		{"0x7f.0.0.1", "127.0.0.1"},
+		{"0x7f.1", "127.0.0.1"},
+		{"0X7F.1", "127.0.0.1"},
+		{"0177.1", "127.0.0.1"},
+		{"2130706433", "127.0.0.1"},
+		{"127.1", "127.0.0.1"},
+		{"192.168.257", "192.168.1.1"},
+		{"1.2.3.4.", "1.2.3.4"},
+		{"0x", "0.0.0.0"},
+		{"foo.0x10", "!"},
+		{"1.2.3.4.5", "!"},
+		{"4294967296", "!"},
+		{"99999999999999999999999", "!"},
+		{"1.256.1.1", "!"},
+		{"08.1.1.1", "!"},
+		{"1..1", "!"},
+		{"a1", ""},
+		{"1a", ""},
+		{"xn--1", ""},
+		{"0x1g", ""},
+	}
+	for _, tt := range tests {
+		a, ok, err := parseIPv4Browser(tt.host)
+		got := ""
+		switch {
+		case err != nil:
+			got = "!"
+		case ok:
+			got = a.String()
+		}
+		if got != tt.want {
+			t.Errorf("parseIPv4Browser(%q) = %q, want %q", tt.host, got, tt.want)
+		}
+	}
+}

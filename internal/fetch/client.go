@@ -1,0 +1,428 @@
+package fetch
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// accept prefers HTML but takes anything, so that servers which negotiate
+// on Accept still answer; the Content-Type check decides afterwards.
+const accept = "text/html, application/xhtml+xml;q=0.9, */*;q=0.1"
+
+// Request is one page to fetch.
+type Request struct {
+	// URL is the absolute http or https URL of the page.
+	URL string
+	// ETag and LastModified are the validators of the previous successful
+	// fetch; when set they are sent as If-None-Match and If-Modified-Since.
+	ETag, LastModified string
+}
+
+// Result is the outcome of one fetch. Fetch returns it filled as far as
+// the fetch got, with a non-nil error too when it failed.
+type Result struct {
+	// Status is the HTTP status of the final response, 0 when there was
+	// none (DNS failure, refused connection, timeout before headers, …).
+	Status int
+	// FinalURL is the URL of the final response, after redirects; nil when
+	// there was no response.
+	FinalURL *url.URL
+	// ETag and LastModified are the final response's validators, to send
+	// back on the next fetch. A 304 that omits one keeps the Request's.
+	ETag, LastModified string
+	// NotModified is true when the server answered a conditional request
+	// with 304 Not Modified; HTML is then empty.
+	NotModified bool
+	// HTML is the body decoded to UTF-8 (see DecodeHTML).
+	HTML []byte
+	// Charset is the WHATWG name of the encoding HTML was decoded from.
+	Charset string
+	// FetchedAt is when the request was sent, after any wait for robots.txt
+	// or Crawl-delay.
+	FetchedAt time.Time
+}
+
+// Client fetches pages within the limits of its Config. It holds one
+// http.Client and Transport (with their connection pool) and the robots.txt
+// cache; create one per process and share it. It is safe for concurrent
+// use.
+type Client struct {
+	cfg       Config
+	transport *http.Transport
+	hc        *http.Client
+	robots    *robotsCache
+	agent     string // robots.txt product token
+
+	// now and sleep are the client's clock; tests replace them so that
+	// they never wait for real time.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// New returns a Client for cfg with defaults applied (see Config). Its
+// Transport uses no proxy (a proxy would hide the real destination from
+// the dial-time guard), checks every address it connects to (see IsPublic)
+// unless cfg.AllowPrivate, and bounds TLS handshakes (10s), response
+// headers (cfg.HeaderTimeout, at most 64 KiB of them) and idle connections
+// (90s, at most 4 per host).
+func New(cfg Config) *Client {
+	cfg = cfg.WithDefaults()
+	c := &Client{
+		cfg:   cfg,
+		agent: productToken(cfg.UserAgent),
+		now:   time.Now,
+		sleep: sleepContext,
+	}
+	dialer := &net.Dialer{
+		Timeout:   cfg.DialTimeout,
+		KeepAlive: 30 * time.Second,
+		Control:   dialGuard(cfg.AllowPrivate, cfg.dialAllowed),
+		Resolver:  cfg.dialResolver,
+	}
+	c.transport = &http.Transport{
+		Proxy:                  nil,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:    10 * time.Second,
+		ResponseHeaderTimeout:  cfg.HeaderTimeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+		IdleConnTimeout:        90 * time.Second,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    4,
+		DisableCompression:     true, // we send Accept-Encoding and decode ourselves
+	}
+	c.hc = &http.Client{Transport: c.transport, CheckRedirect: c.checkRedirect}
+	c.robots = newRobotsCache(c, cfg)
+	return c
+}
+
+// CloseIdleConnections closes the Transport's idle keep-alive connections;
+// call it when shutting down.
+func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
+
+// productToken returns the robots.txt agent name of a User-Agent: its
+// first word up to "/", lower-cased ("portalwatch").
+func productToken(ua string) string {
+	ua = strings.TrimSpace(ua)
+	if i := strings.IndexAny(ua, "/ "); i >= 0 {
+		ua = ua[:i]
+	}
+	return strings.ToLower(ua)
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// blockedError is returned by the dial guard for a non-public address.
+type blockedError struct {
+	addr   netip.Addr
+	reason string
+}
+
+func (e *blockedError) Error() string {
+	return fmt.Sprintf("%s is %s; %s", e.addr, e.reason, allowPrivateHint)
+}
+
+// dialGuard returns the net.Dialer Control function that refuses non-public
+// addresses. Go calls it after DNS resolution and before connecting, once
+// for every address it tries, so names that resolve (or re-resolve, as in
+// DNS rebinding) to private addresses, redirects to them and reconnects of
+// pooled connections are all caught. allowed, a test hook, may admit
+// specific addresses.
+func dialGuard(allowPrivate bool, allowed func(netip.AddrPort) bool) func(network, address string, _ syscall.RawConn) error {
+	return func(network, address string, _ syscall.RawConn) error {
+		if network != "tcp4" && network != "tcp6" {
+			return fmt.Errorf("network %q is not allowed", network)
+		}
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("dial address %q: %w", address, err)
+		}
+		if allowPrivate || (allowed != nil && allowed(ap)) {
+			return nil
+		}
+		if reason := nonPublicReason(ap.Addr()); reason != "" {
+			return &blockedError{addr: ap.Addr().Unmap(), reason: reason}
+		}
+		return nil
+	}
+}
+
+// checkURL applies CheckURL's rules that need no DNS lookup, so that a
+// non-public IP literal is refused before any connection is attempted and
+// with the same message as at registration.
+func (c *Client) checkURL(raw string, u *url.URL) error {
+	if err := checkParsed(raw, u); err != nil {
+		return err
+	}
+	_, addr, isIP, err := hostOf(raw, u)
+	if err != nil {
+		return err
+	}
+	if isIP && !c.cfg.AllowPrivate {
+		return checkAddr(raw, addr)
+	}
+	return nil
+}
+
+// redirectError carries the reason a redirect was refused out of
+// http.Client, which wraps it in a *url.Error.
+type redirectError struct{ err *Error }
+
+func (e *redirectError) Error() string { return e.err.Error() }
+
+// hopKey is the context key of a fetch's *lastHop.
+type hopKey struct{}
+
+// lastHop records the last redirect response of a fetch, so that a fetch
+// whose redirect target then fails still reports the status it got.
+type lastHop struct {
+	status int
+	url    *url.URL
+}
+
+// checkRedirect is the http.Client's CheckRedirect: it caps the number of
+// redirects and applies the URL rules to every hop.
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
+	if h, ok := req.Context().Value(hopKey{}).(*lastHop); ok && req.Response != nil {
+		h.status, h.url = req.Response.StatusCode, via[len(via)-1].URL
+	}
+	if len(via) > c.cfg.MaxRedirects {
+		err := fmt.Errorf("stopped after %d redirects", c.cfg.MaxRedirects)
+		if c.cfg.MaxRedirects < 0 {
+			err = errors.New("redirected, and redirects are not followed")
+		}
+		return &redirectError{&Error{Kind: KindTooManyRedirects, URL: req.URL.String(), Err: err}}
+	}
+	if err := c.checkURL(req.URL.String(), req.URL); err != nil {
+		var fe *Error
+		errors.As(err, &fe)
+		return &redirectError{fe}
+	}
+	return nil
+}
+
+// Fetch fetches req.URL and returns the page decoded to UTF-8.
+//
+// It refuses URLs that CheckURL would refuse without DNS (KindBadURL,
+// KindBlocked), then, unless Config.IgnoreRobots, consults the host's
+// robots.txt (KindDisallowed) and waits for the host's Crawl-delay; those
+// waits end with ctx. The request itself, redirects and body included, is
+// bounded by Config.Timeout (KindTimeout); the caller's ctx can shorten it,
+// and its cancellation is reported as KindCanceled.
+//
+// A 304 to a conditional request is a success with NotModified set. Other
+// non-2xx statuses fail with KindHTTPStatus; a Content-Type other than
+// text/html or application/xhtml+xml fails with KindNotHTML (a missing one
+// is sniffed); a body longer than Config.MaxBodyBytes after decompression
+// fails with KindTooLarge. The Result is returned filled as far as the
+// fetch got, so Status is set whenever a response arrived. Every error is
+// an *Error.
+func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
+	var res Result
+	u, err := parseURL(req.URL)
+	if err != nil {
+		return res, err
+	}
+	if err := c.checkURL(req.URL, u); err != nil {
+		return res, err
+	}
+	if !c.cfg.IgnoreRobots {
+		if err := c.obeyRobots(ctx, req.URL, u); err != nil {
+			return res, err
+		}
+	}
+
+	start := c.now()
+	res.FetchedAt = start
+	hop := &lastHop{}
+	fctx, cancel := context.WithTimeout(context.WithValue(ctx, hopKey{}, hop), c.cfg.Timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(fctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return res, &Error{Kind: KindBadURL, URL: req.URL, Err: err}
+	}
+	hreq.Header.Set("User-Agent", c.cfg.UserAgent)
+	hreq.Header.Set("Accept", accept)
+	hreq.Header.Set("Accept-Encoding", acceptEncoding)
+	conditional := req.ETag != "" || req.LastModified != ""
+	if req.ETag != "" {
+		hreq.Header.Set("If-None-Match", req.ETag)
+	}
+	if req.LastModified != "" {
+		hreq.Header.Set("If-Modified-Since", req.LastModified)
+	}
+
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		switch {
+		case resp != nil: // a refused redirect: resp is the redirect response
+			res.Status, res.FinalURL = resp.StatusCode, resp.Request.URL
+		case hop.url != nil: // the redirect target failed
+			res.Status, res.FinalURL = hop.status, hop.url
+		}
+		return res, c.classify(ctx, fctx, req.URL, start, err)
+	}
+	defer resp.Body.Close()
+	res.Status = resp.StatusCode
+	res.FinalURL = resp.Request.URL
+	res.ETag = resp.Header.Get("ETag")
+	res.LastModified = resp.Header.Get("Last-Modified")
+
+	if resp.StatusCode == http.StatusNotModified && conditional {
+		res.NotModified = true
+		// A 304 may omit validators; keep sending the ones we have.
+		if res.ETag == "" {
+			res.ETag = req.ETag
+		}
+		if res.LastModified == "" {
+			res.LastModified = req.LastModified
+		}
+		return res, nil
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// Read a little so that the connection can be reused.
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+		return res, &Error{Kind: KindHTTPStatus, URL: req.URL, Status: resp.StatusCode,
+			Err: fmt.Errorf("HTTP %s", statusText(resp.StatusCode))}
+	}
+
+	contentType := resp.Header.Get("Content-Type")
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	if (err != nil && !errors.Is(err, mime.ErrInvalidMediaParameter)) || !strings.Contains(mediaType, "/") {
+		mediaType = "" // unparseable: sniff, as for a missing one
+	}
+	if mediaType != "" && mediaType != "text/html" && mediaType != "application/xhtml+xml" {
+		return res, &Error{Kind: KindNotHTML, URL: req.URL, Status: resp.StatusCode,
+			Err: fmt.Errorf("content type %q is not HTML", mediaType)}
+	}
+
+	body, err := readBody(resp.Body, resp.Header.Get("Content-Encoding"), c.cfg.MaxBodyBytes, false)
+	if err != nil {
+		return res, c.classifyBody(ctx, fctx, req.URL, start, resp.StatusCode, err)
+	}
+	if mediaType == "" {
+		// Without a usable Content-Type, only a body that sniffs as HTML
+		// (per the MIME Sniffing standard) is accepted.
+		if sniffed, ok := sniffHTML(body); !ok {
+			return res, &Error{Kind: KindNotHTML, URL: req.URL, Status: resp.StatusCode,
+				Err: fmt.Errorf("no content type, and the body sniffs as %q, not HTML", sniffed)}
+		}
+	}
+	res.HTML, res.Charset = DecodeHTML(body, contentType)
+	return res, nil
+}
+
+// sniffHTML reports whether body sniffs as text/html, and what it sniffs as.
+// A body with a byte order mark sniffs as text/plain, so its decoded start
+// is sniffed instead.
+func sniffHTML(body []byte) (string, bool) {
+	t, _, _ := mime.ParseMediaType(http.DetectContentType(body))
+	if t != "text/html" {
+		if _, name, _ := bomEncoding(body); name != "" {
+			head, _ := DecodeHTML(body[:min(len(body), 1024)], "")
+			t, _, _ = mime.ParseMediaType(http.DetectContentType(head))
+		}
+	}
+	return t, t == "text/html"
+}
+
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return fmt.Sprintf("%d %s", code, t)
+	}
+	return fmt.Sprint(code)
+}
+
+// classify turns an error of http.Client.Do into an *Error. parent is the
+// caller's context, fctx the per-fetch one derived from it.
+func (c *Client) classify(parent, fctx context.Context, raw string, start time.Time, err error) *Error {
+	inner, target := err, ""
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		inner, target = ue.Err, ue.URL
+	}
+	if fe := c.contextError(parent, fctx, raw, start, inner); fe != nil {
+		return fe
+	}
+	var re *redirectError
+	if errors.As(inner, &re) {
+		fe := *re.err
+		fe.URL = raw
+		if fe.Kind != KindTooManyRedirects {
+			fe.Err = fmt.Errorf("redirect to %s: %w", target, fe.Err)
+		}
+		return &fe
+	}
+	if target != "" && target != raw {
+		inner = fmt.Errorf("redirect to %s: %w", target, inner)
+	}
+	var be *blockedError
+	var de *net.DNSError
+	var ne net.Error
+	switch {
+	case errors.As(inner, &be):
+		return &Error{Kind: KindBlocked, URL: raw, Err: inner}
+	case errors.As(inner, &de) && !de.IsTimeout:
+		return &Error{Kind: KindDNS, URL: raw, Err: inner}
+	case errors.As(inner, &ne) && ne.Timeout():
+		return &Error{Kind: KindTimeout, URL: raw, Err: inner}
+	}
+	return &Error{Kind: KindNetwork, URL: raw, Err: inner}
+}
+
+// classifyBody turns an error of readBody into an *Error.
+func (c *Client) classifyBody(parent, fctx context.Context, raw string, start time.Time, status int, err error) *Error {
+	var de *decodeError
+	var tl *tooLargeError
+	fe := c.contextError(parent, fctx, raw, start, err)
+	switch {
+	case errors.As(err, &tl):
+		return &Error{Kind: KindTooLarge, URL: raw, Status: status, Err: tl}
+	case fe != nil:
+	case errors.As(err, &de):
+		fe = &Error{Kind: KindBadResponse, URL: raw, Err: fmt.Errorf("reading body: %w", err)}
+	default:
+		fe = c.classify(parent, fctx, raw, start, err)
+		fe.Err = fmt.Errorf("reading body: %w", fe.Err)
+	}
+	fe.Status = status
+	return fe
+}
+
+// contextError returns a KindCanceled or KindTimeout *Error when a context
+// has ended, whatever error that caused further down, or nil.
+func (c *Client) contextError(parent, fctx context.Context, raw string, start time.Time, err error) *Error {
+	switch {
+	case errors.Is(parent.Err(), context.Canceled):
+		return &Error{Kind: KindCanceled, URL: raw, Err: fmt.Errorf("canceled: %w", err)}
+	case fctx.Err() != nil:
+		return &Error{Kind: KindTimeout, URL: raw,
+			Err: fmt.Errorf("timed out after %s: %w", c.now().Sub(start).Round(time.Millisecond), err)}
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package fetch
+
+import (
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// Defaults applied by Config.WithDefaults.
+const (
+	DefaultUserAgent       = "portalwatch/0.1 (+https://github.com/portalwatch/portalwatch)"
+	DefaultTimeout         = 30 * time.Second
+	DefaultHeaderTimeout   = 10 * time.Second
+	DefaultDialTimeout     = 5 * time.Second
+	DefaultMaxBodyBytes    = 10 << 20
+	DefaultMaxRedirects    = 5
+	DefaultRobotsTTL       = time.Hour
+	DefaultRobotsMaxBytes  = 512 << 10
+	DefaultRobotsCacheSize = 10000
+	DefaultMaxCrawlDelay   = 30 * time.Second
+)
+
+// allowPrivateHint ends every refusal of a non-public address, so that an
+// operator running portalwatch against local test sites knows the switch.
+// The variable is read by the config package, which sets AllowPrivate.
+const allowPrivateHint = "set PORTALWATCH_ALLOW_PRIVATE=true to allow private addresses"
+
+// Config configures a Client. The zero value is usable after WithDefaults,
+// which New applies: every zero or negative limit takes its default.
+type Config struct {
+	// UserAgent is sent with every request, robots.txt included. Its
+	// product token (the text before the first "/" or space, lower-cased)
+	// is the agent matched against robots.txt groups. Default
+	// DefaultUserAgent.
+	UserAgent string
+
+	// Timeout bounds one fetch from the first dial to the last byte of the
+	// body, redirects included; the caller's context can only shorten it.
+	// Waiting for robots.txt and for a host's Crawl-delay is not counted.
+	// A server that trickles its body is cut here. Default 30s.
+	Timeout time.Duration
+
+	// HeaderTimeout bounds the wait for response headers after the request
+	// is written (time to first byte). Default 10s.
+	HeaderTimeout time.Duration
+
+	// DialTimeout bounds DNS resolution plus TCP connect. Default 5s.
+	DialTimeout time.Duration
+
+	// MaxBodyBytes caps the body after decompression; a longer body fails
+	// the fetch with KindTooLarge rather than being parsed truncated.
+	// Default 10 MiB.
+	MaxBodyBytes int64
+
+	// MaxRedirects is how many redirects a fetch follows; one more fails
+	// it with KindTooManyRedirects. Zero means the default, 5; a negative
+	// value follows none.
+	MaxRedirects int
+
+	// AllowPrivate, when true, lets the client connect to loopback,
+	// private, link-local and other non-public addresses (see IsPublic).
+	// Keep it false in production: it is what stops users from making the
+	// crawler read internal services or cloud metadata. Default false.
+	AllowPrivate bool
+
+	// IgnoreRobots, when true, skips robots.txt and Crawl-delay entirely.
+	// Default false: robots.txt is obeyed. The name is inverted so that
+	// the zero value is the polite one.
+	IgnoreRobots bool
+
+	// RobotsTTL is how long a host's robots.txt is cached. A robots.txt
+	// that could not be fetched (5xx, network error) is retried after
+	// RobotsTTL/12 instead (5 minutes with the default). Default 1h.
+	RobotsTTL time.Duration
+
+	// RobotsMaxBytes caps a robots.txt body; a longer one is cut there and
+	// the prefix parsed, as RFC 9309 allows for files over 500 KiB.
+	// Default 512 KiB.
+	RobotsMaxBytes int64
+
+	// RobotsCacheSize bounds the number of hosts whose robots.txt and
+	// crawl-delay state is kept. Default 10000.
+	RobotsCacheSize int
+
+	// MaxCrawlDelay caps the Crawl-delay a robots.txt can impose between
+	// two fetches from one host. Default 30s.
+	MaxCrawlDelay time.Duration
+
+	// Logger receives robots.txt failures that the client works around
+	// (they never fail a fetch). Default: a logger that discards.
+	Logger *slog.Logger
+
+	// dialAllowed, when set, lets tests reach one specific loopback
+	// listener while AllowPrivate stays false, so they can prove that
+	// everything else is still refused. It is unexported so production
+	// code cannot set it.
+	dialAllowed func(netip.AddrPort) bool
+
+	// dialResolver, when set, resolves names for the dialer; tests point it
+	// at a DNS server of their own on loopback. Nil means the system's.
+	dialResolver *net.Resolver
+}
+
+// WithDefaults returns a copy of c with every unset field given its
+// default. Zero and negative durations and sizes count as unset;
+// MaxRedirects is unset only when zero.
+func (c Config) WithDefaults() Config {
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.HeaderTimeout <= 0 {
+		c.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxRedirects == 0 {
+		c.MaxRedirects = DefaultMaxRedirects
+	}
+	if c.RobotsTTL <= 0 {
+		c.RobotsTTL = DefaultRobotsTTL
+	}
+	if c.RobotsMaxBytes <= 0 {
+		c.RobotsMaxBytes = DefaultRobotsMaxBytes
+	}
+	if c.RobotsCacheSize <= 0 {
+		c.RobotsCacheSize = DefaultRobotsCacheSize
+	}
+	if c.MaxCrawlDelay <= 0 {
+		c.MaxCrawlDelay = DefaultMaxCrawlDelay
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
