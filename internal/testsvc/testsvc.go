@@ -121,9 +121,12 @@ func Queues(t testing.TB) (jobQueue, taskQueue string) {
 }
 
 // DeleteQueues deletes the named queues, ignoring ones that do not exist.
-func DeleteQueues(t testing.TB, names ...string) {
+func DeleteQueues(t testing.TB, names ...string) { DeleteQueuesAt(t, AMQPURL(), names...) }
+
+// DeleteQueuesAt deletes the named queues on the broker at amqpURL.
+func DeleteQueuesAt(t testing.TB, amqpURL string, names ...string) {
 	t.Helper()
-	conn, err := amqp.Dial(AMQPURL())
+	conn, err := amqp.Dial(amqpURL)
 	if err != nil {
 		t.Logf("delete queues: %v", err)
 		return
@@ -157,9 +160,23 @@ func Redis(t testing.TB) (redisURL, prefix string) {
 		rdb.Close()
 		Unavailable(t, "Redis at %s: %v", RedisURL(), err)
 	}
+	rdb.Close()
 	prefix = "pwtest:" + ID(t)
-	t.Cleanup(func() {
-		defer rdb.Close()
+	t.Cleanup(func() { DeleteKeysAt(t, RedisURL(), prefix) })
+	return RedisURL(), prefix
+}
+
+// DeleteKeysAt deletes every key under prefix on the Redis at redisURL.
+func DeleteKeysAt(t testing.TB, redisURL, prefix string) {
+	t.Helper()
+	opts, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Logf("clean Redis prefix %s: %v", prefix, err)
+		return
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	{
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
@@ -179,8 +196,7 @@ func Redis(t testing.TB) (redisURL, prefix string) {
 			}
 			keys = keys[n:]
 		}
-	})
-	return RedisURL(), prefix
+	}
 }
 
 // Logger returns a logger that writes through t.Log, so a test's output shows

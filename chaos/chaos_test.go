@@ -1,0 +1,366 @@
+//go:build chaos
+
+// Package chaos is portalwatch's fault-injection suite. It runs the real
+// programs against private PostgreSQL, Redis and RabbitMQ servers of its own
+// (so it may kill and restart them without disturbing anything else), drives
+// a farm of portal pages through scripted rounds, injects faults all along,
+// and at the end compares the updates table with the farm's truth: nothing
+// missing, nothing extra, nothing twice.
+//
+// It needs the build tag: `go test -tags chaos ./chaos` (make chaos, and a
+// short run inside make test). Settings: CHAOS_PAGES, CHAOS_ROUNDS,
+// CHAOS_SEED.
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/portalwatch/portalwatch/internal/systest"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := systest.Build(false)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// world is the private servers and the system under test.
+type world struct {
+	t     *testing.T
+	pg    *testsvc.PrivatePostgres
+	redis *testsvc.PrivateRedis
+	mq    *testsvc.PrivateRabbitMQ
+	sys   *systest.System
+	fleet *fleet
+	log   *faultLog
+}
+
+func newWorld(t *testing.T, extraEnv ...string) *world {
+	t.Helper()
+	w := &world{t: t, log: &faultLog{start: time.Now()}}
+	var wg sync.WaitGroup
+	wg.Go(func() { w.pg = testsvc.StartPostgres(t) })
+	wg.Go(func() { w.redis = testsvc.StartRedis(t) })
+	wg.Go(func() { w.mq = testsvc.StartRabbitMQ(t) })
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	w.sys = systest.New(t, binDir, systest.Services{
+		PostgresAdminURL: w.pg.AdminURL(), AMQPURL: w.mq.URL(), RedisURL: w.redis.URL(),
+	}, append([]string{"PORTALWATCH_LOG_LEVEL=info"}, extraEnv...)...)
+	return w
+}
+
+// faultLog records every fault with its time, for the final report.
+type faultLog struct {
+	mu     sync.Mutex
+	start  time.Time
+	events []string
+	counts map[string]int
+}
+
+func (l *faultLog) add(kind, format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.counts == nil {
+		l.counts = map[string]int{}
+	}
+	l.counts[kind]++
+	l.events = append(l.events, fmt.Sprintf("%7.2fs %-18s %s", time.Since(l.start).Seconds(), kind, fmt.Sprintf(format, args...)))
+}
+
+// fleet keeps a set of programs running the way supervisord does: a program
+// that dies is started again after a short pause. Exits it did not cause are
+// failures: a program must never exit because a dependency is down.
+type fleet struct {
+	w      *world
+	mu     sync.Mutex
+	slots  map[string]*systest.Process
+	killed map[*systest.Process]bool
+	stop   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+	env    map[string][]string
+}
+
+func (w *world) startFleet(programs map[string]string, env map[string][]string) *fleet {
+	f := &fleet{w: w, slots: map[string]*systest.Process{}, killed: map[*systest.Process]bool{}, stop: make(chan struct{}), env: env}
+	for slot, program := range programs {
+		f.slots[slot] = w.sys.Start(program, env[program]...)
+		f.wg.Go(func() { f.supervise(slot, program) })
+	}
+	w.fleet = f
+	w.t.Cleanup(f.shutdown) // before the system's cleanup stops the programs
+	return f
+}
+
+func (f *fleet) supervise(slot, program string) {
+	for {
+		f.mu.Lock()
+		p := f.slots[slot]
+		f.mu.Unlock()
+		select {
+		case <-f.stop:
+			return
+		case <-p.Done():
+		}
+		f.mu.Lock()
+		expected := f.killed[p]
+		f.mu.Unlock()
+		if !expected {
+			f.w.t.Errorf("%s (pid %d) exited by itself with status %d:\n%s", slot, p.Pid(), p.ExitCode(), systest.Tail(p.Output(), 20))
+		}
+		select {
+		case <-f.stop:
+			return
+		case <-time.After(time.Duration(200+rand.IntN(800)) * time.Millisecond):
+		}
+		np := f.w.sys.Start(program, f.env[program]...)
+		f.mu.Lock()
+		f.slots[slot] = np
+		f.mu.Unlock()
+	}
+}
+
+func (f *fleet) killRandom() string {
+	f.mu.Lock()
+	names := make([]string, 0, len(f.slots))
+	for n := range f.slots {
+		names = append(names, n)
+	}
+	slot := names[rand.IntN(len(names))]
+	p := f.slots[slot]
+	f.killed[p] = true
+	f.mu.Unlock()
+	select {
+	case <-p.Done():
+		return ""
+	default:
+	}
+	p.Kill()
+	return fmt.Sprintf("%s pid %d", slot, p.Pid())
+}
+
+func (f *fleet) shutdown() {
+	f.once.Do(func() { close(f.stop) })
+	f.wg.Wait()
+}
+
+// fault is one kind of fault the injector may choose.
+type fault struct {
+	kind   string
+	weight int
+	max    int // the most times it may happen in a run (slow faults are rationed)
+	do     func(w *world) string
+}
+
+func faults(long bool) []fault {
+	mqMax, pgMax := 1, 2
+	if long {
+		mqMax, pgMax = 4, 6
+	}
+	return []fault{
+		{"kill -9 program", 12, 1 << 30, func(w *world) string { return w.fleet.killRandom() }},
+		{"redis flushall", 2, 1 << 30, func(w *world) string {
+			opts, _ := redis.ParseURL(w.redis.URL())
+			rdb := redis.NewClient(opts)
+			defer rdb.Close()
+			if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+				return "failed: " + err.Error()
+			}
+			return "all keys gone"
+		}},
+		{"redis restart", 1, 3, func(w *world) string { w.redis.Restart(); return "restarted without persistence" }},
+		{"pg terminate conns", 2, 1 << 30, func(w *world) string {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var n int
+			err := w.sys.DB.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
+			if err != nil {
+				return "failed: " + err.Error()
+			}
+			return fmt.Sprintf("%d connections terminated", n)
+		}},
+		{"pg restart", 1, pgMax, func(w *world) string { w.pg.Restart(); return "fast shutdown and start" }},
+		{"pg kill -9", 1, pgMax / 2, func(w *world) string { w.pg.Kill(); w.pg.Start(); return "crash and recovery" }},
+		{"rabbitmq restart", 1, mqMax, func(w *world) string { w.mq.Restart(); return "stop and start" }},
+		{"rabbitmq kill -9", 1, mqMax / 2, func(w *world) string { w.mq.Kill(); w.mq.Start(); return "crash and restart" }},
+	}
+}
+
+// inject runs faults at random intervals until ctx ends. Every other fault
+// is a SIGKILL of a random program; the others first go once through every
+// kind in random order, so even a short run covers the whole matrix, and then
+// are drawn by weight.
+func (w *world) inject(ctx context.Context, long bool, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	all := faults(long)
+	used := map[string]int{}
+	pending := append([]fault(nil), all[1:]...)
+	rng.Shuffle(len(pending), func(i, j int) { pending[i], pending[j] = pending[j], pending[i] })
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(400+rng.IntN(1100)) * time.Millisecond):
+		}
+		f := all[0]
+		switch {
+		case n%2 == 0:
+		case len(pending) > 0:
+			f, pending = pending[0], pending[1:]
+		default:
+			f = pickWeighted(rng, all, used)
+		}
+		if used[f.kind] >= f.max {
+			continue
+		}
+		used[f.kind]++
+		if what := f.do(w); what != "" {
+			w.log.add(f.kind, "%s", what)
+		}
+	}
+}
+
+func pickWeighted(rng *rand.Rand, all []fault, used map[string]int) fault {
+	total := 0
+	for _, c := range all {
+		if used[c.kind] < c.max {
+			total += c.weight
+		}
+	}
+	pick := rng.IntN(total)
+	for _, c := range all {
+		if used[c.kind] >= c.max {
+			continue
+		}
+		if pick < c.weight {
+			return c
+		}
+		pick -= c.weight
+	}
+	return all[0]
+}
+
+func (w *world) report(v systest.Verdict, farm *systest.Farm) {
+	w.log.mu.Lock()
+	defer w.log.mu.Unlock()
+	w.t.Logf("faults injected (%d):", len(w.log.events))
+	for _, e := range w.log.events {
+		w.t.Log("  " + e)
+	}
+	for kind, n := range w.log.counts {
+		w.t.Logf("  %-18s ×%d", kind, n)
+	}
+	w.t.Logf("rounds advanced without a recorded check: %d", farm.TimedOutRounds())
+	w.t.Logf("verdict: %s", v)
+	if len(v.MissingSample) > 0 {
+		w.t.Logf("missing, for example: %v", v.MissingSample)
+	}
+	if len(v.ExtraSample) > 0 {
+		w.t.Logf("extra, for example: %v", v.ExtraSample)
+	}
+}
+
+// TestChaos runs the farm under faults and demands the exact truth.
+func TestChaos(t *testing.T) {
+	long := os.Getenv("CHAOS_LONG") == "true"
+	pages, rounds := envInt("CHAOS_PAGES", 50), envInt("CHAOS_ROUNDS", 12)
+	if long {
+		pages, rounds = envInt("CHAOS_PAGES", 100), envInt("CHAOS_ROUNDS", 30)
+	}
+	seed := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1e9)))
+	t.Logf("chaos: %d pages, %d rounds, seed %d (CHAOS_SEED=%d reproduces the fault schedule)", pages, rounds, seed, seed)
+
+	w := newWorld(t, "PORTALWATCH_CRAWLER_CONCURRENCY=8", "PORTALWATCH_PROCESSOR_CONCURRENCY=4")
+	farm := systest.NewFarm(t, pages)
+	ids, err := farm.Register(w.sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.startFleet(map[string]string{
+		"scheduler-1": "scheduler", "scheduler-2": "scheduler",
+		"crawler-1": "crawler", "crawler-2": "crawler",
+		"processor-1": "processor", "processor-2": "processor",
+	}, nil)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	faultCtx, stopFaults := context.WithCancel(ctx)
+	var injector sync.WaitGroup
+	injector.Go(func() { w.inject(faultCtx, long, seed) })
+
+	err = farm.Drive(ctx, w.sys, ids, rounds, 2*time.Second, 90*time.Second, t.Logf)
+	stopFaults()
+	injector.Wait()
+	if err != nil {
+		t.Fatalf("driving the farm: %v", err)
+	}
+	// Let stray redeliveries land: they must change nothing.
+	time.Sleep(2 * time.Second)
+	w.fleet.shutdown()
+	v, err := farm.Check(ctx, w.sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.report(v, farm)
+	if v.Missing != 0 || v.Extra != 0 || v.Duplicates != 0 || v.Expected != pages*rounds*3 {
+		t.Fatalf("updates differ from the truth: %s", v)
+	}
+	if n := farm.TimedOutRounds(); n != 0 {
+		t.Errorf("%d rounds were never checked within the deadline", n)
+	}
+	// Nothing here is malformed or poisonous: the dead-letter queues stay
+	// empty (a healthy message dead-lettered would be a lost check).
+	for _, q := range []string{w.sys.JobQueue + ".dlq", w.sys.TaskQ + ".dlq"} {
+		if n := queueDepth(t, w.mq.URL(), q); n != 0 {
+			t.Errorf("%s holds %d messages, want 0", q, n)
+		}
+	}
+}
+
+func queueDepth(t *testing.T, url, queue string) int {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		return 0 // never declared: nothing was ever dead-lettered
+	}
+	return q.Messages
+}

@@ -1,0 +1,335 @@
+package systest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Farm serves a set of portal homepages whose links change on a script, one
+// round at a time, and knows the truth: every link that appeared after each
+// page's baseline. Every page advances to its next round only once the system
+// has durably recorded a successful check of its current round, so a correct
+// system must record every link the script ever showed, even links that are
+// on a page for one round only. A round that waits longer than the deadline
+// is advanced anyway and logged: a system that loses checks misses links.
+//
+// Page p in round r shows 20 stable links (one of which changes its text
+// every round), two permanent links for each round 1..r, and one transient
+// link of round r that is gone in round r+1. Links are spelled differently on
+// every response (relative, absolute, upper-case scheme, dot segments,
+// tracking parameters, fragments), as real portals do.
+type Farm struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	pages []farmPage
+	hits  int
+}
+
+type farmPage struct {
+	round     int
+	started   time.Time // when the current round's content was first served
+	byTimeout []int     // rounds advanced by the deadline instead of a recorded check
+}
+
+// NewFarm starts a farm of n pages on a loopback server.
+func NewFarm(t testing.TB, n int) *Farm {
+	f := &Farm{pages: make([]farmPage, n)}
+	now := time.Now()
+	for i := range f.pages {
+		f.pages[i].started = now
+	}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// URL is page i's address.
+func (f *Farm) URL(i int) string { return fmt.Sprintf("%s/p%d/", f.srv.URL, i) }
+
+// Len is the number of pages.
+func (f *Farm) Len() int { return len(f.pages) }
+
+// Round returns page i's current round and when it started.
+func (f *Farm) Round(i int) (int, time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pages[i].round, f.pages[i].started
+}
+
+// Advance moves page i to its next round; byTimeout records that no check of
+// the current round was recorded in time.
+func (f *Farm) Advance(i int, byTimeout bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := &f.pages[i]
+	if byTimeout {
+		p.byTimeout = append(p.byTimeout, p.round)
+	}
+	p.round++
+	p.started = time.Now()
+}
+
+// TimedOutRounds counts rounds advanced by the deadline.
+func (f *Farm) TimedOutRounds() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, p := range f.pages {
+		n += len(p.byTimeout)
+	}
+	return n
+}
+
+// Truth returns, for each page, the normalised URLs of every link the script
+// showed after the baseline, up to the page's current round.
+func (f *Farm) Truth() map[int]map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	truth := map[int]map[string]bool{}
+	for i, p := range f.pages {
+		set := map[string]bool{}
+		for r := 1; r <= p.round; r++ {
+			for _, l := range roundLinks(i, r) {
+				set[f.srv.URL+l.path] = true
+			}
+		}
+		truth[i] = set
+	}
+	return truth
+}
+
+type farmLink struct{ path, text string }
+
+// roundLinks are the links new in round r (r ≥ 1) of page i: two permanent
+// and one transient.
+func roundLinks(i, r int) []farmLink {
+	return []farmLink{
+		{fmt.Sprintf("/p%d/news/%d/a", i, r), fmt.Sprintf("Page %d story %d A", i, r)},
+		{fmt.Sprintf("/p%d/news/%d/b?id=%d&lang=en", i, r, r), fmt.Sprintf("Page %d story %d B", i, r)},
+		{fmt.Sprintf("/p%d/live/%d", i, r), fmt.Sprintf("Page %d live ticker %d", i, r)},
+	}
+}
+
+func (f *Farm) content(i, round int) []farmLink {
+	var links []farmLink
+	for j := range 20 {
+		text := fmt.Sprintf("Section %d of page %d", j, i)
+		if j == round%20 {
+			text += fmt.Sprintf(" (updated in round %d)", round) // old link, new text: not news
+		}
+		links = append(links, farmLink{fmt.Sprintf("/p%d/section/%d", i, j), text})
+	}
+	for r := 1; r <= round; r++ {
+		for k, l := range roundLinks(i, r) {
+			if k == 2 && r != round {
+				continue // the transient link of an earlier round is gone
+			}
+			links = append(links, l)
+		}
+	}
+	return links
+}
+
+func (f *Farm) serve(w http.ResponseWriter, r *http.Request) {
+	var i int
+	if _, err := fmt.Sscanf(r.URL.Path, "/p%d/", &i); err != nil || i < 0 || i >= len(f.pages) || r.URL.Path != fmt.Sprintf("/p%d/", i) {
+		http.NotFound(w, r)
+		return
+	}
+	f.mu.Lock()
+	round := f.pages[i].round
+	f.hits++
+	n := f.hits
+	f.mu.Unlock()
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "<!DOCTYPE html><html><head><title>Portal %d</title></head><body><nav><ul>\n", i)
+	for k, l := range f.content(i, round) {
+		fmt.Fprintf(&b, "<li><article><h2><a href=\"%s\">%s</a></h2></article></li>\n", spell(l.path, f.srv.URL, n+k), l.text)
+	}
+	b.WriteString("</ul></nav></body></html>\n")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(b.Bytes())
+}
+
+// spell writes a site-relative path one of several equivalent ways.
+func spell(path, origin string, n int) string {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	switch n % 5 {
+	case 0:
+		return path
+	case 1:
+		return origin + path
+	case 2:
+		return strings.Replace(origin, "http://", "HTTP://", 1) + "/." + path + "#c" + strconv.Itoa(n)
+	case 3:
+		return path + sep + "utm_source=s" + strconv.Itoa(n) + "&utm_medium=web"
+	default:
+		return "/." + path + sep + "fbclid=" + strconv.Itoa(n*7919)
+	}
+}
+
+// Register registers the farm's pages with the system through watchctl and
+// returns their ids.
+func (f *Farm) Register(s *System) ([]int64, error) {
+	ids := make([]int64, f.Len())
+	for i := range ids {
+		out, err := s.Watchctl("add", f.URL(i), "--interval", "10s")
+		if err != nil {
+			return nil, fmt.Errorf("watchctl add: %v: %s", err, out)
+		}
+		if _, err := fmt.Sscanf(out, "watching page %d:", &ids[i]); err != nil {
+			return nil, fmt.Errorf("watchctl add printed %q", out)
+		}
+	}
+	return ids, nil
+}
+
+// Drive advances each registered page (ids from Register) through rounds
+// 1..rounds: a page moves on once a successful check fetched after its round
+// began is recorded, and at the latest after deadline. It makes an advanced
+// page due at once (as if its interval had passed) and returns when every
+// page has a recorded check of its last round, or ctx ends.
+func (f *Farm) Drive(ctx context.Context, s *System, ids []int64, rounds int, minRound, deadline time.Duration, logf func(string, ...any)) error {
+	index := map[int64]int{}
+	for i, id := range ids {
+		index[id] = i
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		rows, err := s.DB.Query(ctx, `SELECT id, last_checked_at, last_error IS NULL AND baseline_at IS NOT NULL FROM pages`)
+		if err != nil {
+			logf("farm: read pages: %v (retrying)", err)
+			continue
+		}
+		var due []int64
+		finished := 0
+		for rows.Next() {
+			var (
+				id      int64
+				checked *time.Time
+				okay    bool
+			)
+			if err := rows.Scan(&id, &checked, &okay); err != nil {
+				break
+			}
+			i := index[id]
+			round, started := f.Round(i)
+			recorded := okay && checked != nil && !checked.Before(started)
+			switch {
+			case recorded && round == rounds:
+				finished++
+			case recorded && time.Since(started) >= minRound:
+				f.Advance(i, false)
+				due = append(due, id)
+			case !recorded && time.Since(started) > deadline:
+				logf("farm: page %d round %d not recorded within %s; advancing anyway", i, round, deadline)
+				if round < rounds {
+					f.Advance(i, true)
+				} else {
+					finished++
+				}
+				due = append(due, id)
+			}
+		}
+		rows.Close()
+		if finished == f.Len() {
+			return nil
+		}
+		if len(due) > 0 {
+			if _, err := s.DB.Exec(ctx, `UPDATE pages SET next_check_at = now() WHERE id = ANY($1)`, due); err != nil {
+				logf("farm: make pages due: %v", err)
+			}
+		}
+	}
+}
+
+// Verdict compares the updates table with the farm's truth.
+type Verdict struct {
+	Expected, Recorded, Missing, Extra, Duplicates int
+	MissingSample, ExtraSample                     []string
+}
+
+func (v Verdict) String() string {
+	return fmt.Sprintf("expected %d, recorded %d, missing %d, extra %d, duplicates %d",
+		v.Expected, v.Recorded, v.Missing, v.Extra, v.Duplicates)
+}
+
+// Check compares the system's updates with the farm's truth.
+func (f *Farm) Check(ctx context.Context, s *System) (Verdict, error) {
+	index := map[int64]int{}
+	rows, err := s.DB.Query(ctx, `SELECT id, base_url FROM pages`)
+	if err != nil {
+		return Verdict{}, err
+	}
+	for rows.Next() {
+		var (
+			id  int64
+			url string
+		)
+		rows.Scan(&id, &url)
+		var i int
+		fmt.Sscanf(strings.TrimPrefix(url, f.srv.URL), "/p%d/", &i)
+		index[id] = i
+	}
+	rows.Close()
+	truth := f.Truth()
+	var v Verdict
+	for _, set := range truth {
+		v.Expected += len(set)
+	}
+	seen := map[string]int{}
+	rows, err = s.DB.Query(ctx, `SELECT page_id, url FROM updates`)
+	if err != nil {
+		return Verdict{}, err
+	}
+	for rows.Next() {
+		var (
+			id  int64
+			url string
+		)
+		if err := rows.Scan(&id, &url); err != nil {
+			return Verdict{}, err
+		}
+		v.Recorded++
+		key := fmt.Sprintf("%d %s", index[id], url)
+		seen[key]++
+		if seen[key] == 2 {
+			v.Duplicates++
+		}
+		if !truth[index[id]][url] {
+			v.Extra++
+			if len(v.ExtraSample) < 10 {
+				v.ExtraSample = append(v.ExtraSample, key)
+			}
+		}
+	}
+	rows.Close()
+	for i, set := range truth {
+		for url := range set {
+			if seen[fmt.Sprintf("%d %s", i, url)] == 0 {
+				v.Missing++
+				if len(v.MissingSample) < 10 {
+					v.MissingSample = append(v.MissingSample, fmt.Sprintf("%d %s", i, url))
+				}
+			}
+		}
+	}
+	return v, nil
+}
