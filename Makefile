@@ -11,7 +11,7 @@ DB_NAME    ?= portalwatch
 PROGRAMS   := scheduler crawler processor watchctl
 FUZZTIME   ?= 5s
 
-.PHONY: up down status build services test test-unit test-e2e vet fuzz bench clean
+.PHONY: up down status build services test vet fuzz chaos chaos-short bench clean
 
 ## up: install and start PostgreSQL, Redis, RabbitMQ and supervisord as needed,
 ## create and migrate the database, build, and (re)start the programs under
@@ -54,11 +54,25 @@ vet:
 	$(GO) vet ./...
 
 ## test: the whole suite against the real services (started if needed):
-## vet, unit and integration tests with the race detector, short fuzz runs,
-## and the end-to-end test that runs the real programs.
+## vet, unit and integration tests with the race detector, the end-to-end
+## tests that run the real programs, short fuzz runs, and then, on their own,
+## a short fault-injection run with its negative controls.
 test: services vet
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	$(MAKE) --no-print-directory chaos-short
+
+## chaos-short: the fault-injection suite at its default size (50 pages, 12
+## rounds) and the negative controls. It starts private PostgreSQL, Redis and
+## RabbitMQ servers, so it never restarts the shared ones.
+chaos-short:
+	$(GO) test -tags chaos -count=1 -timeout 20m -v ./chaos 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' | \
+		grep -E '^(---|ok|FAIL|PASS|panic)|chaos_test.go|negative_test.go|farm.go' ; exit $${PIPESTATUS[0]}
+
+## chaos: the long fault-injection run (100 pages, 30 rounds, broker kills).
+chaos:
+	CHAOS_LONG=true $(GO) test -tags chaos -count=1 -timeout 60m -v -run 'TestChaos$$' ./chaos 2>&1 | \
+		grep -vE '^=== (RUN|PAUSE|CONT)' | grep -E '^(---|ok|FAIL|PASS|panic)|chaos_test.go|farm.go' ; exit $${PIPESTATUS[0]}
 
 ## fuzz: run each fuzz target for FUZZTIME (default 5s; 60s for a real run).
 fuzz:
