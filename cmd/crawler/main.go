@@ -72,11 +72,13 @@ func run(ctx context.Context, getenv config.Getenv, stdout io.Writer) error {
 		DrainTimeout: cfg.ShutdownTimeout,
 	}, log, svc.Handle, pub)
 	health.Set("rabbitmq", consumer.Health)
+	health.Set("rabbitmq_publisher", pub.Health)
 
 	if cfg.AllowPrivate {
 		log.Warn("PORTALWATCH_ALLOW_PRIVATE=true: the crawler may connect to loopback and private addresses")
 	}
 	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { pub.Connect(ctx); return nil }) //nolint:errcheck // only ends early when stopping
 	g.Go(func() error { return ops.Serve(ctx, cfg.HTTPAddrOr("127.0.0.1:9102"), health, reg, log) })
 	g.Go(func() error {
 		log.Info("crawling", "queue", cfg.JobQueue, "concurrency", cfg.Crawler.Concurrency)

@@ -63,9 +63,9 @@ func run(ctx context.Context, getenv config.Getenv, stdout io.Writer) error {
 		if err := proc.PrepareStore(ctx, st, health, log); err != nil {
 			return nil // stopped while waiting
 		}
-		epoch, err := st.Epoch(ctx)
+		epoch, err := proc.Retry(ctx, log, "read the database epoch", func() (string, error) { return st.Epoch(ctx) })
 		if err != nil {
-			return err
+			return nil // stopped while waiting
 		}
 		set, err := seen.Open(cfg.RedisURL, seen.Config{Prefix: cfg.RedisPrefix, Epoch: epoch, TTL: cfg.Processor.SeenTTL})
 		if err != nil {

@@ -63,6 +63,7 @@ func run(ctx context.Context, getenv config.Getenv, stdout io.Writer) error {
 	}, st, pub, log, reg)
 
 	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { pub.Connect(ctx); return nil }) //nolint:errcheck // only ends early when stopping
 	g.Go(func() error { return ops.Serve(ctx, cfg.HTTPAddrOr("127.0.0.1:9101"), health, reg, log) })
 	g.Go(func() error {
 		if err := proc.PrepareStore(ctx, st, health, log); err != nil {

@@ -39,6 +39,8 @@ commands:
   remove ID                        stop watching a page and delete its links and updates
   updates [--page ID] [--since 1h|2006-01-02T15:04:05Z] [--limit 100] [--json]
                                    print new links, newest first
+  dead list|requeue|purge [--queue job|task|all] [--limit N] [--json]
+                                   show, retry or drop dead-lettered messages
 `
 
 // usageError is a mistake on the command line: exit status 2.
@@ -78,6 +80,7 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdout, stder
 		"set":     c.set,
 		"remove":  c.remove,
 		"updates": c.updates,
+		"dead":    c.dead,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

@@ -72,3 +72,21 @@ func PrepareStore(ctx context.Context, st *store.Store, health *ops.Health, log 
 	})
 	return nil
 }
+
+// Retry calls f until it succeeds or ctx ends, logging each failure and
+// waiting with backoff in between, so a process rides out a dependency that
+// drops away between two steps of its start-up.
+func Retry[T any](ctx context.Context, log *slog.Logger, what string, f func() (T, error)) (T, error) {
+	policy := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second}
+	for attempt := 0; ; attempt++ {
+		v, err := f()
+		if err == nil {
+			return v, nil
+		}
+		log.Warn("retrying: could not "+what, "attempt", attempt+1, "err", err)
+		if err := policy.Sleep(ctx, attempt); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
+}

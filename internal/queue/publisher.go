@@ -83,6 +83,14 @@ func (p *Publisher) Publish(ctx context.Context, queue string, msgs ...Message) 
 	}
 }
 
+// Connect dials the broker (retrying with backoff) unless a connection is
+// up, so that health reports the truth before the first publish. It returns
+// nil once connected, or ctx's error.
+func (p *Publisher) Connect(ctx context.Context) error {
+	_, err := p.session(ctx)
+	return err
+}
+
 // publishOnce sends every message, then waits for all confirms; it returns the
 // messages that were not confirmed.
 func (p *Publisher) publishOnce(ctx context.Context, sess *pubSession, queue string, msgs []Message) ([]Message, error) {

@@ -1,0 +1,690 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/portalwatch/portalwatch/internal/shortlink"
+)
+
+// e2eConfig configures "pwbench e2e".
+type e2eConfig struct {
+	svc  services
+	repo string // the module's root, where the programs are built from
+	mode string // "synthetic" or "history"
+
+	pages int // pages registered
+	hosts int // loopback addresses the farm listens on
+	synth synthConfig
+	round time.Duration // how often each page changes
+
+	crawlers, crawlerConcurrency     int
+	processors, processorConcurrency int
+	jitter                           string // PORTALWATCH_JITTER, "" for the default
+	logLevel                         string
+
+	satInterval      time.Duration // check interval that saturates the system
+	warmup, window   time.Duration // saturation: settle, then measure
+	latencyIntervals int           // half-rate phase: measure over this many intervals
+	perf             time.Duration // perf record each program for this long (0: off)
+
+	redisLinks, redisPages int
+	parseReps              int
+	parseTime              time.Duration
+
+	timeout time.Duration // bound on the whole run
+	keep    bool          // keep logs and profiles
+}
+
+func (c *e2eConfig) flags(fs *flag.FlagSet) {
+	c.svc.flags(fs)
+	fs.StringVar(&c.repo, "repo", ".", "portalwatch's module root (programs are built from ./cmd/...)")
+	fs.StringVar(&c.mode, "mode", "synthetic", "synthetic: generated portals; history: replay ../shared/corpus/history")
+	fs.IntVar(&c.pages, "pages", 1000, "pages registered and served")
+	fs.IntVar(&c.hosts, "hosts", 16, "loopback addresses (127.0.1.x) the farm serves from")
+	fs.IntVar(&c.synth.minKB, "min-kb", 100, "smallest synthetic page, KB")
+	fs.IntVar(&c.synth.maxKB, "max-kb", 250, "largest synthetic page, KB")
+	fs.IntVar(&c.synth.minAnchors, "min-anchors", 300, "fewest anchors on a synthetic page")
+	fs.IntVar(&c.synth.maxAnchors, "max-anchors", 600, "most anchors on a synthetic page")
+	fs.IntVar(&c.synth.perRound, "new-per-round", 3, "new anchors per page per round")
+	fs.IntVar(&c.synth.visible, "visible-rounds", 10, "rounds a new anchor stays on its page")
+	fs.DurationVar(&c.round, "round", 5*time.Second, "how often each page changes")
+	fs.IntVar(&c.crawlers, "crawlers", 1, "crawler processes")
+	fs.IntVar(&c.crawlerConcurrency, "crawler-concurrency", 16, "PORTALWATCH_CRAWLER_CONCURRENCY")
+	fs.IntVar(&c.processors, "processors", 1, "processor processes")
+	fs.IntVar(&c.processorConcurrency, "processor-concurrency", 8, "PORTALWATCH_PROCESSOR_CONCURRENCY")
+	fs.StringVar(&c.jitter, "jitter", "", "PORTALWATCH_JITTER (empty: the programs' default)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "PORTALWATCH_LOG_LEVEL")
+	fs.DurationVar(&c.satInterval, "saturate-interval", time.Second, "check interval of the saturation phase")
+	fs.DurationVar(&c.warmup, "warmup", 10*time.Second, "saturation: time to reach steady state")
+	fs.DurationVar(&c.window, "window", 30*time.Second, "saturation: measurement window")
+	fs.IntVar(&c.latencyIntervals, "latency-intervals", 4, "half-rate phase: intervals measured")
+	fs.DurationVar(&c.perf, "perf", 0, "after the saturation window, perf-record each program this long (0: off)")
+	fs.IntVar(&c.redisLinks, "redis-links", 1_000_000, "Redis memory: links (0: skip)")
+	fs.IntVar(&c.redisPages, "redis-pages", 5000, "Redis memory: pages")
+	fs.IntVar(&c.parseReps, "parse-reps", 5, "parse ceiling: repetitions")
+	fs.DurationVar(&c.parseTime, "parse-time", 2*time.Second, "parse ceiling: time per repetition")
+	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "stop the run after this long, whatever happens")
+	fs.BoolVar(&c.keep, "keep", false, "keep the programs' logs and profiles")
+}
+
+// snapshot is every cumulative counter the run reads, at one instant.
+type snapshot struct {
+	at      time.Time
+	tasks   float64 // tasks the processors handled
+	updates float64 // updates they recorded
+	fetches int64   // responses the farm served
+	cpu     cpuSample
+	pg      pgCounters
+	redis   map[string]float64
+}
+
+// e2eRun is one run of the whole pipeline.
+type e2eRun struct {
+	cfg   e2eConfig
+	log   io.Writer
+	dir   string // logs and profiles
+	sb    *sandbox
+	bin   *programs
+	farm  *farm
+	db    *pgxpool.Pool
+	rdb   *redis.Client
+	amqpc *amqp.Connection
+	procs []*process
+	// extraEnv is added to every program's environment.
+	extraEnv []string
+
+	pageIdx map[int64]int // page id → farm page
+}
+
+func runE2E(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg e2eConfig
+	fs := flag.NewFlagSet("pwbench e2e", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.flags(fs)
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if cfg.synth.minKB < 1 || cfg.synth.maxKB < cfg.synth.minKB || cfg.synth.minAnchors < 50 ||
+		cfg.synth.maxAnchors < cfg.synth.minAnchors || cfg.synth.perRound < 1 || cfg.synth.visible < 2 {
+		return fmt.Errorf("bad page shape flags: %w", errUsage)
+	}
+	cfg.synth.seed = 20240501
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+
+	r := &e2eRun{cfg: cfg, log: stderr}
+	defer r.close()
+	if err := r.setup(ctx); err != nil {
+		return err
+	}
+	res, err := r.measure(ctx)
+	if err != nil {
+		return err
+	}
+	res.print(stdout)
+	return printJSON(stdout, res.summary())
+}
+
+func (r *e2eRun) logf(format string, args ...any) {
+	fmt.Fprintf(r.log, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// setup builds the programs, creates the sandbox, starts the farm, registers
+// the pages and starts the programs.
+func (r *e2eRun) setup(ctx context.Context) error {
+	var err error
+	if r.dir, err = os.MkdirTemp("", "pwbench-run-"); err != nil {
+		return err
+	}
+	if r.bin, err = buildPrograms(ctx, r.cfg.repo, r.log); err != nil {
+		return err
+	}
+	if r.sb, err = newSandbox(ctx, r.cfg.svc, r.log); err != nil {
+		return err
+	}
+	if err := r.bin.migrate(ctx, r.sb); err != nil {
+		return err
+	}
+	if r.db, err = r.sb.pool(ctx); err != nil {
+		return err
+	}
+	opts, err := redis.ParseURL(r.cfg.svc.redis)
+	if err != nil {
+		return err
+	}
+	r.rdb = redis.NewClient(opts)
+	if r.amqpc, err = amqp.Dial(r.cfg.svc.amqp); err != nil {
+		return fmt.Errorf("RabbitMQ: %w", err)
+	}
+
+	ls, err := listenFarm(r.cfg.hosts)
+	if err != nil {
+		return err
+	}
+	var pages []*farmPage
+	switch r.cfg.mode {
+	case "synthetic":
+		start := time.Now()
+		pages = newSynthPages(r.cfg.pages, ls, r.cfg.synth)
+		r.logf("generated %d synthetic pages in %.1fs", len(pages), time.Since(start).Seconds())
+	case "history":
+		if pages, err = newHistoryPages(r.cfg.pages, ls, historyDir(r.cfg.repo)); err != nil {
+			for _, l := range ls {
+				l.Close()
+			}
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown mode %q: %w", r.cfg.mode, errUsage)
+	}
+	r.farm = newFarm(ls, pages, r.cfg.round)
+	if err := selfCheck(r.farm); err != nil {
+		return err
+	}
+	if err := r.register(ctx); err != nil {
+		return err
+	}
+	return r.startPrograms()
+}
+
+// register inserts the pages with plain SQL (every other column has its
+// default), due now, with an hour's interval: the first phase checks each
+// page once, its baseline.
+//
+// The schema refuses intervals under 10 s, a rule for people registering
+// pages. 1,000 pages at 10 s ask for at most 100 checks a second, less than
+// the system can do, so the run's own database drops that CHECK constraint to
+// be able to saturate the system with N pages.
+func (r *e2eRun) register(ctx context.Context) error {
+	if _, err := r.db.Exec(ctx, `
+		DO $$ DECLARE c text; BEGIN
+			FOR c IN SELECT conname FROM pg_constraint
+			         WHERE conrelid = 'pages'::regclass AND contype = 'c'
+			           AND pg_get_constraintdef(oid) LIKE '%check_interval%'
+			LOOP EXECUTE format('ALTER TABLE pages DROP CONSTRAINT %I', c); END LOOP;
+		END $$`); err != nil {
+		return fmt.Errorf("relax the interval constraint: %w", err)
+	}
+	urls := make([]string, len(r.farm.pages))
+	for i, p := range r.farm.pages {
+		urls[i] = p.url
+	}
+	rows, err := r.db.Query(ctx, `
+		INSERT INTO pages (base_url, check_interval)
+		SELECT u, interval '1 hour' FROM unnest($1::text[]) AS u
+		RETURNING id, base_url`, urls)
+	if err != nil {
+		return fmt.Errorf("register pages: %w", err)
+	}
+	byURL := map[string]int{}
+	for i, u := range urls {
+		byURL[u] = i
+	}
+	r.pageIdx = map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var u string
+		if err := rows.Scan(&id, &u); err != nil {
+			return err
+		}
+		r.pageIdx[id] = byURL[u]
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("register pages: %w", err)
+	}
+	r.logf("registered %d pages on %d loopback hosts", len(r.pageIdx), r.cfg.hosts)
+	return nil
+}
+
+func (r *e2eRun) startPrograms() error {
+	env := append(r.sb.env(),
+		"PORTALWATCH_LOG_LEVEL="+r.cfg.logLevel,
+		"PORTALWATCH_CRAWLER_CONCURRENCY="+strconv.Itoa(r.cfg.crawlerConcurrency),
+		"PORTALWATCH_PROCESSOR_CONCURRENCY="+strconv.Itoa(r.cfg.processorConcurrency),
+		"PORTALWATCH_SHUTDOWN_TIMEOUT=10s")
+	if r.cfg.jitter != "" {
+		env = append(env, "PORTALWATCH_JITTER="+r.cfg.jitter)
+	}
+	env = append(env, r.extraEnv...)
+	start := func(kind string, n int) error {
+		for i := range n {
+			p, err := startProgram(r.bin.path(kind), fmt.Sprintf("%s-%d", kind, i+1), kind, r.dir, env)
+			if err != nil {
+				return err
+			}
+			r.procs = append(r.procs, p)
+		}
+		return nil
+	}
+	if err := start("processor", r.cfg.processors); err != nil {
+		return err
+	}
+	if err := start("crawler", r.cfg.crawlers); err != nil {
+		return err
+	}
+	if err := start("scheduler", 1); err != nil {
+		return err
+	}
+	r.logf("started 1 scheduler, %d crawler(s) × %d, %d processor(s) × %d", r.cfg.crawlers, r.cfg.crawlerConcurrency,
+		r.cfg.processors, r.cfg.processorConcurrency)
+	return nil
+}
+
+func (r *e2eRun) kind(kind string) []*process {
+	var out []*process
+	for _, p := range r.procs {
+		if p.kind == kind {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// alive returns an error if one of the programs has exited.
+func (r *e2eRun) alive() error {
+	for _, p := range r.procs {
+		if p.exited() && !p.stopping {
+			return fmt.Errorf("%s (pid %d) exited with status %d:\n%s", p.name, p.pid(), p.cmd.ProcessState.ExitCode(), p.logTail(3000))
+		}
+	}
+	return nil
+}
+
+// waitFor polls cond every poll until it holds, the programs die, or
+// timeout passes.
+func (r *e2eRun) waitFor(ctx context.Context, what string, timeout time.Duration, cond func() (bool, string, error)) error {
+	deadline := time.Now().Add(timeout)
+	lastLog := time.Now()
+	for {
+		ok, progress, err := cond()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		if err := r.alive(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for %s: not done after %s (%s)", what, timeout, progress)
+		}
+		if time.Since(lastLog) > 5*time.Second {
+			r.logf("  waiting for %s: %s", what, progress)
+			lastLog = time.Now()
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (r *e2eRun) snapshot(ctx context.Context) (snapshot, error) {
+	s := snapshot{at: time.Now(), fetches: r.farm.fetches.Load()}
+	var err error
+	procs := r.kind("processor")
+	if s.tasks, err = scrapeAll(ctx, procs, "portalwatch_processor_tasks_total"); err != nil {
+		return s, err
+	}
+	if s.updates, err = scrapeAll(ctx, procs, "portalwatch_processor_updates_total"); err != nil {
+		return s, err
+	}
+	s.cpu = r.meter(ctx).sample()
+	if s.pg, err = readPG(ctx, r.db); err != nil {
+		return s, err
+	}
+	s.redis, err = redisCalls(ctx, r.rdb)
+	return s, err
+}
+
+// meter is the CPU meter of the run: its programs, and of PostgreSQL only
+// the run database's backends and the server's auxiliary processes.
+func (r *e2eRun) meter(ctx context.Context) cpuMeter {
+	return cpuMeter{
+		programs: func() []*process { return r.procs },
+		pgPIDs: func() map[int]bool {
+			rows, err := r.db.Query(ctx, `SELECT pid FROM pg_stat_activity
+				WHERE datname = current_database() OR backend_type <> 'client backend'`)
+			if err != nil {
+				return nil
+			}
+			defer rows.Close()
+			pids := map[int]bool{}
+			for rows.Next() {
+				var pid int
+				if rows.Scan(&pid) == nil {
+					pids[pid] = true
+				}
+			}
+			return pids
+		},
+	}
+}
+
+// countPages counts the pages that satisfy a condition on pages.
+func (r *e2eRun) countPages(ctx context.Context, where string, args ...any) (int, error) {
+	var n int
+	err := r.db.QueryRow(ctx, `SELECT count(*) FROM pages WHERE `+where, args...).Scan(&n)
+	return n, err
+}
+
+// measure runs the phases: baseline, saturation, half rate, drain; then
+// checks correctness and measures memory and the parse ceiling.
+func (r *e2eRun) measure(ctx context.Context) (*e2eResult, error) {
+	n := len(r.farm.pages)
+	res := &e2eResult{cfg: r.cfg, pages: n}
+
+	// 1. Baseline: every page checked once, at version 0.
+	start := time.Now()
+	err := r.waitFor(ctx, "every page's baseline", 10*time.Minute, func() (bool, string, error) {
+		done, err := r.countPages(ctx, "baseline_at IS NOT NULL")
+		return done == n, fmt.Sprintf("%d of %d", done, n), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.baselinePerSec = float64(n) / time.Since(start).Seconds()
+	r.logf("baseline: %d pages in %.1fs (%.0f pages/s, every link inserted)", n, time.Since(start).Seconds(), res.baselinePerSec)
+
+	// 2. Saturation: every page always due; rounds begin.
+	r.farm.startRounds(time.Now())
+	if _, err := r.db.Exec(ctx, `UPDATE pages SET check_interval = $1 * interval '1 millisecond', next_check_at = now()`,
+		r.cfg.satInterval.Milliseconds()); err != nil {
+		return nil, err
+	}
+	r.logf("saturation: interval %s, warming up %s, then measuring %s", r.cfg.satInterval, r.cfg.warmup, r.cfg.window)
+	if err := sleep(ctx, r.cfg.warmup); err != nil {
+		return nil, err
+	}
+	s0, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := sleep(ctx, r.cfg.window); err != nil {
+		return nil, err
+	}
+	s1, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.alive(); err != nil {
+		return nil, err
+	}
+	res.saturation = newWindow(s0, s1)
+	res.satStart, res.satEnd = s0.at, s1.at
+	r.logf("saturation: %.1f pages/s checked (%.1f fetched), machine busy %.2f of %d cores",
+		res.saturation.pagesPerSec, res.saturation.fetchesPerSec, res.saturation.busyCores, numCPU())
+	if res.saturation.pages < 1 {
+		return nil, errors.New("no page was checked in the saturation window")
+	}
+	if r.cfg.perf > 0 {
+		res.profiles = r.profile(ctx, r.cfg.perf)
+	}
+
+	// 3. Half rate: an interval at which the pages ask for half the peak.
+	interval := time.Duration(float64(n) / (res.saturation.pagesPerSec / 2) * float64(time.Second)).Round(100 * time.Millisecond)
+	res.interval = interval
+	if _, err := r.db.Exec(ctx, `UPDATE pages SET check_interval = $1 * interval '1 millisecond',
+		next_check_at = now() + random() * $1 * interval '1 millisecond'`, interval.Milliseconds()); err != nil {
+		return nil, err
+	}
+	settle := 2 * interval
+	r.logf("half rate: interval %s (%.1f pages/s asked), settling %s, then measuring %d intervals",
+		interval, float64(n)/interval.Seconds(), settle, r.cfg.latencyIntervals)
+	if err := sleep(ctx, settle); err != nil {
+		return nil, err
+	}
+	h0, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := sleep(ctx, time.Duration(r.cfg.latencyIntervals)*interval); err != nil {
+		return nil, err
+	}
+	h1, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.half = newWindow(h0, h1)
+	res.halfStart, res.halfEnd = h0.at, h1.at
+	r.logf("half rate: %.1f pages/s checked", res.half.pagesPerSec)
+
+	// 4. Drain: freeze the pages, wait for a check of each after the freeze,
+	// stop the scheduler and let the queues empty.
+	freeze := time.Now()
+	r.farm.stopRounds(freeze)
+	if err := r.waitFor(ctx, "a check of every page after the freeze", 3*interval+time.Minute, func() (bool, string, error) {
+		done, err := r.countPages(ctx, "last_checked_at > $1", freeze)
+		return done == n, fmt.Sprintf("%d of %d", done, n), err
+	}); err != nil {
+		return nil, err
+	}
+	for _, p := range r.kind("scheduler") {
+		p.stop(30 * time.Second)
+	}
+	if err := r.drainQueues(ctx); err != nil {
+		return nil, err
+	}
+	res.rss = map[string]float64{}
+	for _, p := range r.procs {
+		if p.exited() {
+			continue
+		}
+		if b, err := peakRSS(p.pid()); err == nil {
+			res.rss[p.kind] = max(res.rss[p.kind], float64(b)/(1<<20))
+		}
+	}
+
+	// 5. Correctness and latency.
+	if err := r.evaluate(ctx, res); err != nil {
+		return nil, err
+	}
+	r.logf("correctness: %d new links served, %d found, %d missing, %d extra, %d duplicates",
+		res.truth, res.found, res.missing, res.extra, res.duplicates)
+
+	// 6. Memory of the seen-set: in this run, and 1,000,000 links over 5,000 pages.
+	var links int
+	if err := r.db.QueryRow(ctx, `SELECT count(*) FROM links`).Scan(&links); err != nil {
+		return nil, err
+	}
+	usage, keys, err := memoryUsage(ctx, r.rdb, r.sb.prefix)
+	if err != nil {
+		return nil, err
+	}
+	res.runLinks, res.runKeys, res.runRedisPerLink = links, keys, float64(usage)/float64(max(links, 1))
+	r.stopPrograms()
+	if r.cfg.redisLinks > 0 {
+		r.logf("Redis memory: %d links over %d pages through package seen", r.cfg.redisLinks, r.cfg.redisPages)
+		m, err := measureRedisMemory(ctx, r.cfg.svc.redis, r.sb.prefix+":mem", r.cfg.redisLinks, r.cfg.redisPages, shortlink.DefaultLength)
+		if err != nil {
+			return nil, err
+		}
+		res.redis = &m
+	}
+
+	// 7. The parse-only ceiling on the same pages, with the programs stopped.
+	pages, err := decodePages(r.farm, 200)
+	if err != nil {
+		return nil, err
+	}
+	r.logf("parse ceiling: %d of the farm's pages, one core, %d × %s", len(pages), r.cfg.parseReps, r.cfg.parseTime)
+	if res.parse, err = parseCeiling(pages, r.cfg.parseReps, r.cfg.parseTime); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// drainQueues waits until both queues are empty and the processors have
+// stopped handling tasks for a second.
+func (r *e2eRun) drainQueues(ctx context.Context) error {
+	last, lastChange := -1.0, time.Now()
+	return r.waitFor(ctx, "the queues to drain", 2*time.Minute, func() (bool, string, error) {
+		jobs, err := queueDepth(r.amqpc, r.sb.jobQueue)
+		if err != nil {
+			return false, "", err
+		}
+		tasks, err := queueDepth(r.amqpc, r.sb.taskQueue)
+		if err != nil {
+			return false, "", err
+		}
+		handled, err := scrapeAll(ctx, r.kind("processor"), "portalwatch_processor_tasks_total")
+		if err != nil {
+			return false, "", err
+		}
+		if handled != last {
+			last, lastChange = handled, time.Now()
+		}
+		return jobs == 0 && tasks == 0 && time.Since(lastChange) > time.Second,
+			fmt.Sprintf("%d jobs and %d tasks ready", jobs, tasks), nil
+	})
+}
+
+// queueDepth returns the messages ready in a queue.
+func queueDepth(conn *amqp.Connection, name string) (int, error) {
+	ch, err := conn.Channel()
+	if err != nil {
+		return 0, err
+	}
+	defer ch.Close()
+	q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
+	if err != nil {
+		return 0, fmt.Errorf("inspect queue %s: %w", name, err)
+	}
+	return q.Messages, nil
+}
+
+// evaluate compares updates with the farm's truth: every new link found,
+// none extra, none twice; and the detection latency of the links that
+// appeared in the half-rate window.
+func (r *e2eRun) evaluate(ctx context.Context, res *e2eResult) error {
+	truth := r.farm.truth()
+	for _, t := range truth {
+		res.truth += len(t)
+	}
+	rows, err := r.db.Query(ctx, `SELECT page_id, url, discovered_at FROM updates`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	type key struct {
+		page int
+		url  string
+	}
+	seen := map[key]bool{}
+	var halfLat, satLat []float64
+	for rows.Next() {
+		var (
+			id int64
+			u  string
+			at time.Time
+		)
+		if err := rows.Scan(&id, &u, &at); err != nil {
+			return err
+		}
+		idx, ok := r.pageIdx[id]
+		if !ok {
+			res.extra++
+			continue
+		}
+		k := key{idx, r.farm.pages[idx].canon(u)}
+		if seen[k] {
+			res.duplicates++
+			continue
+		}
+		seen[k] = true
+		want, ok := truth[idx][k.url]
+		if !ok {
+			res.extra++
+			if len(res.extraSample) < 5 {
+				res.extraSample = append(res.extraSample, u)
+			}
+			continue
+		}
+		res.found++
+		lat := at.Sub(want.introduced).Seconds()
+		switch {
+		case !want.introduced.Before(res.halfStart) && want.introduced.Before(res.halfEnd):
+			halfLat = append(halfLat, lat)
+		case !want.introduced.Before(res.satStart) && want.introduced.Before(res.satEnd):
+			satLat = append(satLat, lat)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for idx, want := range truth {
+		for u := range want {
+			if !seen[key{idx, u}] {
+				res.missing++
+				if len(res.missingSample) < 5 {
+					res.missingSample = append(res.missingSample, u)
+				}
+			}
+		}
+	}
+	slices.Sort(halfLat)
+	slices.Sort(satLat)
+	res.latency, res.satLatency = halfLat, satLat
+	return nil
+}
+
+// stopPrograms stops every program by its pid, gracefully.
+func (r *e2eRun) stopPrograms() {
+	for _, p := range r.procs {
+		if code := p.stop(30 * time.Second); code != 0 {
+			r.logf("%s (pid %d) exited with status %d after SIGTERM", p.name, p.pid(), code)
+		}
+	}
+}
+
+func (r *e2eRun) close() {
+	r.stopPrograms()
+	if r.farm != nil {
+		r.farm.Close()
+	}
+	if r.amqpc != nil {
+		r.amqpc.Close()
+	}
+	if r.rdb != nil {
+		r.rdb.Close()
+	}
+	if r.db != nil {
+		r.db.Close()
+	}
+	if r.sb != nil {
+		r.sb.Close()
+	}
+	if r.bin != nil {
+		r.bin.Close()
+	}
+	if r.dir != "" {
+		if r.cfg.keep {
+			fmt.Fprintf(r.log, "logs and profiles kept in %s\n", r.dir)
+		} else {
+			os.RemoveAll(r.dir)
+		}
+	}
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/domwalk"
+	"github.com/portalwatch/portalwatch/internal/fetch"
+)
+
+// content is what one watched page serves, version after version. Version 0
+// is what the page shows until the farm starts its rounds (the baseline);
+// version v ≥ 1 appears at the page's change time of v.
+type content interface {
+	// contentType is the page's Content-Type header.
+	contentType() string
+	// render returns the page's body at version v. It is called once per
+	// version a client asks for; the farm caches the result.
+	render(v int) []byte
+	// links returns the links of version v as portalwatch records them
+	// (resolved and normalised URLs). Links that are on every version may
+	// be left out: only differences from version 0 count.
+	links(v int) []string
+	// lastVersion is the last version there is, or -1 for no end.
+	lastVersion() int
+}
+
+// farmPage is one page of the farm with what it has served.
+type farmPage struct {
+	content content
+	url     string        // the page's URL as registered
+	offset  time.Duration // its rounds' phase: pages do not all change at once
+
+	mu       sync.Mutex
+	cachedV  int
+	cached   []byte
+	served   map[int]bool // versions served at least once
+	lastSent time.Time
+}
+
+// farm serves pages on loopback addresses 127.0.1.1, 127.0.1.2…, each with
+// its own port, so the crawler sees several hosts (robots.txt, connection
+// pools) as it would on the web. Each page changes every round: its version
+// goes up by one, and the harness knows the instant each version (and so each
+// new link) starts being served.
+type farm struct {
+	pages  []*farmPage
+	byKey  map[string]*farmPage // host:port + path
+	round  time.Duration
+	start  atomic.Int64 // unix nanos when rounds began; 0 = still version 0
+	freeze atomic.Int64 // unix nanos after which versions stop; 0 = not frozen
+	fixed  atomic.Int64 // when > 0, every page is at version fixed-1 (manual rounds)
+
+	fetches atomic.Int64
+	bytes   atomic.Int64
+
+	listeners []net.Listener
+	server    *http.Server
+	wg        sync.WaitGroup
+}
+
+// listenFarm opens hosts loopback listeners. Addresses in 127.0.0.0/8 are all
+// local on Linux, so no setup is needed.
+func listenFarm(hosts int) ([]net.Listener, error) {
+	var ls []net.Listener
+	for i := range hosts {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.1.%d:0", 1+i))
+		if err != nil {
+			for _, l := range ls {
+				l.Close()
+			}
+			return nil, fmt.Errorf("listen on loopback: %w", err)
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
+// newFarm returns a farm for pages, which must already carry their URLs on
+// the listeners' addresses.
+func newFarm(ls []net.Listener, pages []*farmPage, round time.Duration) *farm {
+	f := &farm{pages: pages, byKey: map[string]*farmPage{}, round: round, listeners: ls}
+	for i, p := range pages {
+		p.served = map[int]bool{}
+		p.cachedV = -1
+		// Spread the pages' change times evenly over a round.
+		p.offset = time.Duration(int64(round) * int64(i) / int64(len(pages)))
+		host, path := splitURL(p.url)
+		f.byKey[host+path] = p
+	}
+	f.server = &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	for _, l := range ls {
+		f.wg.Go(func() { _ = f.server.Serve(l) })
+	}
+	return f
+}
+
+func splitURL(u string) (host, path string) {
+	rest := u[len("http://"):]
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '/' {
+			return rest[:i], rest[i:]
+		}
+	}
+	return rest, "/"
+}
+
+// Close stops serving.
+func (f *farm) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := f.server.Shutdown(ctx); err != nil {
+		f.server.Close()
+	}
+	f.wg.Wait()
+}
+
+// startRounds makes versions advance from now on.
+func (f *farm) startRounds(now time.Time) { f.start.Store(now.UnixNano()) }
+
+// stopRounds freezes every page at its current version.
+func (f *farm) stopRounds(now time.Time) { f.freeze.Store(now.UnixNano()) }
+
+// version returns the page's version at t.
+func (f *farm) version(p *farmPage, t time.Time) int {
+	if fixed := f.fixed.Load(); fixed > 0 {
+		return int(fixed - 1)
+	}
+	start := f.start.Load()
+	if start == 0 {
+		return 0
+	}
+	now := t.UnixNano()
+	if fr := f.freeze.Load(); fr != 0 && fr < now {
+		now = fr
+	}
+	elapsed := now - start - int64(p.offset)
+	if elapsed < 0 {
+		return 0
+	}
+	v := int(elapsed/int64(f.round)) + 1
+	if last := p.content.lastVersion(); last >= 0 && v > last {
+		v = last
+	}
+	return v
+}
+
+// setVersion puts every page at version v from now on: rounds driven by
+// the harness instead of the clock. Truth latencies are not kept then.
+func (f *farm) setVersion(v int) { f.fixed.Store(int64(v) + 1) }
+
+// changeTime is when version v ≥ 1 of the page started being served.
+func (f *farm) changeTime(p *farmPage, v int) time.Time {
+	return time.Unix(0, f.start.Load()+int64(p.offset)+int64(v-1)*int64(f.round))
+}
+
+func (f *farm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/robots.txt" {
+		io.WriteString(w, "User-agent: *\nAllow: /\n")
+		return
+	}
+	p := f.byKey[r.Host+r.URL.Path]
+	if p == nil {
+		http.NotFound(w, r)
+		return
+	}
+	v := f.version(p, time.Now())
+	p.mu.Lock()
+	if p.cachedV != v {
+		p.cached, p.cachedV = p.content.render(v), v
+	}
+	body := p.cached
+	p.served[v] = true
+	p.lastSent = time.Now()
+	p.mu.Unlock()
+	f.fetches.Add(1)
+	f.bytes.Add(int64(len(body)))
+	w.Header().Set("Content-Type", p.content.contentType())
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = w.Write(body)
+}
+
+// truthLink is a link portalwatch must report: new on its page since the
+// baseline, in a version the page served.
+type truthLink struct {
+	page       int
+	url        string
+	introduced time.Time // when the page started serving it
+}
+
+// truth returns, per page, every link that some served version holds and
+// version 0 (the baseline) does not, with the moment it started being served:
+// the change time of the first version of the run of versions, up to the first
+// served one that holds it, in which it is present.
+func (f *farm) truth() []map[string]truthLink {
+	out := make([]map[string]truthLink, len(f.pages))
+	for i, p := range f.pages {
+		p.mu.Lock()
+		served := make([]int, 0, len(p.served))
+		for v := range p.served {
+			served = append(served, v)
+		}
+		p.mu.Unlock()
+		slices.Sort(served)
+		sets := map[int]map[string]bool{}
+		set := func(v int) map[string]bool {
+			if s, ok := sets[v]; ok {
+				return s
+			}
+			s := map[string]bool{}
+			for _, u := range p.content.links(v) {
+				s[u] = true
+			}
+			sets[v] = s
+			return s
+		}
+		base := set(0)
+		want := map[string]truthLink{}
+		for _, v := range served {
+			if v == 0 {
+				continue
+			}
+			for u := range set(v) {
+				if base[u] {
+					continue
+				}
+				if _, ok := want[u]; ok {
+					continue
+				}
+				first := v
+				for first > 1 && set(first - 1)[u] {
+					first--
+				}
+				want[u] = truthLink{page: i, url: u, introduced: f.changeTime(p, first)}
+			}
+		}
+		out[i] = want
+	}
+	return out
+}
+
+// canonicaliser is implemented by content whose links portalwatch records
+// in a page-specific spelling (such as replayed pages whose relative links
+// resolve against each page's own URL).
+type canonicaliser interface{ canon(url string) string }
+
+// canon maps a URL from the updates table to the spelling of links().
+func (p *farmPage) canon(u string) string {
+	if c, ok := p.content.(canonicaliser); ok {
+		return c.canon(u)
+	}
+	return u
+}
+
+// selfCheck parses a few pages of each kind at versions 0 and 1 with the
+// product's own parser and checks that every link the truth counts on is
+// found: a farm whose truth disagrees with the parser would report
+// "missing" links that are the harness's fault.
+func selfCheck(f *farm) error {
+	for i := 0; i < len(f.pages) && i < 12; i++ {
+		p := f.pages[i]
+		u, err := url.Parse(p.url)
+		if err != nil {
+			return err
+		}
+		for v := range 2 {
+			body, _ := fetch.DecodeHTML(p.content.render(v), p.content.contentType())
+			links, _, err := domwalk.Parse(bytes.NewReader(body), u, domwalk.Limits{})
+			if err != nil {
+				return fmt.Errorf("self-check of %s: %w", p.url, err)
+			}
+			found := map[string]bool{}
+			for _, l := range links {
+				found[p.canon(l.URL)] = true
+			}
+			for _, want := range p.content.links(v) {
+				if !found[want] {
+					return fmt.Errorf("self-check of %s version %d: the parser does not find %s", p.url, v, want)
+				}
+			}
+		}
+	}
+	return nil
+}

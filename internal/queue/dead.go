@@ -1,0 +1,175 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// DeadLetter is a message in a dead-letter queue.
+type DeadLetter struct {
+	Body []byte
+	// Reason says why it died: portalwatch's own reason (a message that could
+	// not be decoded, say), or RabbitMQ's (delivery_limit, rejected, …).
+	Reason string
+	// Queue is the work queue it came from.
+	Queue string
+	// DeadAt is when it was dead-lettered, when known.
+	DeadAt time.Time
+}
+
+// Dead gives an operator the dead-letter queues of the work queues: look,
+// send back, throw away. It opens a connection per call.
+type Dead struct {
+	cfg Config
+}
+
+// NewDead returns a Dead for the broker in cfg.
+func NewDead(cfg Config) *Dead { return &Dead{cfg: cfg.WithDefaults()} }
+
+func (d *Dead) channel() (*amqp.Connection, *amqp.Channel, error) {
+	conn, err := dial(d.cfg, "watchctl")
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("open channel: %w", err)
+	}
+	return conn, ch, nil
+}
+
+// Count returns how many messages queue's dead-letter queue holds; 0 if it
+// was never declared.
+func (d *Dead) Count(queue string) (int, error) {
+	conn, ch, err := d.channel()
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	q, err := ch.QueueDeclarePassive(DeadLetterQueue(queue), true, false, false, false, nil)
+	if isNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("inspect %s: %w", DeadLetterQueue(queue), err)
+	}
+	return q.Messages, nil
+}
+
+// List returns up to limit messages of queue's dead-letter queue without
+// removing them: they are fetched unacked and returned when the connection
+// closes.
+func (d *Dead) List(queue string, limit int) ([]DeadLetter, error) {
+	conn, ch, err := d.channel()
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var out []DeadLetter
+	for len(out) < limit {
+		m, ok, err := ch.Get(DeadLetterQueue(queue), false)
+		if isNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", DeadLetterQueue(queue), err)
+		}
+		if !ok {
+			break
+		}
+		out = append(out, describe(m, queue))
+	}
+	return out, nil
+}
+
+// Requeue moves up to limit messages from queue's dead-letter queue back to
+// queue, each acked in the dead-letter queue only after the broker confirmed
+// its copy in the work queue. It returns how many it moved.
+func (d *Dead) Requeue(ctx context.Context, queue string, limit int, pub *Publisher) (int, error) {
+	conn, ch, err := d.channel()
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	moved := 0
+	for moved < limit {
+		m, ok, err := ch.Get(DeadLetterQueue(queue), false)
+		if isNotFound(err) || !ok {
+			return moved, nil
+		}
+		if err != nil {
+			return moved, fmt.Errorf("read %s: %w", DeadLetterQueue(queue), err)
+		}
+		// A fresh message: the old delivery count would dead-letter it again.
+		if err := pub.Publish(ctx, queue, Message{Body: m.Body}); err != nil {
+			return moved, fmt.Errorf("requeue to %s: %w", queue, err)
+		}
+		if err := m.Ack(false); err != nil {
+			return moved, fmt.Errorf("remove requeued message from %s (it is now in both queues): %w", DeadLetterQueue(queue), err)
+		}
+		moved++
+	}
+	return moved, nil
+}
+
+// Purge deletes every message of queue's dead-letter queue and returns how
+// many there were.
+func (d *Dead) Purge(queue string) (int, error) {
+	conn, ch, err := d.channel()
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	n, err := ch.QueuePurge(DeadLetterQueue(queue), false)
+	if isNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("purge %s: %w", DeadLetterQueue(queue), err)
+	}
+	return n, nil
+}
+
+func describe(m amqp.Delivery, queue string) DeadLetter {
+	dl := DeadLetter{Body: m.Body, Queue: queue}
+	if r, ok := m.Headers[HeaderReason].(string); ok {
+		dl.Reason = r
+		if at, ok := m.Headers[HeaderDeadAt].(string); ok {
+			dl.DeadAt, _ = time.Parse(time.RFC3339Nano, at)
+		}
+		return dl
+	}
+	// Dead-lettered by RabbitMQ: x-death holds one entry per (queue, reason).
+	if deaths, ok := m.Headers["x-death"].([]any); ok && len(deaths) > 0 {
+		if death, ok := deaths[0].(amqp.Table); ok {
+			reason, _ := death["reason"].(string)
+			count, _ := death["count"].(int64)
+			switch reason {
+			case "delivery_limit":
+				dl.Reason = fmt.Sprintf("returned to the queue too often (delivery limit; %d deaths)", count)
+			case "":
+				dl.Reason = "dead-lettered by RabbitMQ"
+			default:
+				dl.Reason = "dead-lettered by RabbitMQ: " + reason
+			}
+			if t, ok := death["time"].(time.Time); ok {
+				dl.DeadAt = t
+			}
+		}
+	}
+	if dl.Reason == "" {
+		dl.Reason = "unknown"
+	}
+	return dl
+}
+
+func isNotFound(err error) bool {
+	var e *amqp.Error
+	return errors.As(err, &e) && (e.Code == amqp.NotFound || strings.Contains(e.Reason, "NOT_FOUND"))
+}
