@@ -11,4 +11,5 @@ if [ -f "$root/deploy/portalwatch.env" ]; then
   . "$root/deploy/portalwatch.env"
   set +a
 fi
-exec "$root/bin/$program"
+# PORTALWATCH_BIN_DIR lets a test run supervisord's config with binaries it built.
+exec "${PORTALWATCH_BIN_DIR:-$root/bin}/$program"

@@ -1,0 +1,244 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/systest"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+)
+
+// supervisor runs supervisord with the project's own config, moved to a
+// temporary folder (socket, pid file, logs) and to free health ports, so it
+// never meets a supervisord that `make up` started.
+type supervisor struct {
+	t     *testing.T
+	conf  string
+	dir   string
+	ports map[string]int // program name → health port
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..")
+}
+
+func startSupervisor(t *testing.T, env []string) *supervisor {
+	t.Helper()
+	if _, err := exec.LookPath("supervisord"); err != nil {
+		testsvc.Unavailable(t, "supervisord not installed")
+	}
+	root := repoRoot()
+	orig, err := os.ReadFile(filepath.Join(root, "deploy/supervisor/supervisord.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	conf := string(orig)
+	conf = strings.ReplaceAll(conf, "%(here)s/run", dir)
+	conf = strings.ReplaceAll(conf, "%(here)s/logs", dir)
+	conf = strings.ReplaceAll(conf, "%(here)s/../..", root)
+	base := 20000 + int(time.Now().UnixNano()%10000)
+	s := &supervisor{t: t, dir: dir, ports: map[string]int{
+		"scheduler": base, "crawler_00": base + 1, "crawler_01": base + 2, "processor": base + 3,
+	}}
+	conf = strings.Replace(conf, `"127.0.0.1:9101"`, fmt.Sprintf(`"127.0.0.1:%d"`, base), 1)
+	conf = strings.Replace(conf, `"127.0.0.1:92%(process_num)02d"`, fmt.Sprintf(`"127.0.0.1:%d%%(process_num)01d"`, (base+1)/10), 1)
+	s.ports["crawler_00"], s.ports["crawler_01"] = (base+1)/10*10, (base+1)/10*10+1
+	conf = strings.Replace(conf, `"127.0.0.1:9103"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+3), 1)
+	if regexp.MustCompile(`(?m)^[^;\n]*%\(here\)s`).MatchString(conf) {
+		t.Fatalf("supervisord.conf has a path this test does not move:\n%s", conf)
+	}
+	s.conf = filepath.Join(dir, "supervisord.conf")
+	if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("supervisord", "-c", s.conf)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("supervisord: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		s.ctl("shutdown")
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(filepath.Join(dir, "supervisord.pid")); os.IsNotExist(err) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Error("supervisord did not shut down within 60s")
+	})
+	return s
+}
+
+func (s *supervisor) ctl(args ...string) string {
+	out, _ := exec.Command("supervisorctl", append([]string{"-c", s.conf}, args...)...).CombinedOutput()
+	return string(out)
+}
+
+var statusLine = regexp.MustCompile(`(?m)^(\S+)\s+(\S+)\s+(?:pid (\d+))?`)
+
+// status maps each process name (crawler:crawler_00, processor, …) to its
+// state and pid.
+func (s *supervisor) status() map[string][2]string {
+	m := map[string][2]string{}
+	for _, match := range statusLine.FindAllStringSubmatch(s.ctl("status"), -1) {
+		m[match[1]] = [2]string{match[2], match[3]}
+	}
+	return m
+}
+
+func (s *supervisor) waitAll(state string, timeout time.Duration) map[string][2]string {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st := s.status()
+		ok := len(st) == 4
+		for _, v := range st {
+			if v[0] != state {
+				ok = false
+			}
+		}
+		if ok {
+			return st
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("not every program %s after %s:\n%s", state, timeout, s.ctl("status"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func healthz(port int) (int, map[string]any) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, body
+}
+
+// TestSupervisord runs the project's supervisord config: programs started
+// while RabbitMQ is down wait (RUNNING, never FATAL) and say so on /healthz,
+// then work once it is up; a crawler killed with SIGKILL comes back under a
+// new pid; and restarting and stopping programs under load loses nothing.
+func TestSupervisord(t *testing.T) {
+	mq := testsvc.StartRabbitMQ(t)
+	mq.Stop() // the broker is down when the programs start
+	sys := systest.New(t, binDir, systest.Services{
+		PostgresAdminURL: testsvc.PostgresAdminURL(), AMQPURL: mq.URL(), RedisURL: testsvc.RedisURL(),
+	})
+	farm := systest.NewFarm(t, 20)
+	ids, err := farm.Register(sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := startSupervisor(t, append(sys.Env, "PORTALWATCH_BIN_DIR="+binDir, "PORTALWATCH_LOG_LEVEL=info"))
+
+	// Well past startsecs × startretries: a program that exited because the
+	// broker is down would be BACKOFF or FATAL by now.
+	time.Sleep(12 * time.Second)
+	sup.waitAll("RUNNING", time.Second)
+	code, body := healthz(sup.ports["crawler_00"])
+	if code != http.StatusServiceUnavailable || !strings.Contains(fmt.Sprint(body["waiting_for"]), "RabbitMQ") {
+		t.Errorf("crawler /healthz with the broker down = %d %v, want 503 saying it waits for RabbitMQ", code, body)
+	}
+
+	mq.Start()
+	deadline := time.Now().Add(60 * time.Second)
+	for name, port := range sup.ports {
+		for {
+			if code, _ := healthz(port); code == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				code, body := healthz(port)
+				t.Fatalf("%s /healthz = %d %v a minute after the broker started", name, code, body)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	before := sup.status()["crawler:crawler_00"]
+	pid, _ := strconv.Atoi(before[1])
+	if err := syscallKill(pid); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		now := sup.status()["crawler:crawler_00"]
+		if now[0] == "RUNNING" && now[1] != before[1] && now[1] != "" {
+			t.Logf("crawler_00 killed with SIGKILL (pid %s) is RUNNING again as pid %s", before[1], now[1])
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("crawler_00 after SIGKILL: %v, want RUNNING under a new pid", now)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Under load: restart the crawlers, then stop everything and start it
+	// again, while the farm moves on. Nothing may be lost.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var driveErr error
+	wg.Go(func() { driveErr = farm.Drive(ctx, sys, ids, 8, time.Second, 90*time.Second, t.Logf) })
+	time.Sleep(2 * time.Second)
+	t.Logf("supervisorctl restart crawler:*\n%s", sup.ctl("restart", "crawler:*"))
+	time.Sleep(2 * time.Second)
+	start := time.Now()
+	t.Logf("supervisorctl stop all\n%s", sup.ctl("stop", "all"))
+	if took := time.Since(start); took > 25*time.Second {
+		t.Errorf("stop all took %s: a program waited for SIGKILL", took)
+	}
+	sup.waitAll("STOPPED", 5*time.Second)
+	time.Sleep(time.Second)
+	t.Logf("supervisorctl start all\n%s", sup.ctl("start", "all"))
+	wg.Wait()
+	if driveErr != nil {
+		t.Fatal(driveErr)
+	}
+	v, err := farm.Check(ctx, sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("verdict: %s", v)
+	if v.Missing != 0 || v.Extra != 0 || v.Duplicates != 0 || farm.TimedOutRounds() != 0 {
+		t.Fatalf("after restarts and stop all under load: %s, %d rounds unchecked", v, farm.TimedOutRounds())
+	}
+	log, _ := os.ReadFile(filepath.Join(sup.dir, "supervisord.log"))
+	if strings.Contains(string(log), "with SIGKILL") {
+		t.Errorf("supervisord had to SIGKILL a program that did not stop in time:\n%s", log)
+	}
+	for _, v := range sup.status() {
+		if v[0] == "FATAL" {
+			t.Errorf("a program is FATAL:\n%s", sup.ctl("status"))
+		}
+	}
+}
+
+func syscallKill(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
