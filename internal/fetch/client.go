@@ -291,7 +291,7 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 	res.Status = resp.StatusCode
 	res.FinalURL = resp.Request.URL
 	res.ETag = resp.Header.Get("ETag")
-	res.LastModified = resp.Header.Get("Last-Modified")
+	res.LastModified = strongLastModified(resp.Header, start)
 
 	if resp.StatusCode == http.StatusNotModified && conditional {
 		res.NotModified = true
@@ -425,4 +425,25 @@ func (c *Client) contextError(parent, fctx context.Context, raw string, start ti
 			Err: fmt.Errorf("timed out after %s: %w", c.now().Sub(start).Round(time.Millisecond), err)}
 	}
 	return nil
+}
+
+// strongLastModified returns the response's Last-Modified if it can serve as
+// a validator, or "". A time less than 60 seconds before the response's Date
+// is weak (RFC 9110 §8.8.2.2): the page may change again within the same
+// second, and a server comparing whole seconds would then answer 304 to a
+// page that did change, hiding its new links until the next change.
+func strongLastModified(h http.Header, fetched time.Time) string {
+	lm := h.Get("Last-Modified")
+	modified, err := http.ParseTime(lm)
+	if err != nil {
+		return ""
+	}
+	date, err := http.ParseTime(h.Get("Date"))
+	if err != nil {
+		date = fetched
+	}
+	if date.Sub(modified) < 60*time.Second {
+		return ""
+	}
+	return lm
 }

@@ -660,3 +660,27 @@ func TestKindString(t *testing.T) {
 		t.Error("KindOf")
 	}
 }
+
+func TestLastModifiedWithinAMinuteOfDateIsNotKept(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name, lastModified, date string
+		want                     bool
+	}{
+		{"old enough", now.Add(-2 * time.Minute).Format(http.TimeFormat), now.Format(http.TimeFormat), true},
+		{"same second", now.Format(http.TimeFormat), now.Format(http.TimeFormat), false},
+		{"59 s", now.Add(-59 * time.Second).Format(http.TimeFormat), now.Format(http.TimeFormat), false},
+		{"no Date header: fetch time", now.Add(-time.Hour).Format(http.TimeFormat), "", true},
+		{"unparsable", "yesterday", now.Format(http.TimeFormat), false},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		h.Set("Last-Modified", tt.lastModified)
+		if tt.date != "" {
+			h.Set("Date", tt.date)
+		}
+		if got := strongLastModified(h, now) != ""; got != tt.want {
+			t.Errorf("%s: kept = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
