@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"bytes"
+	"sort"
 	"strings"
 
 	"github.com/saintfish/chardet"
@@ -35,6 +36,15 @@ func detect(body []byte) (encoding.Encoding, string) {
 	if err != nil {
 		return nil, ""
 	}
+	// DetectAll runs its recognisers concurrently and sorts unstably, so
+	// candidates of equal confidence come back in any order; a page must
+	// decode the same way on every check, or its links would churn.
+	sort.SliceStable(results, func(i, j int) bool {
+		if results[i].Confidence != results[j].Confidence {
+			return results[i].Confidence > results[j].Confidence
+		}
+		return results[i].Charset < results[j].Charset
+	})
 	var first encoding.Encoding
 	firstName := ""
 	for _, r := range results {

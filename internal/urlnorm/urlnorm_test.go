@@ -93,6 +93,17 @@ var normalizeTests = []struct {
 	{"click ids removed", "http://example.com/?fbclid=1&gclid=2&yclid=3&dclid=4&msclkid=5&id=1", "http://example.com/?id=1"},
 	{"mailchimp and analytics removed", "http://example.com/?mc_cid=1&mc_eid=2&_ga=3&igshid=4&id=1", "http://example.com/?id=1"},
 	{"tracking-like names kept", "http://example.com/?utm=1&gclidx=2&ga=3", "http://example.com/?ga=3&gclidx=2&utm=1"},
+	{"more session ids removed", "http://example.com/?zenid=1&oscsid=2&XTCsid=3&CFID=4&CFTOKEN=5&id=1", "http://example.com/?id=1"},
+	{"Webtrekk media codes removed", "https://www.heise.de/a.html?wt_mc=intern.red.plus.topteaser.startseite.teaser.teaser", "https://www.heise.de/a.html"},
+	{"Webtrekk and Webtrends codes removed", "http://example.com/?WT_ZMC=a&wtrid=b&WT.mc_id=c&id=1", "http://example.com/?id=1"},
+	{"AT Internet campaign removed", "http://example.com/?xtor=RSS-3208&at_medium=email&at_campaign=spring&at_creation=x&at_send_date=20260101&id=1", "http://example.com/?id=1"},
+	{"Matomo and Piwik campaign removed", "http://example.com/?pk_campaign=a&pk_kwd=b&mtm_campaign=c&mtm_group=d&piwik_campaign=e&id=1", "http://example.com/?id=1"},
+	{"Mailchimp any mc_ removed", "http://example.com/?mc_phishing_protection_id=1&MC_TC=2&id=1", "http://example.com/?id=1"},
+	{"HubSpot removed", "http://example.com/?_hsenc=a&_hsmi=b&__hstc=c&__hssc=d&__hsfp=e&hsCtaTracking=f&id=1", "http://example.com/?id=1"},
+	{"Google ad and linker ids removed", "http://example.com/?gbraid=a&wbraid=b&gclsrc=c&gad_source=1&srsltid=d&_gl=1*abc*_ga*MTIz&id=1", "http://example.com/?id=1"},
+	{"social click ids removed", "http://example.com/?twclid=a&ttclid=b&li_fat_id=c&ref_src=twsrc%5Etfw&fb_source=d&Echobox=1565348123&id=1", "http://example.com/?id=1"},
+	{"e-mail campaign ids removed", "http://example.com/?mkt_tok=a&elqTrackId=b&oly_anon_id=c&vero_id=d&__s=e&ml_subscriber=f&_kx=g&id=1", "http://example.com/?id=1"},
+	{"generic names kept", "http://example.com/?ref=1&source=2&campaign=3&cid=4&mc=5&spm=6&pk=7&pk_id=8&at_home=9&wt=10", "http://example.com/?at_home=9&campaign=3&cid=4&mc=5&pk=7&pk_id=8&ref=1&source=2&spm=6&wt=10"},
 	{"query sorted by name", "http://example.com/?b=2&a=1&c=3", "http://example.com/?a=1&b=2&c=3"},
 	{"query sort stable for equal names", "http://example.com/?b=1&a=2&b=0&a=1", "http://example.com/?a=2&a=1&b=1&b=0"},
 	{"query sort keeps valueless names", "http://example.com/?b&a=1&a", "http://example.com/?a=1&a&b"},
@@ -574,5 +585,47 @@ func BenchmarkSameSite(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		urlnorm.SameSite("www.example.com", "https://news.example.com/a/b")
+	}
+}
+
+// trackingParams is every parameter name the package documentation lists as
+// removed (a prefix is given with one name that has it).
+var trackingParams = []string{
+	"PHPSESSID", "SID", "jsessionid", "sessionid", "ASPSESSIONIDQQGGQ", "zenid", "oscsid", "xtcsid", "CFID", "CFTOKEN",
+	"utm_source", "utm_anything", "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "gad_source", "gad_campaignid",
+	"srsltid", "_ga", "_gl", "gs_l",
+	"fbclid", "fb_action_ids", "fb_action_types", "fb_source", "fb_ref", "action_object_map", "action_type_map",
+	"action_ref_map", "igshid", "msclkid", "yclid", "_openstat", "twclid", "ref_src", "__twitter_impression",
+	"ttclid", "li_fat_id", "epik", "rb_clickid", "wickedid", "_branch_match_id", "guccounter", "guce_referrer",
+	"guce_referrer_sig", "Echobox",
+	"wt_mc", "wt_zmc", "wtrid", "WT.mc_id", "xtor", "at_medium", "at_campaign", "at_platform", "at_creation",
+	"at_variant", "at_format", "at_general_placement", "at_detail_placement", "at_send_date", "at_recipient_id",
+	"at_recipient_list", "at_emailtype", "mtm_campaign", "mtm_anything", "piwik_campaign", "pk_campaign", "pk_cpn",
+	"pk_kwd", "pk_keyword", "pk_source", "pk_medium", "pk_content", "pk_cid", "itm_source", "s_cid", "s_kwcid",
+	"hsCtaTracking", "_hsenc", "_hsmi", "__hstc", "__hssc", "__hsfp",
+	"mc_cid", "mc_eid", "mc_anything", "mkt_tok", "elqTrackId", "elqTrack", "oly_anon_id", "oly_enc_id", "vero_id",
+	"vero_conv", "__s", "ml_subscriber", "ml_subscriber_hash", "_kx",
+}
+
+func TestTrackingParametersRemoved(t *testing.T) {
+	for _, name := range trackingParams {
+		for _, n := range []string{name, strings.ToUpper(name), strings.ToLower(name)} {
+			in := "https://example.com/a?z=1&" + n + "=v" + "&b=2&" + n
+			got, err := urlnorm.Normalize(in)
+			if err != nil || got != "https://example.com/a?b=2&z=1" {
+				t.Errorf("Normalize(%q) = %q, %v; want the parameter %s removed", in, got, err, n)
+			}
+		}
+		// A longer name that merely starts like one is kept, unless the list
+		// names a prefix.
+		in := "https://example.com/a?" + name + "x9=v"
+		got, _ := urlnorm.Normalize(in)
+		prefix := false
+		for _, p := range []string{"utm_", "aspsessionid", "mc_", "mtm_", "piwik_", "itm_"} {
+			prefix = prefix || strings.HasPrefix(strings.ToLower(name), p)
+		}
+		if kept := got == in; kept == prefix {
+			t.Errorf("Normalize(%q) = %q: a name that only starts with %s should be removed only for a prefix rule", in, got, name)
+		}
 	}
 }
