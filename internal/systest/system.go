@@ -119,7 +119,6 @@ func New(t testing.TB, binDir string, svc Services, extraEnv ...string) *System 
 		"PORTALWATCH_HTTP_ADDR=off",
 		"PORTALWATCH_SCHEDULER_POLL=100ms",
 		"PORTALWATCH_SHUTDOWN_TIMEOUT=5s",
-		"PORTALWATCH_IGNORE_ROBOTS=true",
 	}, extraEnv...)
 	t.Cleanup(func() {
 		s.StopAll()
