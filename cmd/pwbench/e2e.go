@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,7 +32,8 @@ type e2eConfig struct {
 
 	crawlers, crawlerConcurrency     int
 	processors, processorConcurrency int
-	jitter                           string // PORTALWATCH_JITTER, "" for the default
+	jitter                           string  // PORTALWATCH_JITTER, "" for the default
+	env                              envList // extra environment for every program (experiments)
 	logLevel                         string
 
 	satInterval      time.Duration // check interval that saturates the system
@@ -66,10 +68,11 @@ func (c *e2eConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.processorConcurrency, "processor-concurrency", 8, "PORTALWATCH_PROCESSOR_CONCURRENCY")
 	fs.StringVar(&c.jitter, "jitter", "", "PORTALWATCH_JITTER (empty: the programs' default)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "PORTALWATCH_LOG_LEVEL")
+	fs.Var(&c.env, "env", "NAME=VALUE added to every program's environment, e.g. GOGC=200 (repeatable)")
 	fs.DurationVar(&c.satInterval, "saturate-interval", time.Second, "check interval of the saturation phase")
 	fs.DurationVar(&c.warmup, "warmup", 10*time.Second, "saturation: time to reach steady state")
 	fs.DurationVar(&c.window, "window", 30*time.Second, "saturation: measurement window")
-	fs.IntVar(&c.latencyIntervals, "latency-intervals", 4, "half-rate phase: intervals measured")
+	fs.IntVar(&c.latencyIntervals, "latency-intervals", 3, "half-rate phase: intervals measured")
 	fs.DurationVar(&c.perf, "perf", 0, "after the saturation window, perf-record each program this long (0: off)")
 	fs.IntVar(&c.redisLinks, "redis-links", 1_000_000, "Redis memory: links (0: skip)")
 	fs.IntVar(&c.redisPages, "redis-pages", 5000, "Redis memory: pages")
@@ -257,7 +260,7 @@ func (r *e2eRun) startPrograms() error {
 	if r.cfg.jitter != "" {
 		env = append(env, "PORTALWATCH_JITTER="+r.cfg.jitter)
 	}
-	env = append(env, r.extraEnv...)
+	env = append(append(env, r.cfg.env...), r.extraEnv...)
 	start := func(kind string, n int) error {
 		for i := range n {
 			p, err := startProgram(r.bin.path(kind), fmt.Sprintf("%s-%d", kind, i+1), kind, r.dir, env)
@@ -451,7 +454,7 @@ func (r *e2eRun) measure(ctx context.Context) (*e2eResult, error) {
 		next_check_at = now() + random() * $1 * interval '1 millisecond'`, interval.Milliseconds()); err != nil {
 		return nil, err
 	}
-	settle := 2 * interval
+	settle := 3 * interval / 2
 	r.logf("half rate: interval %s (%.1f pages/s asked), settling %s, then measuring %d intervals",
 		interval, float64(n)/interval.Seconds(), settle, r.cfg.latencyIntervals)
 	if err := sleep(ctx, settle); err != nil {
@@ -687,4 +690,17 @@ func (r *e2eRun) close() {
 			os.RemoveAll(r.dir)
 		}
 	}
+}
+
+// envList is a repeatable NAME=VALUE flag.
+type envList []string
+
+func (e *envList) String() string { return strings.Join(*e, " ") }
+
+func (e *envList) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	}
+	*e = append(*e, v)
+	return nil
 }

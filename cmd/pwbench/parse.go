@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/domwalk"
@@ -43,6 +44,7 @@ func max1(n int) int { return max(n, 1) }
 // (domwalk.Parse, which also resolves and normalises each link), on one core.
 type ceiling struct {
 	pagesPerSec spread // over the repetitions
+	pagesPerCPU spread // pages per CPU-second: what an idle core would do
 	bytesPerPag float64
 	linksPerPag float64
 }
@@ -63,9 +65,10 @@ func parseCeiling(pages []parsedPage, reps int, d time.Duration) (ceiling, error
 		c.bytesPerPag += float64(len(p.html))
 	}
 	c.bytesPerPag /= float64(len(pages))
-	var rates []float64
+	var rates, perCPU []float64
 	for range reps {
 		n, links := 0, 0
+		cpu0 := processCPU()
 		start := time.Now()
 		for time.Since(start) < d {
 			for _, p := range pages {
@@ -78,8 +81,18 @@ func parseCeiling(pages []parsedPage, reps int, d time.Duration) (ceiling, error
 			}
 		}
 		rates = append(rates, float64(n)/time.Since(start).Seconds())
+		perCPU = append(perCPU, float64(n)/(processCPU()-cpu0))
 		c.linksPerPag = float64(links) / float64(n)
 	}
-	c.pagesPerSec = spreadOf(rates)
+	c.pagesPerSec, c.pagesPerCPU = spreadOf(rates), spreadOf(perCPU)
 	return c, nil
+}
+
+// processCPU returns the CPU seconds pwbench has used so far.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

@@ -44,8 +44,14 @@ func (r *e2eRun) profile(ctx context.Context, d time.Duration) map[string][]stri
 				r.logf("perf report %s: %v", p.name, err)
 				return
 			}
+			lines := topEntries(b, 12)
+			script, err := exec.CommandContext(ctx, "perf", "script", "-i", data, "-F", "ip,sym").Output()
+			if err == nil {
+				lines = append(lines, "inclusive share of samples by component:")
+				lines = append(lines, components(script)...)
+			}
 			mu.Lock()
-			out[p.name] = topEntries(b, 15)
+			out[p.name] = lines
 			mu.Unlock()
 		})
 	}
@@ -73,4 +79,71 @@ func topEntries(report []byte, n int) []string {
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return fmt.Sprint(lines[len(lines)-1])
+}
+
+// component names a part of a program by a frame its stacks contain.
+type component struct{ name, frame string }
+
+// profileComponents are the parts of the programs worth telling apart, by
+// a frame that is on the stack while they run. Shares are inclusive and
+// overlap (a garbage-collection assist runs inside the parser).
+var profileComponents = []component{
+	{"x/net/html parse", "html.ParseWithOptions"},
+	{"domwalk BFS (with urlnorm)", "domwalk.Links"},
+	{"urlnorm", "urlnorm."},
+	{"charset decoding", "fetch.DecodeHTML"},
+	{"fetch (HTTP, body)", "fetch.(*Client).Fetch"},
+	{"JSON encode", "json.Marshal"},
+	{"JSON decode", "json.Unmarshal"},
+	{"AMQP (amqp091)", "amqp091-go"},
+	{"PostgreSQL (pgx)", "jackc/pgx"},
+	{"Redis (go-redis)", "go-redis"},
+	{"shortlink", "shortlink."},
+	{"logging (slog)", "log/slog"},
+	{"GC background", "gcBgMarkWorker"},
+	{"GC assist", "gcAssistAlloc"},
+	{"scavenger (madvise)", "bgscavenge"},
+	{"sysmon", "runtime.sysmon"},
+	{"syscalls (kernel)", "entry_SYSCALL_64"},
+}
+
+// components returns each component's share of the samples of perf script
+// output (one frame per line, samples separated by blank lines).
+func components(script []byte) []string {
+	counts := make([]int, len(profileComponents))
+	samples := 0
+	var stack []string
+	flush := func() {
+		if len(stack) == 0 {
+			return
+		}
+		samples++
+		for i, c := range profileComponents {
+			for _, f := range stack {
+				if strings.Contains(f, c.frame) {
+					counts[i]++
+					break
+				}
+			}
+		}
+		stack = stack[:0]
+	}
+	sc := bufio.NewScanner(bytes.NewReader(script))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			flush()
+			continue
+		}
+		stack = append(stack, line)
+	}
+	flush()
+	var out []string
+	for i, c := range profileComponents {
+		if samples > 0 && counts[i] > 0 {
+			out = append(out, fmt.Sprintf("  %5.1f%%  %s", 100*float64(counts[i])/float64(samples), c.name))
+		}
+	}
+	return out
 }

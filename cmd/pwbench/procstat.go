@@ -71,9 +71,22 @@ type cpuMeter struct {
 	pgPIDs func() map[int]bool
 }
 
-// cpuSample holds CPU seconds by group, and the machine's busy and total
+// cpuSample holds CPU seconds by process, and the machine's busy and total
 // seconds across all cores.
 type cpuSample struct {
+	byPID       map[int]pidCPU
+	machineBusy float64
+	machineAll  float64
+}
+
+// pidCPU is one process's CPU seconds so far and its group.
+type pidCPU struct {
+	group string
+	secs  float64
+}
+
+// cpuDelta is the CPU seconds spent by group between two samples.
+type cpuDelta struct {
 	byGroup     map[string]float64
 	machineBusy float64
 	machineAll  float64
@@ -82,17 +95,20 @@ type cpuSample struct {
 var serviceComms = map[string]string{"beam.smp": "rabbitmq", "postgres": "postgres", "redis-server": "redis"}
 
 func (m cpuMeter) sample() cpuSample {
-	s := cpuSample{byGroup: map[string]float64{}}
+	s := cpuSample{byPID: map[int]pidCPU{}}
 	secs := func(t uint64) float64 { return float64(t) / clockTicks }
+	add := func(pid int, group string, v float64) {
+		s.byPID[pid] = pidCPU{group: group, secs: s.byPID[pid].secs + v}
+	}
 	if m.programs != nil {
 		for _, p := range m.programs() {
 			if st, err := readProcStat(p.pid()); err == nil {
-				s.byGroup[p.kind] += secs(st.utime + st.stime)
+				add(p.pid(), p.kind, secs(st.utime+st.stime))
 			}
 		}
 	}
 	if st, err := readProcStat(os.Getpid()); err == nil {
-		s.byGroup["pwbench"] += secs(st.utime + st.stime)
+		add(os.Getpid(), "pwbench", secs(st.utime+st.stime))
 	}
 	var pgOnly map[int]bool
 	if m.pgPIDs != nil {
@@ -133,21 +149,26 @@ func (m cpuMeter) sample() cpuSample {
 			// CPU is in its children's times. Counted only when every
 			// backend is, as their share of it is unknown.
 			if postmaster && pgOnly == nil {
-				s.byGroup[group] += secs(st.cutime + st.ctime)
+				add(pid, group, secs(st.cutime+st.ctime))
 			}
 		}
-		s.byGroup[group] += secs(st.utime + st.stime)
+		add(pid, group, secs(st.utime+st.stime))
 	}
 	s.machineBusy, s.machineAll = machineCPU()
 	return s
 }
 
-// sub returns the CPU seconds spent between an earlier sample and s.
-func (s cpuSample) sub(earlier cpuSample) cpuSample {
-	d := cpuSample{byGroup: map[string]float64{},
+// sub returns the CPU seconds spent between an earlier sample and s, by
+// group, over the processes present in both: a process that came or went in
+// between (a second broker node a test starts, a CLI tool) is left out
+// rather than counted with the CPU of its whole life.
+func (s cpuSample) sub(earlier cpuSample) cpuDelta {
+	d := cpuDelta{byGroup: map[string]float64{},
 		machineBusy: s.machineBusy - earlier.machineBusy, machineAll: s.machineAll - earlier.machineAll}
-	for g, v := range s.byGroup {
-		d.byGroup[g] = v - earlier.byGroup[g]
+	for pid, now := range s.byPID {
+		if then, ok := earlier.byPID[pid]; ok && then.group == now.group {
+			d.byGroup[now.group] += now.secs - then.secs
+		}
 	}
 	return d
 }

@@ -109,17 +109,31 @@ type e2eResult struct {
 
 func (r *e2eResult) ratio() float64 { return r.saturation.pagesPerSec / r.parse.pagesPerSec.median }
 
+// capacity is what the pipeline would check per second on this machine's
+// cores if they ran nothing else (no other users, no farm): the cores over
+// the CPU a page check costs the programs and services. On a shared, noisy
+// machine it moves less than the measured rate.
+func (r *e2eResult) capacity() float64 {
+	return float64(numCPU()) / r.saturation.cpuTotal(programGroups, serviceGroups)
+}
+
+// ratioCPU compares capacity with the parse ceiling per CPU-second: the
+// ratio with the other users of the machine taken out on both sides.
+func (r *e2eResult) ratioCPU() float64 { return r.capacity() / r.parse.pagesPerCPU.median }
+
 func (r *e2eResult) print(w io.Writer) {
 	s := r.saturation
 	fmt.Fprintf(w, "\n== portalwatch end to end: %s farm, %d pages, %d loopback hosts ==\n", r.cfg.mode, r.pages, r.cfg.hosts)
-	fmt.Fprintf(w, "programs: 1 scheduler, %d crawler(s) × %d, %d processor(s) × %d; %d cores\n",
-		r.cfg.crawlers, r.cfg.crawlerConcurrency, r.cfg.processors, r.cfg.processorConcurrency, numCPU())
+	fmt.Fprintf(w, "programs: 1 scheduler, %d crawler(s) × %d, %d processor(s) × %d; %d cores; extra environment: %s\n",
+		r.cfg.crawlers, r.cfg.crawlerConcurrency, r.cfg.processors, r.cfg.processorConcurrency, numCPU(), orDefault(r.cfg.env.String(), "none"))
 	fmt.Fprintf(w, "\nthroughput (saturated, interval %s, %.0fs window)\n", r.cfg.satInterval, s.seconds)
 	fmt.Fprintf(w, "  e2e pages checked/s        %8.1f   (fetched/s %.1f; baseline round %.1f)\n", s.pagesPerSec, s.fetchesPerSec, r.baselinePerSec)
 	fmt.Fprintf(w, "  parse ceiling pages/s      %8.1f   (one core, html.Parse + BFS; spread %s; %.0f KB, %.0f links per page)\n",
 		r.parse.pagesPerSec.median, r.parse.pagesPerSec, r.parse.bytesPerPag/1000, r.parse.linksPerPag)
 	fmt.Fprintf(w, "  ratio e2e / ceiling        %8.2f   (target ≥ 0.75)\n", r.ratio())
 	fmt.Fprintf(w, "  machine busy               %8.2f of %d cores\n", s.busyCores, numCPU())
+	fmt.Fprintf(w, "  capacity (CPU-normalised)  %8.1f   (%d cores / CPU per page of programs and services; parse %.1f pages per CPU-second; ratio %.2f)\n",
+		r.capacity(), numCPU(), r.parse.pagesPerCPU.median, r.ratioCPU())
 	fmt.Fprintf(w, "\nCPU ms per page check\n")
 	for _, g := range append(append(append([]string{}, programGroups...), serviceGroups...), "pwbench") {
 		fmt.Fprintf(w, "  %-26s %8.3f\n", g, 1000*s.cpuPerPage[g])
@@ -171,7 +185,9 @@ func (r *e2eResult) summary() map[string]any {
 	cpu["total"] = round3(1000 * s.cpuTotal(programGroups, serviceGroups))
 	cpu["other"] = round3(1000 * s.otherPerPage)
 	out := map[string]any{
-		"mode": r.cfg.mode, "pages": r.pages,
+		"mode": r.cfg.mode, "pages": r.pages, "env": r.cfg.env.String(),
+		"crawlers": r.cfg.crawlers, "crawler_concurrency": r.cfg.crawlerConcurrency,
+		"processors": r.cfg.processors, "processor_concurrency": r.cfg.processorConcurrency,
 		"e2e_pages_per_s":           round3(s.pagesPerSec),
 		"parse_pages_per_s":         round3(r.parse.pagesPerSec.median),
 		"parse_pages_per_s_min":     round3(r.parse.pagesPerSec.min),

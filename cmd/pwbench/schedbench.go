@@ -33,6 +33,8 @@ type schedConfig struct {
 	rawMax   int           // bound on the messages of each raw phase
 	window   int           // raw streaming: unconfirmed messages at most
 	batch    int           // PORTALWATCH_SCHEDULER_BATCH
+	procs    int           // scheduler processes
+	vacuum   time.Duration // experiment: VACUUM pages this often during the run (0: never)
 	timeout  time.Duration
 	keepLogs bool
 }
@@ -48,6 +50,9 @@ func runScheduler(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&c.rawTime, "raw-time", 15*time.Second, "bound on each raw publishing phase")
 	fs.IntVar(&c.rawMax, "raw-max", 300_000, "bound on the messages of each raw publishing phase")
 	fs.IntVar(&c.window, "raw-window", 500, "raw streaming publisher: unconfirmed messages at most")
+	fs.IntVar(&c.procs, "schedulers", 1, "scheduler processes (they share the work through SKIP LOCKED)")
+	fs.DurationVar(&c.vacuum, "vacuum-every", 0,
+		"experiment: VACUUM pages this often while the scheduler runs, as a well-tuned autovacuum would (0: never)")
 	fs.IntVar(&c.batch, "batch", 500, "PORTALWATCH_SCHEDULER_BATCH (the raw batch publisher uses the same)")
 	fs.DurationVar(&c.timeout, "timeout", 15*time.Minute, "stop the run after this long, whatever happens")
 	fs.BoolVar(&c.keepLogs, "keep", false, "keep the scheduler's log")
@@ -92,6 +97,10 @@ func runScheduler(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if _, err := db.Exec(ctx, `VACUUM ANALYZE pages`); err != nil {
 		return err
 	}
+	var autovacuum string
+	if err := db.QueryRow(ctx, `SHOW autovacuum`).Scan(&autovacuum); err != nil {
+		return err
+	}
 	logf("inserted %d due pages in %.1fs", c.pages, time.Since(start).Seconds())
 
 	// The due-page query, read from the store's source so the plan shown is
@@ -133,27 +142,43 @@ func runScheduler(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	proc, err := startProgram(bin.path("scheduler"), "scheduler", "scheduler", dir,
-		append(sb.env(), "PORTALWATCH_SCHEDULER_BATCH="+strconv.Itoa(c.batch)))
-	if err != nil {
-		return err
+	var procs []*process
+	defer func() {
+		for _, p := range procs {
+			p.stop(30 * time.Second)
+		}
+	}()
+	for i := range c.procs {
+		p, err := startProgram(bin.path("scheduler"), fmt.Sprintf("scheduler-%d", i+1), "scheduler", dir,
+			append(sb.env(), "PORTALWATCH_SCHEDULER_BATCH="+strconv.Itoa(c.batch)))
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
 	}
-	defer proc.stop(30 * time.Second)
-	meter := cpuMeter{programs: func() []*process { return []*process{proc} }}
+	meter := cpuMeter{programs: func() []*process { return procs }}
 	published := func() float64 {
-		v, err := scrapeCounter(ctx, proc.httpAddr, "portalwatch_scheduler_jobs_published_total")
+		v, err := scrapeAll(ctx, procs, "portalwatch_scheduler_jobs_published_total")
 		if err != nil {
 			return -1
 		}
 		return v
+	}
+	exited := func() *process {
+		for _, p := range procs {
+			if p.exited() {
+				return p
+			}
+		}
+		return nil
 	}
 	// The clock starts at the first published job, so the program's start
 	// and its first connection do not count.
 	var t0 time.Time
 	var n0 float64
 	for t0.IsZero() {
-		if proc.exited() {
-			return fmt.Errorf("scheduler exited:\n%s", proc.logTail(3000))
+		if p := exited(); p != nil {
+			return fmt.Errorf("%s exited:\n%s", p.name, p.logTail(3000))
 		}
 		if time.Since(start) > c.timeout {
 			return errors.New("scheduler published nothing")
@@ -166,11 +191,35 @@ func runScheduler(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	cpu0 := meter.sample()
-	var n1 float64
+	vacuumDone := make(chan struct{})
+	stopVacuum := make(chan struct{})
+	go func() {
+		defer close(vacuumDone)
+		if c.vacuum <= 0 {
+			return
+		}
+		t := time.NewTicker(c.vacuum)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopVacuum:
+				return
+			case <-t.C:
+				if _, err := db.Exec(ctx, `VACUUM pages`); err != nil {
+					logf("  VACUUM pages: %v", err)
+				}
+			}
+		}
+	}()
+	var n1, nEarly float64
 	var t1 time.Time
 	lastLog := time.Now()
+	const early = 30 * time.Second
 	for {
 		n1, t1 = published(), time.Now()
+		if nEarly == 0 && t1.Sub(t0) >= early {
+			nEarly = n1 - n0
+		}
 		if int(n1) >= c.pages || t1.Sub(t0) > c.maxTime {
 			break
 		}
@@ -182,10 +231,24 @@ func runScheduler(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
+	close(stopVacuum)
+	<-vacuumDone
 	cpu := meter.sample().sub(cpu0)
 	schedRate := (n1 - n0) / t1.Sub(t0).Seconds()
-	proc.stop(30 * time.Second)
+	for _, p := range procs {
+		p.stop(30 * time.Second)
+	}
 	logf("scheduler: %.0f jobs in %.1fs = %.0f jobs/s", n1-n0, t1.Sub(t0).Seconds(), schedRate)
+	// The same query once most pages are claimed: their old index entries
+	// are dead until VACUUM, and the scan has to step over them.
+	if _, err := db.Exec(ctx, `UPDATE pages SET next_check_at = now() - interval '1 second', lease_until = NULL
+		WHERE id IN (SELECT id FROM pages WHERE next_check_at > now() LIMIT 1000)`); err != nil {
+		return err
+	}
+	planAfter, err := explain(ctx, db, query, c.batch)
+	if err != nil {
+		return err
+	}
 
 	logf("raw publishing after (job queue now holds %.0f messages)", n1)
 	rawStream2, err := rawPublish(ctx, conn, rawQueue, body, c.window, false, c.rawMax, c.rawTime)
@@ -201,19 +264,22 @@ func runScheduler(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	raw := (rawStream1 + rawStream2) / 2
 	rawBatch := (rawBatch1 + rawBatch2) / 2
 	perJob := func(g string) float64 { return 1e6 * cpu.byGroup[g] / (n1 - n0) }
-	fmt.Fprintf(stdout, "\n== scheduler: %d due pages, batch %d ==\n", c.pages, c.batch)
+	fmt.Fprintf(stdout, "\n== scheduler: %d due pages, batch %d; server autovacuum=%s; harness VACUUM every %s ==\n",
+		c.pages, c.batch, autovacuum, c.vacuum)
 	fmt.Fprintf(stdout, "due-page query (from internal/store/schedule.go):\n%s\n\nplan, all %d pages due:\n%s\n", where, c.pages, indent(plan))
-	fmt.Fprintf(stdout, "jobs published and confirmed   %8.0f /s\n", schedRate)
+	fmt.Fprintf(stdout, "plan after the run (%.0f pages claimed, 1,000 made due again):\n%s\n\n", n1, indent(planAfter))
+	fmt.Fprintf(stdout, "jobs published and confirmed   %8.0f /s (%d scheduler process(es)); first %s: %.0f /s\n",
+		schedRate, c.procs, early, nEarly/early.Seconds())
 	fmt.Fprintf(stdout, "raw confirmed publish, streaming window %d: %8.0f /s (before %.0f, after %.0f)\n", c.window, raw, rawStream1, rawStream2)
 	fmt.Fprintf(stdout, "raw confirmed publish, batches of %d:       %8.0f /s (before %.0f, after %.0f)\n", c.batch, rawBatch, rawBatch1, rawBatch2)
 	fmt.Fprintf(stdout, "ratio scheduler / raw streaming %.2f (target ≥ 0.8); / raw batches %.2f\n", schedRate/raw, schedRate/rawBatch)
 	fmt.Fprintf(stdout, "CPU µs per job: scheduler %.1f, rabbitmq %.1f, postgres %.1f; machine busy %.2f of %d cores\n",
 		perJob("scheduler"), perJob("rabbitmq"), perJob("postgres"), cpu.machineBusy/cpu.machineAll*float64(numCPU()), numCPU())
 	return printJSON(stdout, map[string]any{
-		"pages": c.pages, "scheduler_jobs_per_s": round3(schedRate), "jobs_published": n1 - n0,
+		"pages": c.pages, "scheduler_jobs_per_s": round3(schedRate), "scheduler_jobs_per_s_first_30s": round3(nEarly / early.Seconds()), "jobs_published": n1 - n0,
 		"raw_publish_per_s": round3(raw), "raw_batch_publish_per_s": round3(rawBatch),
 		"ratio": round3(schedRate / raw), "ratio_batch": round3(schedRate / rawBatch),
-		"index_scan": indexScan, "message_bytes": len(body),
+		"index_scan": indexScan, "message_bytes": len(body), "schedulers": c.procs, "autovacuum": autovacuum, "vacuum_every_s": c.vacuum.Seconds(),
 		"cpu_us_per_job": map[string]float64{"scheduler": round3(perJob("scheduler")),
 			"rabbitmq": round3(perJob("rabbitmq")), "postgres": round3(perJob("postgres"))},
 	})

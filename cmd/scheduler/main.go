@@ -7,12 +7,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/signal"
-	"syscall"
+	"log/slog"
 
 	"golang.org/x/sync/errgroup"
 
@@ -24,26 +19,10 @@ import (
 	"github.com/portalwatch/portalwatch/internal/store"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Getenv, os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "scheduler:", err)
-		var cfgErr config.Error
-		if errors.As(err, &cfgErr) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
-}
+func main() { proc.Main("scheduler", run) }
 
-func run(ctx context.Context, getenv config.Getenv, stdout io.Writer) error {
-	cfg, err := config.Load(getenv)
-	if err != nil {
-		return err
-	}
-	log := proc.Logger(stdout, cfg.LogLevel, "scheduler", os.Getpid())
+// run wires the program's adapters and service and runs them until ctx ends.
+func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	health, reg := ops.NewHealth(), ops.NewRegistry()
 
 	st, err := store.Open(ctx, cfg.DatabaseURL)
@@ -72,7 +51,5 @@ func run(ctx context.Context, getenv config.Getenv, stdout io.Writer) error {
 		log.Info("scheduling", "queue", cfg.JobQueue, "batch", cfg.Scheduler.BatchSize)
 		return svc.Run(ctx)
 	})
-	err = g.Wait()
-	log.Info("stopped")
-	return err
+	return g.Wait()
 }

@@ -11,7 +11,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
@@ -89,4 +91,26 @@ func Retry[T any](ctx context.Context, log *slog.Logger, what string, f func() (
 			return zero, err
 		}
 	}
+}
+
+// Main runs a long-lived program: it loads the configuration from the
+// environment, makes a JSON logger on stdout, calls run with a context that
+// SIGINT and SIGTERM cancel, and exits with status 0, 1 for a failure, or 2
+// for a configuration error (one line per bad variable on stderr).
+func Main(program string, run func(ctx context.Context, cfg config.Config, log *slog.Logger) error) {
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
+		os.Exit(2)
+	}
+	log := Logger(os.Stdout, cfg.LogLevel, program, os.Getpid())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, cfg, log)
+	stop()
+	if err != nil {
+		log.Error("exiting on error", "err", err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
+		os.Exit(1)
+	}
+	log.Info("stopped")
 }
