@@ -41,44 +41,58 @@ type Recorded struct {
 	Inserted int
 }
 
-// RecordCheck records one check of a page in one transaction: the candidate
-// links go into links (ON CONFLICT DO NOTHING), the ones that were really new
-// go into updates unless this is the page's baseline, and the page's status is
-// updated and its lease cleared. A redelivered check changes nothing the first
-// delivery did. It returns watch.ErrPageNotFound if the page was removed.
+// RecordCheck records one check of a page: the candidate links go into links
+// (ON CONFLICT DO NOTHING), the ones that were really new go into updates
+// unless this is the page's baseline, and the page's status is updated and
+// its lease cleared, all in one transaction. A redelivered check changes
+// nothing the first delivery did. It returns watch.ErrPageNotFound if the
+// page was removed.
 //
 // links must hold every link of the check that the caller cannot prove is
-// already recorded; for a failed check it is ignored.
+// already recorded; for a failed check it is ignored. Without links, the
+// check is one statement: the common case of a page with nothing new.
 func (s *Store) RecordCheck(ctx context.Context, c Check, links []NewLink) (Recorded, error) {
-	var rec Recorded
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Locking the page row serialises checks of one page, so two
-		// concurrent first checks cannot both believe they are the baseline.
-		var hasBaseline bool
-		err := tx.QueryRow(ctx, `SELECT baseline_at IS NOT NULL FROM pages WHERE id = $1 FOR UPDATE`, c.PageID).
-			Scan(&hasBaseline)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if c.Error != "" {
-			return recordFailure(ctx, tx, c)
-		}
-		rec.Baseline = !hasBaseline
-		if len(links) > 0 {
-			rec.Inserted, rec.Updates, err = insertLinks(ctx, tx, c, links, rec.Baseline)
+	var (
+		rec Recorded
+		err error
+	)
+	switch {
+	case c.Error != "":
+		err = recordFailure(ctx, s.pool, c)
+	case len(links) == 0:
+		rec.Baseline, err = recordSuccess(ctx, s.pool, c)
+	default:
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			// Locking the page row serialises checks of one page, so two
+			// concurrent first checks cannot both believe they are the
+			// baseline.
+			var hasBaseline bool
+			err := tx.QueryRow(ctx, `SELECT baseline_at IS NOT NULL FROM pages WHERE id = $1 FOR UPDATE`, c.PageID).
+				Scan(&hasBaseline)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
+			}
 			if err != nil {
 				return err
 			}
-		}
-		return recordSuccess(ctx, tx, c)
-	})
+			rec.Inserted, rec.Updates, err = insertLinks(ctx, tx, c, links, !hasBaseline)
+			if err != nil {
+				return err
+			}
+			rec.Baseline, err = recordSuccess(ctx, tx, c)
+			return err
+		})
+	}
 	if err != nil {
 		return Recorded{}, fmt.Errorf("record check of page %d: %w", c.PageID, err)
 	}
 	return rec, nil
+}
+
+// querier is what recordSuccess and recordFailure need: a pool for a
+// statement of its own, or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 func insertLinks(ctx context.Context, tx pgx.Tx, c Check, links []NewLink, baseline bool) (int, []watch.Update, error) {
@@ -135,37 +149,52 @@ func insertLinks(ctx context.Context, tx pgx.Tx, c Check, links []NewLink, basel
 	return inserted, updates, nil
 }
 
-// recordSuccess updates the page's status. A stale check (fetched before the
-// page's last recorded one, as with a late redelivery) only clears the lease:
-// it must not roll back newer validators.
-func recordSuccess(ctx context.Context, tx pgx.Tx, c Check) error {
-	_, err := tx.Exec(ctx, `
+// recordSuccess updates the page's status and reports whether this check
+// set the page's baseline. A stale check (fetched before the page's last
+// recorded one, as with a late redelivery) only clears the lease: it must not
+// roll back newer validators. Every SET expression reads the row as it was
+// before this statement, so the statement is consistent on its own.
+func recordSuccess(ctx context.Context, q querier, c Check) (baseline bool, err error) {
+	err = q.QueryRow(ctx, `
 		UPDATE pages SET
 			lease_until          = NULL,
 			baseline_at          = coalesce(baseline_at, now()),
-			last_checked_at      = CASE WHEN fresh THEN $2 ELSE last_checked_at END,
-			last_status          = CASE WHEN fresh THEN $3 ELSE last_status END,
-			last_error           = CASE WHEN fresh THEN NULL ELSE last_error END,
-			consecutive_failures = CASE WHEN fresh THEN 0 ELSE consecutive_failures END,
-			etag                 = CASE WHEN fresh AND $3 <> 304 THEN nullif($4, '') ELSE etag END,
-			last_modified        = CASE WHEN fresh AND $3 <> 304 THEN nullif($5, '') ELSE last_modified END
-		FROM (SELECT last_checked_at IS NULL OR last_checked_at <= $2 AS fresh FROM pages WHERE id = $1) AS f
-		WHERE id = $1`, c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified)
-	if err != nil {
-		return fmt.Errorf("update page status: %w", err)
+			last_checked_at      = CASE WHEN `+fresh+` THEN $2 ELSE last_checked_at END,
+			last_status          = CASE WHEN `+fresh+` THEN $3 ELSE last_status END,
+			last_error           = CASE WHEN `+fresh+` THEN NULL ELSE last_error END,
+			consecutive_failures = CASE WHEN `+fresh+` THEN 0 ELSE consecutive_failures END,
+			etag                 = CASE WHEN `+fresh+` AND $3 <> 304 THEN nullif($4, '') ELSE etag END,
+			last_modified        = CASE WHEN `+fresh+` AND $3 <> 304 THEN nullif($5, '') ELSE last_modified END
+		WHERE id = $1
+		RETURNING baseline_at = now()`, // now() is the transaction's start: equal only if set here
+		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified).Scan(&baseline)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("update page status: %w", err)
+	}
+	return baseline, nil
 }
 
-func recordFailure(ctx context.Context, tx pgx.Tx, c Check) error {
-	_, err := tx.Exec(ctx, `
+// fresh is true when the check being recorded is not older than the page's
+// last recorded one.
+const fresh = `(last_checked_at IS NULL OR last_checked_at <= $2)`
+
+func recordFailure(ctx context.Context, q querier, c Check) error {
+	var id int64
+	err := q.QueryRow(ctx, `
 		UPDATE pages SET
 			lease_until          = NULL,
 			last_checked_at      = greatest(last_checked_at, $2),
-			last_status          = CASE WHEN last_checked_at IS NULL OR last_checked_at <= $2 THEN $3 ELSE last_status END,
-			last_error           = CASE WHEN last_checked_at IS NULL OR last_checked_at <= $2 THEN $4 ELSE last_error END,
+			last_status          = CASE WHEN `+fresh+` THEN $3 ELSE last_status END,
+			last_error           = CASE WHEN `+fresh+` THEN $4 ELSE last_error END,
 			consecutive_failures = consecutive_failures + 1
-		WHERE id = $1`, c.PageID, c.FetchedAt, c.Status, c.Error)
+		WHERE id = $1
+		RETURNING id`, c.PageID, c.FetchedAt, c.Status, c.Error).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
+	}
 	if err != nil {
 		return fmt.Errorf("record failure: %w", err)
 	}
