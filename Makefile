@@ -11,7 +11,10 @@ DB_NAME    ?= portalwatch
 PROGRAMS   := scheduler crawler processor watchctl
 FUZZTIME   ?= 5s
 
-.PHONY: up down status build services test vet fuzz chaos chaos-short bench clean
+.PHONY: up down status build services test vet fuzz chaos chaos-short clean
+
+# Benchmarks: make bench, bench-history, bench-scheduler, bench-peer, bench-go.
+include bench.mk
 
 ## up: install and start PostgreSQL, Redis, RabbitMQ and supervisord as needed,
 ## create and migrate the database, build, and (re)start the programs under
@@ -83,9 +86,6 @@ fuzz:
 				{ $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; exit 1; }; \
 		done; \
 	done
-
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
 	rm -rf bin

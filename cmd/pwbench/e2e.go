@@ -160,16 +160,8 @@ func (r *e2eRun) setup(ctx context.Context) error {
 	if err := r.bin.migrate(ctx, r.sb); err != nil {
 		return err
 	}
-	if r.db, err = r.sb.pool(ctx); err != nil {
+	if err := r.connect(ctx); err != nil {
 		return err
-	}
-	opts, err := redis.ParseURL(r.cfg.svc.redis)
-	if err != nil {
-		return err
-	}
-	r.rdb = redis.NewClient(opts)
-	if r.amqpc, err = amqp.Dial(r.cfg.svc.amqp); err != nil {
-		return fmt.Errorf("RabbitMQ: %w", err)
 	}
 
 	ls, err := listenFarm(r.cfg.hosts)
@@ -200,6 +192,24 @@ func (r *e2eRun) setup(ctx context.Context) error {
 		return err
 	}
 	return r.startPrograms()
+}
+
+// connect opens pwbench's own connections to the run's database, Redis and
+// RabbitMQ, for measuring.
+func (r *e2eRun) connect(ctx context.Context) error {
+	var err error
+	if r.db, err = r.sb.pool(ctx); err != nil {
+		return err
+	}
+	opts, err := redis.ParseURL(r.cfg.svc.redis)
+	if err != nil {
+		return err
+	}
+	r.rdb = redis.NewClient(opts)
+	if r.amqpc, err = amqp.Dial(r.cfg.svc.amqp); err != nil {
+		return fmt.Errorf("RabbitMQ: %w", err)
+	}
+	return nil
 }
 
 // register inserts the pages with plain SQL (every other column has its
@@ -397,99 +407,126 @@ func (r *e2eRun) countPages(ctx context.Context, where string, args ...any) (int
 // measure runs the phases: baseline, saturation, half rate, drain; then
 // checks correctness and measures memory and the parse ceiling.
 func (r *e2eRun) measure(ctx context.Context) (*e2eResult, error) {
-	n := len(r.farm.pages)
-	res := &e2eResult{cfg: r.cfg, pages: n}
+	res := &e2eResult{cfg: r.cfg, pages: len(r.farm.pages)}
+	for _, phase := range []func(context.Context, *e2eResult) error{
+		r.baseline, r.saturate, r.halfRate, r.drain, r.evaluate, r.memory, r.ceiling,
+	} {
+		if err := phase(ctx, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
 
-	// 1. Baseline: every page checked once, at version 0.
-	start := time.Now()
+// baseline waits until every page has been checked once, at version 0.
+func (r *e2eRun) baseline(ctx context.Context, res *e2eResult) error {
+	n, start := res.pages, time.Now()
 	err := r.waitFor(ctx, "every page's baseline", 10*time.Minute, func() (bool, string, error) {
 		done, err := r.countPages(ctx, "baseline_at IS NOT NULL")
 		return done == n, fmt.Sprintf("%d of %d", done, n), err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.baselinePerSec = float64(n) / time.Since(start).Seconds()
 	r.logf("baseline: %d pages in %.1fs (%.0f pages/s, every link inserted)", n, time.Since(start).Seconds(), res.baselinePerSec)
+	return nil
+}
 
-	// 2. Saturation: every page always due; rounds begin.
+// saturate starts the rounds and makes every page due all the time, then
+// measures a window once the pipeline has settled; with -perf it profiles
+// the programs afterwards, still saturated.
+func (r *e2eRun) saturate(ctx context.Context, res *e2eResult) error {
 	r.farm.startRounds(time.Now())
 	if _, err := r.db.Exec(ctx, `UPDATE pages SET check_interval = $1 * interval '1 millisecond', next_check_at = now()`,
 		r.cfg.satInterval.Milliseconds()); err != nil {
-		return nil, err
+		return err
 	}
 	r.logf("saturation: interval %s, warming up %s, then measuring %s", r.cfg.satInterval, r.cfg.warmup, r.cfg.window)
-	if err := sleep(ctx, r.cfg.warmup); err != nil {
-		return nil, err
-	}
-	s0, err := r.snapshot(ctx)
+	w, err := r.window(ctx, r.cfg.warmup, r.cfg.window)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := sleep(ctx, r.cfg.window); err != nil {
-		return nil, err
-	}
-	s1, err := r.snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.alive(); err != nil {
-		return nil, err
-	}
-	res.saturation = newWindow(s0, s1)
-	res.satStart, res.satEnd = s0.at, s1.at
+	res.saturation, res.satStart, res.satEnd = w.window, w.start, w.end
 	r.logf("saturation: %.1f pages/s checked (%.1f fetched), machine busy %.2f of %d cores",
-		res.saturation.pagesPerSec, res.saturation.fetchesPerSec, res.saturation.busyCores, numCPU())
-	if res.saturation.pages < 1 {
-		return nil, errors.New("no page was checked in the saturation window")
+		w.pagesPerSec, w.fetchesPerSec, w.busyCores, numCPU())
+	if w.pages < 1 {
+		return errors.New("no page was checked in the saturation window")
 	}
 	if r.cfg.perf > 0 {
 		res.profiles = r.profile(ctx, r.cfg.perf)
 	}
+	return nil
+}
 
-	// 3. Half rate: an interval at which the pages ask for half the peak.
-	interval := time.Duration(float64(n) / (res.saturation.pagesPerSec / 2) * float64(time.Second)).Round(100 * time.Millisecond)
+// halfRate sets the interval at which the pages ask for half the peak rate,
+// phases spread at random, and measures a window of latencyIntervals
+// intervals after 1.5 intervals of settling.
+func (r *e2eRun) halfRate(ctx context.Context, res *e2eResult) error {
+	n := float64(res.pages)
+	interval := time.Duration(n / (res.saturation.pagesPerSec / 2) * float64(time.Second)).Round(100 * time.Millisecond)
 	res.interval = interval
 	if _, err := r.db.Exec(ctx, `UPDATE pages SET check_interval = $1 * interval '1 millisecond',
 		next_check_at = now() + random() * $1 * interval '1 millisecond'`, interval.Milliseconds()); err != nil {
-		return nil, err
+		return err
 	}
 	settle := 3 * interval / 2
 	r.logf("half rate: interval %s (%.1f pages/s asked), settling %s, then measuring %d intervals",
-		interval, float64(n)/interval.Seconds(), settle, r.cfg.latencyIntervals)
-	if err := sleep(ctx, settle); err != nil {
-		return nil, err
-	}
-	h0, err := r.snapshot(ctx)
+		interval, n/interval.Seconds(), settle, r.cfg.latencyIntervals)
+	w, err := r.window(ctx, settle, time.Duration(r.cfg.latencyIntervals)*interval)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := sleep(ctx, time.Duration(r.cfg.latencyIntervals)*interval); err != nil {
-		return nil, err
-	}
-	h1, err := r.snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res.half = newWindow(h0, h1)
-	res.halfStart, res.halfEnd = h0.at, h1.at
-	r.logf("half rate: %.1f pages/s checked", res.half.pagesPerSec)
+	res.half, res.halfStart, res.halfEnd = w.window, w.start, w.end
+	r.logf("half rate: %.1f pages/s checked", w.pagesPerSec)
+	return nil
+}
 
-	// 4. Drain: freeze the pages, wait for a check of each after the freeze,
-	// stop the scheduler and let the queues empty.
-	freeze := time.Now()
+// timedWindow is a window with the instants it began and ended.
+type timedWindow struct {
+	window
+	start, end time.Time
+}
+
+// window waits settle, then measures for d.
+func (r *e2eRun) window(ctx context.Context, settle, d time.Duration) (timedWindow, error) {
+	if err := sleep(ctx, settle); err != nil {
+		return timedWindow{}, err
+	}
+	s0, err := r.snapshot(ctx)
+	if err != nil {
+		return timedWindow{}, err
+	}
+	if err := sleep(ctx, d); err != nil {
+		return timedWindow{}, err
+	}
+	s1, err := r.snapshot(ctx)
+	if err != nil {
+		return timedWindow{}, err
+	}
+	if err := r.alive(); err != nil {
+		return timedWindow{}, err
+	}
+	return timedWindow{window: newWindow(s0, s1), start: s0.at, end: s1.at}, nil
+}
+
+// drain freezes the pages, waits for a check of each after the freeze,
+// stops the scheduler, lets the queues empty and reads the programs' peak
+// RSS while they still run.
+func (r *e2eRun) drain(ctx context.Context, res *e2eResult) error {
+	n, freeze := res.pages, time.Now()
 	r.farm.stopRounds(freeze)
-	if err := r.waitFor(ctx, "a check of every page after the freeze", 3*interval+time.Minute, func() (bool, string, error) {
+	if err := r.waitFor(ctx, "a check of every page after the freeze", 3*res.interval+time.Minute, func() (bool, string, error) {
 		done, err := r.countPages(ctx, "last_checked_at > $1", freeze)
 		return done == n, fmt.Sprintf("%d of %d", done, n), err
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	for _, p := range r.kind("scheduler") {
 		p.stop(30 * time.Second)
 	}
 	if err := r.drainQueues(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	res.rss = map[string]float64{}
 	for _, p := range r.procs {
@@ -500,44 +537,44 @@ func (r *e2eRun) measure(ctx context.Context) (*e2eResult, error) {
 			res.rss[p.kind] = max(res.rss[p.kind], float64(b)/(1<<20))
 		}
 	}
+	return nil
+}
 
-	// 5. Correctness and latency.
-	if err := r.evaluate(ctx, res); err != nil {
-		return nil, err
-	}
-	r.logf("correctness: %d new links served, %d found, %d missing, %d extra, %d duplicates",
-		res.truth, res.found, res.missing, res.extra, res.duplicates)
-
-	// 6. Memory of the seen-set: in this run, and 1,000,000 links over 5,000 pages.
+// memory measures the run's own seen-set, stops the programs, and fills
+// 1,000,000 links over 5,000 pages through package seen.
+func (r *e2eRun) memory(ctx context.Context, res *e2eResult) error {
 	var links int
 	if err := r.db.QueryRow(ctx, `SELECT count(*) FROM links`).Scan(&links); err != nil {
-		return nil, err
+		return err
 	}
 	usage, keys, err := memoryUsage(ctx, r.rdb, r.sb.prefix)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.runLinks, res.runKeys, res.runRedisPerLink = links, keys, float64(usage)/float64(max(links, 1))
 	r.stopPrograms()
-	if r.cfg.redisLinks > 0 {
-		r.logf("Redis memory: %d links over %d pages through package seen", r.cfg.redisLinks, r.cfg.redisPages)
-		m, err := measureRedisMemory(ctx, r.cfg.svc.redis, r.sb.prefix+":mem", r.cfg.redisLinks, r.cfg.redisPages, shortlink.DefaultLength)
-		if err != nil {
-			return nil, err
-		}
-		res.redis = &m
+	if r.cfg.redisLinks <= 0 {
+		return nil
 	}
+	r.logf("Redis memory: %d links over %d pages through package seen", r.cfg.redisLinks, r.cfg.redisPages)
+	m, err := measureRedisMemory(ctx, r.cfg.svc.redis, r.sb.prefix+":mem", r.cfg.redisLinks, r.cfg.redisPages, shortlink.DefaultLength)
+	if err != nil {
+		return err
+	}
+	res.redis = &m
+	return nil
+}
 
-	// 7. The parse-only ceiling on the same pages, with the programs stopped.
+// ceiling measures the parse-only rate on the farm's pages, with the
+// programs stopped.
+func (r *e2eRun) ceiling(_ context.Context, res *e2eResult) error {
 	pages, err := decodePages(r.farm, 200)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.logf("parse ceiling: %d of the farm's pages, one core, %d × %s", len(pages), r.cfg.parseReps, r.cfg.parseTime)
-	if res.parse, err = parseCeiling(pages, r.cfg.parseReps, r.cfg.parseTime); err != nil {
-		return nil, err
-	}
-	return res, nil
+	res.parse, err = parseCeiling(pages, r.cfg.parseReps, r.cfg.parseTime)
+	return err
 }
 
 // drainQueues waits until both queues are empty and the processors have
@@ -651,6 +688,8 @@ func (r *e2eRun) evaluate(ctx context.Context, res *e2eResult) error {
 	slices.Sort(halfLat)
 	slices.Sort(satLat)
 	res.latency, res.satLatency = halfLat, satLat
+	r.logf("correctness: %d new links served, %d found, %d missing, %d extra, %d duplicates",
+		res.truth, res.found, res.missing, res.extra, res.duplicates)
 	return nil
 }
 

@@ -17,7 +17,8 @@ type peerConfig struct {
 	svc      services
 	repo     string
 	pages    int
-	rounds   int
+	rounds   int // rounds with every page changed
+	same     int // rounds with no page changed
 	synth    synthConfig
 	hosts    int
 	urlwatch string
@@ -49,7 +50,8 @@ func runPeer(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	c.svc.flags(fs)
 	fs.StringVar(&c.repo, "repo", ".", "portalwatch's module root")
 	fs.IntVar(&c.pages, "pages", 200, "pages both systems check")
-	fs.IntVar(&c.rounds, "rounds", 3, "measured rounds per system (after a first, baseline round)")
+	fs.IntVar(&c.rounds, "rounds", 3, "measured rounds with every page changed, per system (after a first, baseline round)")
+	fs.IntVar(&c.same, "unchanged-rounds", 2, "then measured rounds with no page changed, per system")
 	fs.IntVar(&c.hosts, "hosts", 16, "loopback addresses the farm serves from")
 	fs.StringVar(&c.urlwatch, "urlwatch", "urlwatch", "the urlwatch program (Debian package urlwatch)")
 	fs.DurationVar(&c.timeout, "timeout", 15*time.Minute, "stop the run after this long, whatever happens")
@@ -80,42 +82,74 @@ func runPeer(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 
-	rate := func(rs []peerRound) spread {
-		xs := make([]float64, len(rs))
-		for i, r := range rs {
-			xs[i] = float64(c.pages) / r.seconds
-		}
-		return spreadOf(xs)
+	changed, same := func(rs []peerRound) []peerRound { return rs[:c.rounds] }, func(rs []peerRound) []peerRound { return rs[c.rounds:] }
+	fmt.Fprintf(stdout, "\n== urlwatch vs portalwatch: %d synthetic pages (median (min–max) of the rounds) ==\n", c.pages)
+	fmt.Fprintf(stdout, "%-28s %22s %24s %26s\n", "", "pages/s", "CPU ms/page (all)", "CPU ms/page (own programs)")
+	row := func(name string, rs []peerRound) {
+		fmt.Fprintf(stdout, "%-28s %22s %24s %26s\n", name, peerRate(rs, c.pages), peerCPU(rs, c.pages, false), peerCPU(rs, c.pages, true))
 	}
-	cpu := func(rs []peerRound, prog bool) spread {
-		xs := make([]float64, len(rs))
-		for i, r := range rs {
-			xs[i] = 1000 * r.cpu / float64(c.pages)
-			if prog {
-				xs[i] = 1000 * r.cpuProg / float64(c.pages)
-			}
-		}
-		return spreadOf(xs)
+	row(fmt.Sprintf("urlwatch, pages changed ×%d", c.rounds), changed(uw))
+	row(fmt.Sprintf("portalwatch, changed ×%d", c.rounds), changed(pw))
+	if c.same > 0 {
+		row(fmt.Sprintf("urlwatch, unchanged ×%d", c.same), same(uw))
+		row(fmt.Sprintf("portalwatch, unchanged ×%d", c.same), same(pw))
 	}
-	uwRate, pwRate := rate(uw), rate(pw)
-	fmt.Fprintf(stdout, "\n== urlwatch vs portalwatch: %d synthetic pages, %d rounds each (median (min–max)) ==\n", c.pages, c.rounds)
-	fmt.Fprintf(stdout, "%-12s %22s %26s %26s\n", "", "pages/s", "CPU ms/page (all)", "CPU ms/page (own programs)")
-	fmt.Fprintf(stdout, "%-12s %22s %26s %26s\n", "urlwatch", uwRate, cpu(uw, false), cpu(uw, true))
-	fmt.Fprintf(stdout, "%-12s %22s %26s %26s\n", "portalwatch", pwRate, cpu(pw, false), cpu(pw, true))
-	fmt.Fprintf(stdout, "portalwatch / urlwatch pages/s: %.2f (target ≥ 3); updates recorded %d (want %d)\n",
-		pwRate.median/uwRate.median, updates, c.rounds*c.pages*c.synth.perRound)
-	return printJSON(stdout, map[string]any{
-		"pages": c.pages, "rounds": c.rounds,
-		"urlwatch_pages_per_s": round3(uwRate.median), "portalwatch_pages_per_s": round3(pwRate.median),
-		"ratio":                    round3(pwRate.median / uwRate.median),
-		"urlwatch_cpu_ms_per_page": round3(cpu(uw, false).median), "portalwatch_cpu_ms_per_page": round3(cpu(pw, false).median),
-		"portalwatch_programs_cpu_ms_per_page": round3(cpu(pw, true).median),
-		"updates":                              updates, "updates_expected": c.rounds * c.pages * c.synth.perRound,
-	})
+	ratio := peerRate(changed(pw), c.pages).median / peerRate(changed(uw), c.pages).median
+	want := c.rounds * c.pages * c.synth.perRound
+	fmt.Fprintf(stdout, "portalwatch / urlwatch pages/s, pages changed: %.2f (target ≥ 3); updates recorded %d (want %d)\n", ratio, updates, want)
+	out := map[string]any{
+		"pages": c.pages, "rounds": c.rounds, "unchanged_rounds": c.same,
+		"urlwatch_pages_per_s": round3(peerRate(changed(uw), c.pages).median), "portalwatch_pages_per_s": round3(peerRate(changed(pw), c.pages).median),
+		"ratio":                    round3(ratio),
+		"urlwatch_cpu_ms_per_page": round3(peerCPU(changed(uw), c.pages, false).median), "portalwatch_cpu_ms_per_page": round3(peerCPU(changed(pw), c.pages, false).median),
+		"portalwatch_programs_cpu_ms_per_page": round3(peerCPU(changed(pw), c.pages, true).median),
+		"updates":                              updates, "updates_expected": want,
+	}
+	if c.same > 0 {
+		out["urlwatch_unchanged_pages_per_s"] = round3(peerRate(same(uw), c.pages).median)
+		out["portalwatch_unchanged_pages_per_s"] = round3(peerRate(same(pw), c.pages).median)
+		out["ratio_unchanged"] = round3(peerRate(same(pw), c.pages).median / peerRate(same(uw), c.pages).median)
+	}
+	return printJSON(stdout, out)
 }
 
-// urlwatchRounds runs urlwatch once to fill its cache, then once per round
-// after every page changed.
+// peerRate is the pages per second of each round.
+func peerRate(rs []peerRound, pages int) spread {
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = float64(pages) / r.seconds
+	}
+	return spreadOf(xs)
+}
+
+// peerCPU is the CPU milliseconds per page of each round: everything the
+// system needs, or its own programs only.
+func peerCPU(rs []peerRound, pages int, own bool) spread {
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = 1000 * r.cpu / float64(pages)
+		if own {
+			xs[i] = 1000 * r.cpuProg / float64(pages)
+		}
+	}
+	return spreadOf(xs)
+}
+
+// versions returns the farm version of each measured round: c.rounds new
+// versions, then c.same repeats of the last.
+func (c peerConfig) versions() []int {
+	var vs []int
+	for v := 1; v <= c.rounds; v++ {
+		vs = append(vs, v)
+	}
+	for range c.same {
+		vs = append(vs, c.rounds)
+	}
+	return vs
+}
+
+// urlwatchRounds runs urlwatch once to fill its cache, then once per
+// measured round.
 func urlwatchRounds(ctx context.Context, c peerConfig, f *farm, log io.Writer) ([]peerRound, error) {
 	dir, err := os.MkdirTemp("", "pwbench-urlwatch-")
 	if err != nil {
@@ -158,20 +192,21 @@ func urlwatchRounds(ctx context.Context, c peerConfig, f *farm, log io.Writer) (
 		return nil, err
 	}
 	var rounds []peerRound
-	for r := 1; r <= c.rounds; r++ {
-		f.setVersion(r)
+	for i, v := range c.versions() {
+		f.setVersion(v)
 		round, err := runOnce()
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(log, "%s  urlwatch round %d: %.2fs, %.0f pages/s\n", time.Now().Format("15:04:05"), r, round.seconds, float64(c.pages)/round.seconds)
+		fmt.Fprintf(log, "%s  urlwatch round %d (version %d): %.2fs, %.0f pages/s\n",
+			time.Now().Format("15:04:05"), i+1, v, round.seconds, float64(c.pages)/round.seconds)
 		rounds = append(rounds, round)
 	}
 	return rounds, nil
 }
 
 // portalwatchRounds runs the real programs on the same pages: a baseline
-// round, then one round per version.
+// round, then one round per measured version.
 func portalwatchRounds(ctx context.Context, c peerConfig, f *farm, log io.Writer) ([]peerRound, int, error) {
 	cfg := e2eConfig{svc: c.svc, repo: c.repo, mode: "synthetic", pages: c.pages, hosts: c.hosts,
 		crawlers: 1, crawlerConcurrency: 16, processors: 1, processorConcurrency: 8, logLevel: "info"}
@@ -193,7 +228,7 @@ func portalwatchRounds(ctx context.Context, c peerConfig, f *farm, log io.Writer
 	if err := r.bin.migrate(ctx, r.sb); err != nil {
 		return nil, 0, err
 	}
-	if r.db, err = r.sb.pool(ctx); err != nil {
+	if err := r.connect(ctx); err != nil {
 		return nil, 0, err
 	}
 	if err := r.register(ctx); err != nil {
@@ -211,15 +246,16 @@ func portalwatchRounds(ctx context.Context, c peerConfig, f *farm, log io.Writer
 		if _, err := r.db.Exec(ctx, `UPDATE pages SET next_check_at = now()`); err != nil {
 			return peerRound{}, err
 		}
-		err := r.waitFor(ctx, fmt.Sprintf("round %d", v), 5*time.Minute, func() (bool, string, error) {
+		err := r.waitFor(ctx, fmt.Sprintf("round of version %d", v), 5*time.Minute, func() (bool, string, error) {
 			done, err := r.countPages(ctx, "last_checked_at >= $1", start)
 			return done == c.pages, fmt.Sprintf("%d of %d", done, c.pages), err
 		})
 		if err != nil {
 			return peerRound{}, err
 		}
+		seconds := time.Since(start).Seconds()
 		d := meter.sample().sub(before)
-		var all, own float64
+		var own, all float64
 		for _, g := range programGroups {
 			own += d.byGroup[g]
 		}
@@ -227,19 +263,20 @@ func portalwatchRounds(ctx context.Context, c peerConfig, f *farm, log io.Writer
 		for _, g := range serviceGroups {
 			all += d.byGroup[g]
 		}
-		return peerRound{seconds: time.Since(start).Seconds(), cpu: all, cpuProg: own}, nil
+		return peerRound{seconds: seconds, cpu: all, cpuProg: own}, nil
 	}
 	fmt.Fprintf(log, "%s  portalwatch: baseline round\n", time.Now().Format("15:04:05"))
 	if _, err := round(0); err != nil {
 		return nil, 0, err
 	}
 	var rounds []peerRound
-	for v := 1; v <= c.rounds; v++ {
+	for i, v := range c.versions() {
 		rd, err := round(v)
 		if err != nil {
 			return nil, 0, err
 		}
-		fmt.Fprintf(log, "%s  portalwatch round %d: %.2fs, %.0f pages/s\n", time.Now().Format("15:04:05"), v, rd.seconds, float64(c.pages)/rd.seconds)
+		fmt.Fprintf(log, "%s  portalwatch round %d (version %d): %.2fs, %.0f pages/s\n",
+			time.Now().Format("15:04:05"), i+1, v, rd.seconds, float64(c.pages)/rd.seconds)
 		rounds = append(rounds, rd)
 	}
 	if err := r.drainQueues(ctx); err != nil {

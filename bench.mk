@@ -1,0 +1,54 @@
+# Benchmarks (issue 5): included from the Makefile. See BENCHMARKS.md.
+#
+#   make bench            the whole pipeline on 1,000 synthetic portals (pwbench e2e)
+#   make bench-history    the same, replaying ../shared/corpus/history
+#   make bench-scheduler  1,000,000 due pages vs raw confirmed publishing
+#   make bench-peer       urlwatch and portalwatch on the same 200 pages
+#   make bench-go         the Go benchmarks, with -benchmem, on ../shared/corpus/pages
+#
+# Each pwbench run builds the real programs into a temporary folder, uses its
+# own database, queue names and Redis prefix, sends traffic to loopback only,
+# is bounded in time, and removes what it created. Its last output line is
+# one JSON object. BENCH_RUNS repeats a run; BENCH_FLAGS passes flags
+# (bin/pwbench e2e -h lists them), e.g. BENCH_FLAGS='-pages 300 -perf 15s'.
+
+BENCH_RUNS  ?= 1
+BENCH_FLAGS ?=
+BENCH_COUNT ?= 3
+BENCH_TIME  ?= 1s
+BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/)
+PWBENCH     := bin/pwbench
+
+.PHONY: bench bench-history bench-scheduler bench-peer bench-go bench-redis pwbench
+
+pwbench:
+	@scripts/services.sh check-go
+	@mkdir -p bin
+	$(GO) build -o $(PWBENCH) ./cmd/pwbench
+
+## bench: the whole pipeline, saturated then at half rate, with correctness.
+bench: services pwbench
+	@for i in $$(seq 1 $(BENCH_RUNS)); do $(PWBENCH) e2e -repo . $(BENCH_FLAGS) || exit 1; done
+
+## bench-history: the pipeline replaying the real homepage histories.
+bench-history: services pwbench
+	@for i in $$(seq 1 $(BENCH_RUNS)); do $(PWBENCH) e2e -repo . -mode history $(BENCH_FLAGS) || exit 1; done
+
+## bench-scheduler: jobs published per second from 1,000,000 due pages.
+bench-scheduler: services pwbench
+	@for i in $$(seq 1 $(BENCH_RUNS)); do $(PWBENCH) scheduler -repo . $(BENCH_FLAGS) || exit 1; done
+
+## bench-peer: urlwatch (Debian package) and portalwatch side by side.
+bench-peer: services pwbench
+	@command -v urlwatch >/dev/null || { echo "installing urlwatch"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq urlwatch >/dev/null; \
+		else sudo apt-get install -y -qq urlwatch >/dev/null; fi; }
+	@for i in $$(seq 1 $(BENCH_RUNS)); do $(PWBENCH) peer -repo . $(BENCH_FLAGS) || exit 1; done
+
+## bench-redis: the seen-set's bytes per link alone.
+bench-redis: services pwbench
+	@$(PWBENCH) redis $(BENCH_FLAGS)
+
+## bench-go: Go benchmarks (real pages, real PostgreSQL and Redis).
+bench-go: services
+	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) $(BENCH_PKGS)

@@ -1,0 +1,190 @@
+package processor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/portalwatch/portalwatch/internal/domwalk"
+	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/processor"
+	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/seen"
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+const benchCorpusDir = "../../../shared/corpus/pages"
+
+// corpusLinks returns the links of the corpus pages that have at least
+// minLinks, as a crawler would send them (decoded, parsed, normalised). It
+// skips the benchmark when the corpus is absent, unless CI=true.
+func corpusLinks(b *testing.B, minLinks, maxPages int) [][]watch.Link {
+	paths, err := filepath.Glob(filepath.Join(benchCorpusDir, "*.html"))
+	if err != nil || len(paths) == 0 {
+		if os.Getenv("CI") == "true" {
+			b.Fatalf("corpus %s not found (CI=true: it must be present)", benchCorpusDir)
+		}
+		b.Skipf("corpus %s not found; set it up to run this benchmark", benchCorpusDir)
+	}
+	var out [][]watch.Link
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		html, _ := fetch.DecodeHTML(raw, "")
+		u, _ := url.Parse("https://" + strings.TrimSuffix(filepath.Base(p), ".html") + ".corpus.example/")
+		links, _, err := domwalk.Parse(bytes.NewReader(html), u, domwalk.Limits{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(links) >= minLinks {
+			out = append(out, links)
+		}
+		if len(out) == maxPages {
+			break
+		}
+	}
+	return out
+}
+
+// benchProcessor is a processor on a fresh database and Redis prefix, with
+// one registered page per corpus page.
+type benchProcessor struct {
+	svc   *processor.Service
+	st    *store.Store
+	pages []watch.Page
+}
+
+func newBenchProcessor(b *testing.B, redisURL string, pages int) *benchProcessor {
+	ctx := context.Background()
+	st, err := store.Open(ctx, testsvc.Postgres(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(st.Close)
+	if _, err := st.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
+		b.Fatal(err)
+	}
+	liveURL, prefix := testsvc.Redis(b)
+	if redisURL == "" {
+		redisURL = liveURL
+	}
+	set, err := seen.Open(redisURL, seen.Config{Prefix: prefix, Epoch: "bench", Timeout: 200 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { set.Close() })
+	bp := &benchProcessor{st: st,
+		svc: processor.New(processor.Config{}, st, set, slog.New(slog.DiscardHandler), prometheus.NewRegistry())}
+	for i := range pages {
+		p, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://portal-%d.example/", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bp.pages = append(bp.pages, p)
+	}
+	return bp
+}
+
+func (bp *benchProcessor) handle(b *testing.B, page watch.Page, links []watch.Link, at time.Time) int {
+	body, err := json.Marshal(watch.Task{BaseURL: page.BaseURL, ID: page.ID, Status: 200, FetchedAt: at, Context: links})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := bp.svc.Handle(context.Background(), queue.Delivery{Body: body}); err != nil {
+		b.Fatal(err)
+	}
+	return len(body)
+}
+
+// quietRedisLog drops go-redis's own log lines.
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
+
+// withNews returns links plus n links never seen before.
+func withNews(links []watch.Link, round, n int) []watch.Link {
+	out := append(make([]watch.Link, 0, len(links)+n), links...)
+	for j := range n {
+		out = append(out, watch.Link{URL: fmt.Sprintf("https://news.example/%d/%d.html", round, j), Text: "Breaking story"})
+	}
+	return out
+}
+
+// BenchmarkHandle is the processor's per-task path against the real
+// PostgreSQL and Redis, with the links of real pages (pages with at least
+// 100 links). One op handles one task.
+//
+//   - steady: the common case. The page's baseline is recorded; each task
+//     carries its links plus 3 new ones, so Redis answers for all but 3 and
+//     PostgreSQL inserts 3 links and 3 updates.
+//   - no-cache: Redis is unreachable, so PostgreSQL decides every link
+//     (INSERT … ON CONFLICT DO NOTHING on all of them), as after a flush.
+//   - baseline: the first check of a page: every link is inserted.
+func BenchmarkHandle(b *testing.B) {
+	corpus := corpusLinks(b, 100, 30)
+	if len(corpus) == 0 {
+		b.Skip("no corpus page with 100 links")
+	}
+	run := func(b *testing.B, redisURL string) {
+		bp := newBenchProcessor(b, redisURL, len(corpus))
+		at := time.Now().Add(-time.Hour)
+		for i, links := range corpus {
+			bp.handle(b, bp.pages[i], links, at)
+		}
+		var bytes, links int
+		round := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			i := round % len(corpus)
+			at = at.Add(time.Millisecond)
+			task := withNews(corpus[i], round, 3)
+			bytes += bp.handle(b, bp.pages[i], task, at)
+			links += len(task)
+			round++
+		}
+		b.SetBytes(int64(bytes / max(round, 1)))
+		b.ReportMetric(float64(links)/float64(max(round, 1)), "links/task")
+	}
+	b.Run("steady", func(b *testing.B) { run(b, "") })
+	b.Run("no-cache", func(b *testing.B) {
+		// go-redis logs each failed dial on its own; its lines would break
+		// the benchmark's result lines.
+		redis.SetLogger(quietRedisLog{})
+		run(b, "redis://127.0.0.1:1/0")
+	})
+	b.Run("baseline", func(b *testing.B) {
+		bp := newBenchProcessor(b, "", 0)
+		ctx := context.Background()
+		var bytes, links, n int
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			page, err := bp.st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://baseline-%d.example/", n)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			task := corpus[n%len(corpus)]
+			bytes += bp.handle(b, page, task, time.Now())
+			links += len(task)
+			n++
+		}
+		b.SetBytes(int64(bytes / max(n, 1)))
+		b.ReportMetric(float64(links)/float64(max(n, 1)), "links/task")
+	})
+}

@@ -1,0 +1,65 @@
+package shortlink_test
+
+import (
+	"bytes"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/portalwatch/portalwatch/internal/domwalk"
+	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/shortlink"
+)
+
+const benchCorpusDir = "../../../shared/corpus/pages"
+
+// corpusURLs returns the normalised URLs of every link of the corpus pages,
+// as the processor receives them. It skips the benchmark when the corpus is
+// absent, unless CI=true.
+func corpusURLs(b *testing.B) ([]string, int) {
+	paths, err := filepath.Glob(filepath.Join(benchCorpusDir, "*.html"))
+	if err != nil || len(paths) == 0 {
+		if os.Getenv("CI") == "true" {
+			b.Fatalf("corpus %s not found (CI=true: it must be present)", benchCorpusDir)
+		}
+		b.Skipf("corpus %s not found; set it up to run this benchmark", benchCorpusDir)
+	}
+	var urls []string
+	size := 0
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		doc, _ := fetch.DecodeHTML(raw, "")
+		base, _ := url.Parse("https://" + strings.TrimSuffix(filepath.Base(p), ".html") + ".corpus.example/")
+		links, _, err := domwalk.Parse(bytes.NewReader(doc), base, domwalk.Limits{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range links {
+			urls = append(urls, l.URL)
+			size += len(l.URL)
+		}
+	}
+	return urls, size
+}
+
+// BenchmarkCorpus computes what the processor computes for each link of the
+// real pages: the key, the default-length code and its integer value.
+func BenchmarkCorpus(b *testing.B) {
+	urls, size := corpusURLs(b)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, u := range urls {
+			k := shortlink.Key(u)
+			_ = shortlink.Code(k, shortlink.DefaultLength)
+			_ = shortlink.CodeValue(k, shortlink.DefaultLength)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(urls)), "ns/link")
+	b.ReportMetric(float64(len(urls)), "links/op")
+}
