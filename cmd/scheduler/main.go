@@ -39,6 +39,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		BatchSize:    cfg.Scheduler.BatchSize,
 		Lease:        cfg.Scheduler.Lease,
 		Jitter:       cfg.Scheduler.Jitter,
+		Workers:      cfg.Scheduler.Workers,
 	}, st, pub, log, reg)
 
 	g, ctx := errgroup.WithContext(ctx)

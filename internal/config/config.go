@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -75,10 +76,14 @@ type Scheduler struct {
 	// Lease is how long a page whose job is in flight is not scheduled again
 	// unless its task comes back first (PORTALWATCH_LEASE, default 10m).
 	Lease time.Duration
-	// Jitter is the largest share of a page's interval added at random to its
-	// next check, so pages registered together drift apart
-	// (PORTALWATCH_JITTER, default 0.1, range 0..1).
+	// Jitter is the largest share of a page's interval added at random when
+	// its schedule starts or restarts after falling behind, so pages
+	// registered together drift apart (PORTALWATCH_JITTER, default 0.1,
+	// range 0..1).
 	Jitter float64
+	// Workers is how many scheduling rounds run at once
+	// (PORTALWATCH_SCHEDULER_WORKERS, default 2).
+	Workers int
 }
 
 // Crawler holds the crawler's settings.
@@ -86,6 +91,11 @@ type Crawler struct {
 	// Concurrency is how many pages one crawler fetches at once; it is also
 	// the job queue prefetch (PORTALWATCH_CRAWLER_CONCURRENCY, default 16).
 	Concurrency int
+	// ParseConcurrency is how many fetched pages one crawler parses at once
+	// (PORTALWATCH_PARSE_CONCURRENCY, default the number of CPUs): a DOM
+	// takes ten times its page's size, so parsing more pages than there are
+	// cores costs memory and gains nothing.
+	ParseConcurrency int
 	// UserAgent is sent with every request (PORTALWATCH_USER_AGENT).
 	UserAgent string
 	// FetchTimeout bounds one fetch including redirects and the body
@@ -141,15 +151,17 @@ func Load(getenv Getenv) (Config, error) {
 			BatchSize:    r.integer("PORTALWATCH_SCHEDULER_BATCH", 500, 1, 10000),
 			Lease:        r.duration("PORTALWATCH_LEASE", 10*time.Minute, time.Second),
 			Jitter:       r.fraction("PORTALWATCH_JITTER", 0.1),
+			Workers:      r.integer("PORTALWATCH_SCHEDULER_WORKERS", 2, 1, 64),
 		},
 		Crawler: Crawler{
-			Concurrency:  r.integer("PORTALWATCH_CRAWLER_CONCURRENCY", 16, 1, 1000),
-			UserAgent:    r.str("PORTALWATCH_USER_AGENT", ""),
-			FetchTimeout: r.duration("PORTALWATCH_FETCH_TIMEOUT", 30*time.Second, 100*time.Millisecond),
-			MaxBodyBytes: int64(r.integer("PORTALWATCH_MAX_BODY_BYTES", 10<<20, 1024, 1<<30)),
-			MaxRedirects: r.integer("PORTALWATCH_MAX_REDIRECTS", 5, 0, 20),
-			MaxLinks:     r.integer("PORTALWATCH_MAX_LINKS", 5000, 1, 100000),
-			IgnoreRobots: r.boolean("PORTALWATCH_IGNORE_ROBOTS", false),
+			Concurrency:      r.integer("PORTALWATCH_CRAWLER_CONCURRENCY", 16, 1, 1000),
+			ParseConcurrency: r.integer("PORTALWATCH_PARSE_CONCURRENCY", runtime.GOMAXPROCS(0), 1, 1000),
+			UserAgent:        r.str("PORTALWATCH_USER_AGENT", ""),
+			FetchTimeout:     r.duration("PORTALWATCH_FETCH_TIMEOUT", 30*time.Second, 100*time.Millisecond),
+			MaxBodyBytes:     int64(r.integer("PORTALWATCH_MAX_BODY_BYTES", 10<<20, 1024, 1<<30)),
+			MaxRedirects:     r.integer("PORTALWATCH_MAX_REDIRECTS", 5, 0, 20),
+			MaxLinks:         r.integer("PORTALWATCH_MAX_LINKS", 5000, 1, 100000),
+			IgnoreRobots:     r.boolean("PORTALWATCH_IGNORE_ROBOTS", false),
 		},
 		Processor: Processor{
 			Concurrency: r.integer("PORTALWATCH_PROCESSOR_CONCURRENCY", 8, 1, 1000),

@@ -19,6 +19,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/urlnorm"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -42,11 +43,16 @@ type Config struct {
 	// PublishTimeout bounds the wait for the broker to take a task; after it
 	// the job returns to its queue. Default 60s.
 	PublishTimeout time.Duration
+	// ParseConcurrency bounds the pages parsed at once; fetches go on
+	// meanwhile. A DOM takes about ten times its page's size, so this, not
+	// the fetch concurrency, bounds memory. Default 2.
+	ParseConcurrency int
 }
 
 // Service is the crawler.
 type Service struct {
 	cfg     Config
+	parsing chan struct{} // a slot per parse allowed at once
 	fetcher Fetcher
 	pub     Publisher
 	log     *slog.Logger
@@ -64,6 +70,9 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 	if cfg.PublishTimeout <= 0 {
 		cfg.PublishTimeout = 60 * time.Second
 	}
+	if cfg.ParseConcurrency <= 0 {
+		cfg.ParseConcurrency = 2
+	}
 	cfg.Limits = cfg.Limits.WithDefaults()
 	m := metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -79,7 +88,7 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 		}),
 	}
 	reg.MustRegister(m.checks, m.duration, m.links)
-	return &Service{cfg: cfg, fetcher: f, pub: pub, log: log, metrics: m}
+	return &Service{cfg: cfg, parsing: make(chan struct{}, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m}
 }
 
 // Handle handles one job delivery: a job that cannot be decoded is marked
@@ -134,7 +143,14 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	if pageURL == nil {
 		pageURL, _ = url.Parse(job.BaseURL)
 	}
+	select {
+	case s.parsing <- struct{}{}:
+	case <-ctx.Done():
+		task.Error = fmt.Sprintf("stopped before parsing %s: %v", job.BaseURL, ctx.Err())
+		return task
+	}
 	links, stats, err := domwalk.Parse(bytes.NewReader(res.HTML), pageURL, s.cfg.Limits)
+	<-s.parsing
 	if err != nil {
 		task.Error = fmt.Sprintf("parse %s: %v", job.BaseURL, err)
 		s.metrics.checks.WithLabelValues("parse_failed").Inc()
@@ -145,6 +161,17 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	if err != nil {
 		task.Error = err.Error()
 		s.metrics.checks.WithLabelValues("bad_options").Inc()
+		return task
+	}
+	urls := make([]string, len(links))
+	for i, l := range links {
+		urls[i] = l.URL
+	}
+	if job.LinksDigest != "" && shortlink.SetDigest(urls) == job.LinksDigest {
+		// Every one of these links is recorded already: say so instead of
+		// sending them all again.
+		task.Unchanged = true
+		s.metrics.checks.WithLabelValues("unchanged").Inc()
 		return task
 	}
 	task.Context = links

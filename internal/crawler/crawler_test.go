@@ -14,6 +14,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -104,5 +105,22 @@ func TestMalformedJobIsPermanent(t *testing.T) {
 		if err := svc.Handle(context.Background(), queue.Delivery{Body: []byte(body)}); !queue.IsPermanent(err) {
 			t.Errorf("Handle(%s) = %v, want a permanent error", body, err)
 		}
+	}
+}
+
+func TestUnchangedLinkSetIsNotSentAgain(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<a href="/b">B</a><a href="/a#x">A</a><a href="/a">A again</a>`))
+	})
+	svc := newService(t, &recorder{})
+	digest := shortlink.SetDigest([]string{srv.URL + "/a", srv.URL + "/b"})
+	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: digest})
+	if !task.Unchanged || len(task.Context) != 0 || task.Failed() {
+		t.Fatalf("same link set: %+v, want an unchanged task without links", task)
+	}
+	task = svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: shortlink.SetDigest([]string{srv.URL + "/a"})})
+	if task.Unchanged || len(task.Context) != 2 {
+		t.Fatalf("a different link set: %+v, want both links sent", task)
 	}
 }

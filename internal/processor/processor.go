@@ -127,7 +127,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		codes []uint64 // codes of links, the candidates PostgreSQL decides
 	)
 	if !task.Failed() && !task.NotModified() {
-		links, codes = s.candidates(ctx, task)
+		links, codes, check.LinksDigest = s.candidates(ctx, task)
 	}
 
 	rec, err := s.record(ctx, check, links)
@@ -153,6 +153,8 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	case task.Failed():
 		log.Info("check failed", "status", task.Status, "err", task.Error)
 		return "failed", nil
+	case task.Unchanged:
+		return "unchanged", nil
 	case task.NotModified():
 		return "not_modified", nil
 	case rec.Baseline:
@@ -160,16 +162,20 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		return "baseline", nil
 	}
 	s.metrics.updates.Add(float64(len(rec.Updates)))
-	for _, u := range rec.Updates {
-		log.Info("new link", "link_url", u.URL, "text", u.Text, "code", u.Code)
+	if len(rec.Updates) > 0 {
+		log.Info("new links", "count", len(rec.Updates))
+		for _, u := range rec.Updates {
+			log.Debug("new link", "link_url", u.URL, "text", u.Text, "code", u.Code)
+		}
 	}
 	return "ok", nil
 }
 
 // candidates returns the task's links that the seen-set does not know, with
-// their codes. Links are deduplicated by key, and their text made safe for
-// PostgreSQL, whatever the crawler sent.
-func (s *Service) candidates(ctx context.Context, task watch.Task) ([]store.NewLink, []uint64) {
+// their codes, and the digest of the task's whole link set. Links are
+// deduplicated by key, and their text made safe for PostgreSQL, whatever the
+// crawler sent.
+func (s *Service) candidates(ctx context.Context, task watch.Task) ([]store.NewLink, []uint64, string) {
 	links := make([]store.NewLink, 0, len(task.Context))
 	codes := make([]uint64, 0, len(task.Context))
 	keys := make(map[uint64]struct{}, len(task.Context))
@@ -186,12 +192,17 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) ([]store.NewL
 		links = append(links, store.NewLink{Key: key, URL: url, Text: clean(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
 		codes = append(codes, shortlink.CodeValue(key, s.cfg.CodeLength))
 	}
+	all := make([]uint64, 0, len(keys))
+	for k := range keys {
+		all = append(all, k)
+	}
+	digest := shortlink.KeySetDigest(all)
 	seen, err := s.seen.Seen(ctx, task.ID, codes)
 	if err != nil {
 		s.metrics.cacheFails.Inc()
 		s.log.Warn("seen-set unavailable; PostgreSQL decides every link", "page_id", task.ID, "err", err)
 		s.metrics.cacheMiss.Add(float64(len(links)))
-		return links, codes
+		return links, codes, digest
 	}
 	n := 0
 	for i := range links {
@@ -203,7 +214,7 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) ([]store.NewL
 	}
 	s.metrics.cacheHits.Add(float64(len(links) - n))
 	s.metrics.cacheMiss.Add(float64(n))
-	return links[:n], codes[:n]
+	return links[:n], codes[:n], digest
 }
 
 // record retries RecordCheck while the failure is transient.

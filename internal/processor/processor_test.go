@@ -13,6 +13,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/processor"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/seen"
+	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -175,5 +176,35 @@ func TestHostileTextIsStoredSafely(t *testing.T) {
 	ups, _ := f.st.Updates(context.Background(), store.UpdatesQuery{})
 	if len(ups) != 1 || ups[0].Text != "badtext\uFFFD" {
 		t.Fatalf("updates = %+v, want the NUL removed and the invalid byte replaced", ups)
+	}
+}
+
+func TestLinkSetDigestTravelsToTheNextJob(t *testing.T) {
+	f := newFixture(t, "")
+	f.deliver(t, f.task("/a", "/b"))
+	var jobs []watch.Job
+	claim := func() watch.Job {
+		t.Helper()
+		jobs = nil
+		_, err := f.st.ClaimDue(context.Background(), store.ClaimParams{Limit: 10, Lease: time.Minute},
+			func(_ context.Context, js []watch.Job) error { jobs = append(jobs, js...); return nil })
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("ClaimDue: %v, %d jobs", err, len(jobs))
+		}
+		return jobs[0]
+	}
+	job := claim()
+	want := shortlink.SetDigest([]string{"https://portal.example/a", "https://portal.example/b"})
+	if job.LinksDigest != want {
+		t.Fatalf("job digest %q, want the digest of the recorded link set %q", job.LinksDigest, want)
+	}
+
+	// The crawler found the same set: the check is recorded, nothing else.
+	unchanged := f.task()
+	unchanged.Unchanged = true
+	f.deliver(t, unchanged)
+	p, _ := f.st.Page(context.Background(), f.page.ID)
+	if p.LastStatus != 200 || p.LastError != "" || len(f.updates(t)) != 0 {
+		t.Fatalf("after an unchanged check: %+v, updates %v", p, f.updates(t))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,10 @@ type Config struct {
 	PublishTimeout time.Duration
 	// Backoff spaces rounds after a failure.
 	Backoff backoff.Policy
+	// Workers is how many rounds run at once. While one round waits for the
+	// broker's confirms, another claims the next batch (SKIP LOCKED keeps
+	// them apart). Default 2.
+	Workers int
 }
 
 func (c Config) withDefaults() Config {
@@ -62,6 +67,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PublishTimeout <= 0 {
 		c.PublishTimeout = 30 * time.Second
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2
 	}
 	return c
 }
@@ -94,15 +102,25 @@ func New(cfg Config, st Claimer, pub Publisher, log *slog.Logger, reg prometheus
 	return &Service{cfg: cfg.withDefaults(), store: st, pub: pub, log: log, metrics: m}
 }
 
-// Run schedules until ctx ends. A full batch is followed at once by another
-// round; otherwise it waits PollInterval. Failures (database or broker down)
-// are logged and retried with backoff; Run returns nil when ctx ends.
+// Run schedules until ctx ends, with Workers rounds in flight. A full batch
+// is followed at once by another round; otherwise a worker waits
+// PollInterval. Failures (database or broker down) are logged and retried
+// with backoff; Run returns nil when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range s.cfg.Workers {
+		wg.Go(func() { s.loop(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+func (s *Service) loop(ctx context.Context) {
 	failures := 0
 	for {
 		n, err := s.Round(ctx)
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
 		wait := s.cfg.PollInterval
 		switch {
@@ -119,7 +137,7 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-time.After(wait):
 		}
 	}

@@ -19,6 +19,9 @@ type Check struct {
 	Error        string // empty for a successful check
 	ETag         string
 	LastModified string
+	// LinksDigest is the digest of the check's whole link set
+	// (shortlink.KeySetDigest); empty keeps the page's digest.
+	LinksDigest string
 }
 
 // NewLink is a link to record: its 64-bit key (internal/shortlink), URL, text
@@ -164,10 +167,11 @@ func recordSuccess(ctx context.Context, q querier, c Check) (baseline bool, err 
 			last_error           = CASE WHEN `+fresh+` THEN NULL ELSE last_error END,
 			consecutive_failures = CASE WHEN `+fresh+` THEN 0 ELSE consecutive_failures END,
 			etag                 = CASE WHEN `+fresh+` AND $3 <> 304 THEN nullif($4, '') ELSE etag END,
-			last_modified        = CASE WHEN `+fresh+` AND $3 <> 304 THEN nullif($5, '') ELSE last_modified END
+			last_modified        = CASE WHEN `+fresh+` AND $3 <> 304 THEN nullif($5, '') ELSE last_modified END,
+			links_digest         = CASE WHEN `+fresh+` AND $6 <> '' THEN $6 ELSE links_digest END
 		WHERE id = $1
 		RETURNING baseline_at = now()`, // now() is the transaction's start: equal only if set here
-		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified).Scan(&baseline)
+		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest).Scan(&baseline)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}

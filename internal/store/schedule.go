@@ -23,9 +23,9 @@ type ClaimParams struct {
 }
 
 // ClaimDue claims up to p.Limit pages that are due (enabled, next_check_at
-// passed, no job in flight), hands their jobs to publish, and, if publish
-// succeeds, moves each page's next check forward by its interval plus jitter
-// and leases it. Rows are locked with FOR UPDATE SKIP LOCKED, so several
+// passed, no job in flight), moves each page's next check forward by its
+// interval and leases it, hands their jobs to publish, and commits if
+// publish succeeds. Rows are locked with FOR UPDATE SKIP LOCKED, so several
 // schedulers never claim the same page; if publish fails, the transaction
 // rolls back and the pages stay due. A page whose job was published but whose
 // claim did not commit gets a second job later, which the processor absorbs.
@@ -37,14 +37,30 @@ func (s *Store) ClaimDue(ctx context.Context, p ClaimParams, publish func(contex
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
 
+	// One statement claims and reschedules: the schedule stays anchored to
+	// the page's own rhythm (next = previous + interval) so checks do not
+	// drift by the pipeline's delay; a page that fell behind, or was never
+	// checked, restarts from now with jitter, which spreads pages registered
+	// together.
 	rows, err := tx.Query(ctx, `
-		SELECT id, base_url, coalesce(etag, ''), coalesce(last_modified, ''), next_check_at,
-		       same_site_only, ignore_patterns
-		FROM pages
-		WHERE enabled AND next_check_at <= now() AND (lease_until IS NULL OR lease_until <= now())
-		ORDER BY next_check_at
-		LIMIT $1
-		FOR UPDATE SKIP LOCKED`, p.Limit)
+		WITH due AS (
+			SELECT id, next_check_at FROM pages
+			WHERE enabled AND next_check_at <= now() AND (lease_until IS NULL OR lease_until <= now())
+			ORDER BY next_check_at
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE pages p SET
+			next_check_at = CASE
+				WHEN p.baseline_at IS NOT NULL AND due.next_check_at + p.check_interval > now()
+				THEN due.next_check_at + p.check_interval
+				ELSE now() + p.check_interval * (1 + $2::float8 * random()) END,
+			lease_until = now() + $3 * interval '1 millisecond'
+		FROM due
+		WHERE p.id = due.id
+		RETURNING p.id, p.base_url, coalesce(p.etag, ''), coalesce(p.last_modified, ''), due.next_check_at,
+		          p.same_site_only, p.ignore_patterns, coalesce(p.links_digest, '')`,
+		p.Limit, p.Jitter, p.Lease.Milliseconds())
 	if err != nil {
 		return 0, fmt.Errorf("claim due pages: %w", err)
 	}
@@ -54,7 +70,7 @@ func (s *Store) ClaimDue(ctx context.Context, p ClaimParams, publish func(contex
 			opts    watch.LinkOptions
 			ignores []string
 		)
-		err := r.Scan(&j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores)
+		err := r.Scan(&j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores, &j.LinksDigest)
 		if len(ignores) > 0 {
 			opts.Ignore = ignores
 		}
@@ -71,18 +87,6 @@ func (s *Store) ClaimDue(ctx context.Context, p ClaimParams, publish func(contex
 	}
 	if err := publish(ctx, jobs); err != nil {
 		return 0, fmt.Errorf("publish %d jobs: %w", len(jobs), err)
-	}
-	ids := make([]int64, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.ID
-	}
-	_, err = tx.Exec(ctx, `
-		UPDATE pages SET
-			next_check_at = now() + check_interval + check_interval * ($2::float8 * random()),
-			lease_until   = now() + $3 * interval '1 millisecond'
-		WHERE id = ANY($1)`, ids, p.Jitter, p.Lease.Milliseconds())
-	if err != nil {
-		return 0, fmt.Errorf("reschedule %d pages: %w", len(ids), err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("claim due pages: commit: %w", err)

@@ -41,6 +41,10 @@ type Job struct {
 	// Options are the page's link filters; the crawler applies them so that
 	// tasks carry only the links the processor must consider.
 	Options *LinkOptions `json:"options,omitempty"`
+	// LinksDigest is the digest (shortlink.SetDigest) of the link set the
+	// page's last recorded check found. Every link of that set is in the
+	// database, so a crawler that finds the same set again need not send it.
+	LinksDigest string `json:"linksDigest,omitempty"`
 }
 
 // LinkOptions are a page's per-page link filters.
@@ -71,15 +75,20 @@ type Task struct {
 	ETag         string    `json:"etag,omitempty"`
 	LastModified string    `json:"lastModified,omitempty"`
 	Error        string    `json:"error,omitempty"`
+	// Unchanged says the page's links are exactly the set of the job's
+	// LinksDigest, all of them already recorded: Context is empty and the
+	// check needs no link work, like a 304.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // Failed reports whether the check failed; a failed check leaves the page's
 // links alone and is recorded as the page's error.
 func (t Task) Failed() bool { return t.Error != "" }
 
-// NotModified reports whether the server answered a conditional GET with 304:
-// a successful check with no link work to do.
-func (t Task) NotModified() bool { return !t.Failed() && t.Status == 304 }
+// NotModified reports whether the check needs no link work: the server
+// answered a conditional GET with 304, or the crawler found exactly the links
+// already recorded.
+func (t Task) NotModified() bool { return !t.Failed() && (t.Status == 304 || t.Unchanged) }
 
 // DecodeJob parses a job message. A body that is not JSON, or lacks a positive
 // id or a baseUrl, yields an error wrapping ErrMalformed.
