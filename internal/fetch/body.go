@@ -52,7 +52,11 @@ func (t *transportReader) Read(p []byte) (int, error) {
 // memory proportional to max. A longer body is a *tooLargeError unless truncate is set, in which case it is cut at max.
 // Errors of the decompressors are *decodeError; connection errors are
 // returned as they are.
-func readBody(body io.Reader, contentEncoding string, max int64, truncate bool) ([]byte, error) {
+//
+// sizeHint, when positive, is the expected decoded size (Content-Length of
+// an identity-encoded body): reading into a buffer of that size spares the
+// copies of a growing one.
+func readBody(body io.Reader, contentEncoding string, max int64, truncate bool, sizeHint int64) ([]byte, error) {
 	tr := &transportReader{r: body}
 	r, err := decoder(tr, contentEncoding)
 	if err != nil {
@@ -61,7 +65,7 @@ func readBody(body io.Reader, contentEncoding string, max int64, truncate bool) 
 		}
 		return nil, err
 	}
-	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	b, err := readAllSized(io.LimitReader(r, max+1), min(sizeHint, max)+1)
 	if err != nil {
 		if tr.err != nil {
 			return nil, tr.err
@@ -123,3 +127,24 @@ func deflateReader(r io.Reader) io.Reader {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// readAllSized is io.ReadAll starting from a buffer of size bytes.
+func readAllSized(r io.Reader, size int64) ([]byte, error) {
+	if size < 512 {
+		size = 512
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append pick the growth
+		}
+	}
+}

@@ -321,7 +321,11 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 			Err: fmt.Errorf("content type %q is not HTML", mediaType)}
 	}
 
-	body, err := readBody(resp.Body, resp.Header.Get("Content-Encoding"), c.cfg.MaxBodyBytes, false)
+	var sizeHint int64
+	if enc := resp.Header.Get("Content-Encoding"); enc == "" || strings.EqualFold(enc, "identity") {
+		sizeHint = resp.ContentLength
+	}
+	body, err := readBody(resp.Body, resp.Header.Get("Content-Encoding"), c.cfg.MaxBodyBytes, false, sizeHint)
 	if err != nil {
 		return res, c.classifyBody(ctx, fctx, req.URL, start, resp.StatusCode, err)
 	}

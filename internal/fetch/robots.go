@@ -261,7 +261,7 @@ func (c *Client) fetchRobots(ctx context.Context, origin string) (rules *robotsR
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
-		body, err := readBody(resp.Body, resp.Header.Get("Content-Encoding"), c.cfg.RobotsMaxBytes, true)
+		body, err := readBody(resp.Body, resp.Header.Get("Content-Encoding"), c.cfg.RobotsMaxBytes, true, 0)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, false, ctx.Err()

@@ -63,8 +63,10 @@ func Open(url string, cfg Config) (*Set, error) {
 	opts.DialTimeout = cfg.Timeout
 	opts.ReadTimeout = cfg.Timeout
 	opts.WriteTimeout = cfg.Timeout
-	// A cache that is down must not hold a task back with retries of its own.
+	// A cache that is down must not hold a task back with retries of its own:
+	// go-redis would otherwise redial five times, 100 ms apart, per command.
 	opts.MaxRetries = 1
+	opts.DialerRetries = 1
 	return &Set{rdb: redis.NewClient(opts), cfg: cfg}, nil
 }
 
