@@ -32,9 +32,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	qcfg := proc.QueueConfig(cfg, "crawler")
 	// One publisher carries tasks and dead letters; the consumer has its own
 	// connection, so a publisher blocked by a broker alarm never stalls acks.
-	pubCfg := qcfg
-	pubCfg.CompressAbove = 4096 // tasks: hundreds of URLs of one host, several times smaller gzipped
-	pub := queue.NewPublisher(pubCfg, log, cfg.TaskQueue, cfg.JobQueue)
+	pub := queue.NewPublisher(qcfg, log, cfg.TaskQueue, cfg.JobQueue)
 	defer pub.Close()
 	fetcher := fetch.New(fetch.Config{
 		UserAgent:    cfg.Crawler.UserAgent,

@@ -235,11 +235,7 @@ func (c *Consumer) safeHandle(ctx context.Context, d amqp.Delivery) (err error) 
 			err = fmt.Errorf("handler panicked: %v", r)
 		}
 	}()
-	body, err := inflate(d.Body, d.ContentEncoding)
-	if err != nil {
-		return Permanent(err)
-	}
-	return c.handle(ctx, Delivery{Body: body, Redelivered: d.Redelivered, DeliveryCount: deliveryCount(d)})
+	return c.handle(ctx, Delivery{Body: d.Body, Redelivered: d.Redelivered, DeliveryCount: deliveryCount(d)})
 }
 
 func (c *Consumer) deadLetterMessage(ctx context.Context, d amqp.Delivery, reason error) error {
@@ -249,8 +245,7 @@ func (c *Consumer) deadLetterMessage(ctx context.Context, d amqp.Delivery, reaso
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConfirmTimeout)
 	defer cancel()
 	return c.deadLetter.Publish(ctx, DeadLetterQueue(c.cfg.Queue), Message{
-		Body:            d.Body,
-		ContentEncoding: identity(d.ContentEncoding),
+		Body: d.Body,
 		Headers: map[string]string{
 			HeaderReason:      reason.Error(),
 			HeaderSourceQueue: c.cfg.Queue,
@@ -269,13 +264,4 @@ func deliveryCount(d amqp.Delivery) int64 {
 		return int64(n)
 	}
 	return 0
-}
-
-// identity names a plain body explicitly, so a publisher moving it as it is
-// does not compress it.
-func identity(contentEncoding string) string {
-	if contentEncoding == "" {
-		return "identity"
-	}
-	return contentEncoding
 }

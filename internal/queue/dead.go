@@ -107,7 +107,7 @@ func (d *Dead) Requeue(ctx context.Context, queue string, limit int, pub *Publis
 			return moved, fmt.Errorf("read %s: %w", DeadLetterQueue(queue), err)
 		}
 		// A fresh message: the old delivery count would dead-letter it again.
-		if err := pub.Publish(ctx, queue, Message{Body: m.Body, ContentEncoding: identity(m.ContentEncoding)}); err != nil {
+		if err := pub.Publish(ctx, queue, Message{Body: m.Body}); err != nil {
 			return moved, fmt.Errorf("requeue to %s: %w", queue, err)
 		}
 		if err := m.Ack(false); err != nil {
@@ -138,9 +138,6 @@ func (d *Dead) Purge(queue string) (int, error) {
 
 func describe(m amqp.Delivery, queue string) DeadLetter {
 	dl := DeadLetter{Body: m.Body, Queue: queue}
-	if body, err := inflate(m.Body, m.ContentEncoding); err == nil {
-		dl.Body = body
-	}
 	if r, ok := m.Headers[HeaderReason].(string); ok {
 		dl.Reason = r
 		if at, ok := m.Headers[HeaderDeadAt].(string); ok {

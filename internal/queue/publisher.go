@@ -15,10 +15,6 @@ import (
 type Message struct {
 	Body    []byte
 	Headers map[string]string
-	// ContentEncoding is the body's encoding when it is already encoded
-	// (as when a dead letter is moved with its body untouched); empty lets
-	// the publisher compress a large body itself.
-	ContentEncoding string
 }
 
 // Publisher publishes persistent messages on its own connection and waits for
@@ -35,7 +31,6 @@ type Publisher struct {
 	lock chan struct{}
 	sess *pubSession
 	state
-	compressor
 }
 
 type pubSession struct {
@@ -102,21 +97,12 @@ func (p *Publisher) publishOnce(ctx context.Context, sess *pubSession, queue str
 	confirms := make([]*amqp.DeferredConfirmation, len(msgs))
 	var sendErr error
 	for i, m := range msgs {
-		body, encoding := m.Body, m.ContentEncoding
-		if encoding == "" && p.cfg.CompressAbove > 0 && len(body) > p.cfg.CompressAbove {
-			compressed, err := p.compress(body)
-			if err != nil {
-				return msgs, err
-			}
-			body, encoding = compressed, gzipEncoding
-		}
 		dc, err := sess.ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, amqp.Publishing{
-			DeliveryMode:    amqp.Persistent,
-			ContentType:     "application/json",
-			ContentEncoding: encoding,
-			Timestamp:       time.Now(),
-			Headers:         table(m.Headers),
-			Body:            body,
+			DeliveryMode: amqp.Persistent,
+			ContentType:  "application/json",
+			Timestamp:    time.Now(),
+			Headers:      table(m.Headers),
+			Body:         m.Body,
 		})
 		if err != nil {
 			sendErr = fmt.Errorf("send: %w", err)

@@ -39,10 +39,6 @@ type Config struct {
 	ConfirmTimeout time.Duration
 	// Backoff spaces reconnection attempts. Default 100ms up to 10s.
 	Backoff backoff.Policy
-	// CompressAbove makes a publisher gzip message bodies longer than this
-	// many bytes (content-encoding gzip); consumers decompress them before
-	// their handler sees them. 0 never compresses.
-	CompressAbove int
 }
 
 // WithDefaults returns c with its zero fields set to their defaults.

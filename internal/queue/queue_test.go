@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -249,47 +248,5 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func TestLargeBodiesTravelCompressed(t *testing.T) {
-	jobQ, _ := testsvc.Queues(t)
-	cfg := testConfig(20)
-	cfg.CompressAbove = 100
-	pub := queue.NewPublisher(cfg, testsvc.Logger(t), jobQ)
-	defer pub.Close()
-	big := []byte(`{"context":[` + strings.Repeat(`{"url":"https://news.example/story","text":"x"},`, 200) + `{}]}`)
-	if err := pub.Publish(context.Background(), jobQ, queue.Message{Body: big}, queue.Message{Body: []byte("small")}); err != nil {
-		t.Fatal(err)
-	}
-	raw := getOne(t, jobQ)
-	if raw.ContentEncoding != "gzip" || len(raw.Body) >= len(big)/4 {
-		t.Fatalf("large body sent as %q, %d bytes for %d: want gzip, far smaller", raw.ContentEncoding, len(raw.Body), len(big))
-	}
-	// Put it back and let a consumer read it: the handler sees the JSON.
-	if err := pub.Publish(context.Background(), jobQ, queue.Message{Body: raw.Body, ContentEncoding: raw.ContentEncoding}); err != nil {
-		t.Fatal(err)
-	}
-	got := newCollector()
-	runConsumer(t, queue.ConsumerConfig{Config: testConfig(20), Queue: jobQ},
-		func(_ context.Context, d queue.Delivery) error { got.add(string(d.Body)); return nil }, pub)
-	got.waitFor(t, 2)
-	if got.bodies[string(big)] != 1 || got.bodies["small"] != 1 {
-		t.Fatalf("handler saw %d bodies, not the original two", len(got.bodies))
-	}
-}
-
-func TestCorruptCompressedBodyIsDeadLettered(t *testing.T) {
-	jobQ, _ := testsvc.Queues(t)
-	pub := queue.NewPublisher(testConfig(20), testsvc.Logger(t), jobQ)
-	defer pub.Close()
-	if err := pub.Publish(context.Background(), jobQ, queue.Message{Body: []byte("not gzip"), ContentEncoding: "gzip"}); err != nil {
-		t.Fatal(err)
-	}
-	runConsumer(t, queue.ConsumerConfig{Config: testConfig(20), Queue: jobQ},
-		func(context.Context, queue.Delivery) error { t.Error("handler called for a corrupt body"); return nil }, pub)
-	d := getOne(t, queue.DeadLetterQueue(jobQ))
-	if r, _ := d.Headers[queue.HeaderReason].(string); !strings.Contains(r, "decompress") {
-		t.Fatalf("dead letter reason %q, want it to say decompression failed", r)
 	}
 }
