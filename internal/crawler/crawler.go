@@ -5,7 +5,6 @@
 package crawler
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -149,14 +148,8 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 		task.Error = fmt.Sprintf("stopped before parsing %s: %v", job.BaseURL, ctx.Err())
 		return task
 	}
-	links, stats, err := domwalk.Parse(bytes.NewReader(res.HTML), pageURL, s.cfg.Limits)
+	links, stats := domwalk.ParseBytes(res.HTML, pageURL, s.cfg.Limits)
 	<-s.parsing
-	if err != nil {
-		task.Error = fmt.Sprintf("parse %s: %v", job.BaseURL, err)
-		s.metrics.checks.WithLabelValues("parse_failed").Inc()
-		log.Warn("parse failed", "err", err)
-		return task
-	}
 	links, err = filter(links, job)
 	if err != nil {
 		task.Error = err.Error()

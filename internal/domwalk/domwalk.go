@@ -147,6 +147,14 @@ func Parse(r io.Reader, pageURL *url.URL, lim Limits) ([]watch.Link, Stats, erro
 		}
 		return nil, Stats{}, fmt.Errorf("domwalk: read HTML of %s: %w", page, err)
 	}
+	links, stats := ParseBytes(src, pageURL, lim)
+	return links, stats, nil
+}
+
+// ParseBytes is Parse for a page already in memory, as the crawler has it:
+// it spares Parse's copy. It cannot fail. src must not change until it
+// returns.
+func ParseBytes(src []byte, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
 	doc, err := html.ParseWithOptions(bytes.NewReader(src), html.ParseOptionEnableScripting(false))
 	if err != nil {
 		// Reading from memory cannot fail, so the parser refused the page.
@@ -155,10 +163,9 @@ func Parse(r io.Reader, pageURL *url.URL, lim Limits) ([]watch.Link, Stats, erro
 		links, stats := Links(doc, pageURL, lim)
 		stats.Flattened = true
 		stats.NodesCapped = stats.NodesCapped || capped
-		return links, stats, nil
+		return links, stats
 	}
-	links, stats := Links(doc, pageURL, lim)
-	return links, stats, nil
+	return Links(doc, pageURL, lim)
 }
 
 // Links returns the links of the parsed document doc, served from pageURL,
