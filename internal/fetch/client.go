@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -68,6 +69,11 @@ type Client struct {
 	// they never wait for real time.
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
+
+	// lastBody is the size of the last body read. Portals are of a size, so
+	// it is a good first buffer for a body of unknown length (chunked or
+	// compressed), sparing the copies of a buffer grown from nothing.
+	lastBody atomic.Int64
 }
 
 // New returns a Client for cfg with defaults applied (see Config). Its
@@ -321,14 +327,15 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 			Err: fmt.Errorf("content type %q is not HTML", mediaType)}
 	}
 
-	var sizeHint int64
-	if enc := resp.Header.Get("Content-Encoding"); enc == "" || strings.EqualFold(enc, "identity") {
+	sizeHint := c.lastBody.Load() * 5 / 4
+	if enc := resp.Header.Get("Content-Encoding"); (enc == "" || strings.EqualFold(enc, "identity")) && resp.ContentLength > 0 {
 		sizeHint = resp.ContentLength
 	}
 	body, err := readBody(resp.Body, resp.Header.Get("Content-Encoding"), c.cfg.MaxBodyBytes, false, sizeHint)
 	if err != nil {
 		return res, c.classifyBody(ctx, fctx, req.URL, start, resp.StatusCode, err)
 	}
+	c.lastBody.Store(int64(len(body)))
 	if mediaType == "" {
 		// Without a usable Content-Type, only a body that sniffs as HTML
 		// (per the MIME Sniffing standard) is accepted.
