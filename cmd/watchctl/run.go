@@ -100,8 +100,13 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdout, stder
 
 // parse parses flags wherever they stand among the positional arguments, as
 // people type them ("add URL --interval 30s").
+//
+// A boolean flag may also be followed by its value as the next word
+// ("--enabled false"), which Go's flag package alone would read as the flag
+// set to true and a stray argument.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
+	args = joinBoolValues(fs, args)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -114,6 +119,29 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
+}
+
+func joinBoolValues(fs *flag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		isBool := false
+		if f := fs.Lookup(name); f != nil {
+			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok {
+				isBool = bf.IsBoolFlag()
+			}
+		}
+		if strings.HasPrefix(a, "-") && !strings.Contains(a, "=") && isBool && i+1 < len(args) {
+			if _, err := strconv.ParseBool(args[i+1]); err == nil {
+				out = append(out, a+"="+args[i+1])
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func (c *cli) open() (*store.Store, error) {

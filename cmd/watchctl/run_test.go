@@ -116,6 +116,14 @@ func TestListSetRemoveUpdates(t *testing.T) {
 	if p.Interval != time.Minute || p.Enabled || !p.Options.SameSiteOnly || len(p.Options.Ignore) != 1 {
 		t.Fatalf("after set: %+v", p)
 	}
+	// "--enabled true" as two words, as people type it.
+	if code, _, errOut := runCLI(t, e, "set", "1", "--enabled", "true", "--same-site", "false"); code != 0 {
+		t.Fatalf("set --enabled true --same-site false: exit %d %s", code, errOut)
+	}
+	p, _ = st.Page(context.Background(), 1)
+	if !p.Enabled || p.Options.SameSiteOnly {
+		t.Fatalf("after set --enabled true --same-site false: %+v", p)
+	}
 	if code, _, _ := runCLI(t, e, "set", "1"); code != exitUsage {
 		t.Errorf("set with nothing to change: exit %d, want 2", code)
 	}
