@@ -386,17 +386,27 @@ func dueQuery(repo string) (query, where string, err error) {
 	return query, strings.TrimSpace(query), nil
 }
 
-var placeholder = regexp.MustCompile(`\$1\b`)
+var placeholder = regexp.MustCompile(`\$([0-9]+)\b`)
 
 // explain runs EXPLAIN (ANALYZE, BUFFERS) of the due-page query with limit
-// as $1, in a transaction that is rolled back (the query locks rows).
+// as $1 (then the scheduler's default jitter 0.1 as $2 and lease of 10
+// minutes in milliseconds as $3, for the claim that also reschedules), in a
+// transaction that is rolled back (the query locks and updates rows).
 func explain(ctx context.Context, db *pgxpool.Pool, query string, limit int) (string, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // nothing to keep
-	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+placeholder.ReplaceAllString(query, strconv.Itoa(limit)))
+	params := []string{strconv.Itoa(limit), "0.1", "600000"}
+	literal := placeholder.ReplaceAllStringFunc(query, func(p string) string {
+		n, _ := strconv.Atoi(p[1:])
+		if n >= 1 && n <= len(params) {
+			return params[n-1]
+		}
+		return p
+	})
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+literal)
 	if err != nil {
 		return "", fmt.Errorf("explain the due-page query: %w", err)
 	}
