@@ -73,7 +73,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 // tuneGC trades memory for CPU where the environment does not say otherwise:
 // parsing allocates a DOM per page that dies right after, so a collection
 // every 100% of heap growth (Go's default) spends a sixth of the crawler's
-// CPU on garbage; 400% with a soft limit of 192 MiB costs a fraction of that
+// CPU on garbage; 400% with a soft limit of 160 MiB costs a fraction of that
 // and keeps the heap bounded (pwbench: crawler CPU per page -27%).
 func tuneGC(log *slog.Logger) {
 	if os.Getenv("GOGC") == "" {
@@ -81,7 +81,7 @@ func tuneGC(log *slog.Logger) {
 		log.Debug("GOGC unset: collecting at 400% heap growth")
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(192 << 20)
-		log.Debug("GOMEMLIMIT unset: soft memory limit 192 MiB")
+		debug.SetMemoryLimit(160 << 20)
+		log.Debug("GOMEMLIMIT unset: soft memory limit 160 MiB")
 	}
 }
