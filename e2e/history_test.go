@@ -2,14 +2,11 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,15 +15,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
-
-// historyDir holds real homepage histories, each a folder of numbered
-// snapshots with a .meta.json beside each (see shared/corpus/README.md).
-const historyDir = "../../shared/corpus/history"
 
 // replayedSites are the histories replayed, with the per-page ignore
 // patterns that heise.de needs: its rotating ad links (doubleclick click
@@ -41,59 +35,17 @@ var replayedSites = []struct {
 	{site: "frontpage-archive_heise.de", ignore: []string{`^https?://pubads\.g\.doubleclick\.net/`, `[?&]source=hbsad(&|$)`}},
 }
 
-// historySnapshot is one version of a homepage: its bytes and the
-// Content-Type it was served with.
-type historySnapshot struct {
-	name, contentType string
-	body              []byte
-}
-
-func loadSnapshots(t *testing.T, site string) []historySnapshot {
-	t.Helper()
-	dir := filepath.Join(historyDir, site)
-	paths, err := filepath.Glob(filepath.Join(dir, "*.html"))
-	if err == nil && len(paths) == 0 {
-		err = os.ErrNotExist
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("history %s: %v (CI=true: the corpus must be present)", dir, err)
-		}
-		t.Skipf("history %s not found (%v); it is shared/corpus/history beside the repository", dir, err)
-	}
-	slices.Sort(paths)
-	var snaps []historySnapshot
-	for _, p := range paths {
-		body, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		metaJSON, err := os.ReadFile(strings.TrimSuffix(p, ".html") + ".meta.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var meta struct {
-			ContentType string `json:"content_type"`
-		}
-		if err := json.Unmarshal(metaJSON, &meta); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		snaps = append(snaps, historySnapshot{name: filepath.Base(p), contentType: meta.ContentType, body: body})
-	}
-	return snaps
-}
-
 // historyServer serves each site's current snapshot at /<site>/, with the
 // Content-Type it was recorded with.
 type historyServer struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
-	sites map[string][]historySnapshot
+	sites map[string][]corpus.Snapshot
 	step  map[string]int
 }
 
 func newHistoryServer(t *testing.T) *historyServer {
-	h := &historyServer{sites: map[string][]historySnapshot{}, step: map[string]int{}}
+	h := &historyServer{sites: map[string][]corpus.Snapshot{}, step: map[string]int{}}
 	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
 	t.Cleanup(h.srv.Close)
 	return h
@@ -101,7 +53,7 @@ func newHistoryServer(t *testing.T) *historyServer {
 
 func (h *historyServer) url(site string) string { return h.srv.URL + "/" + site + "/" }
 
-func (h *historyServer) setSnapshots(site string, snaps []historySnapshot) {
+func (h *historyServer) setSnapshots(site string, snaps []corpus.Snapshot) {
 	h.mu.Lock()
 	h.sites[site], h.step[site] = snaps, 0
 	h.mu.Unlock()
@@ -123,22 +75,22 @@ func (h *historyServer) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if ct := snaps[i].contentType; ct != "" {
+	if ct := snaps[i].ContentType; ct != "" {
 		w.Header().Set("Content-Type", ct)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write(snaps[i].body)
+	w.Write(snaps[i].Body)
 }
 
 // snapshotFetcher answers with one snapshot as the crawler's fetch.Client
 // would have: decoded by fetch.DecodeHTML, from the URL it was served at.
 type snapshotFetcher struct {
 	pageURL *url.URL
-	snap    historySnapshot
+	snap    corpus.Snapshot
 }
 
 func (f *snapshotFetcher) Fetch(context.Context, fetch.Request) (fetch.Result, error) {
-	html, cs := fetch.DecodeHTML(f.snap.body, f.snap.contentType)
+	html, cs := fetch.DecodeHTML(f.snap.Body, f.snap.ContentType)
 	return fetch.Result{Status: 200, FinalURL: f.pageURL, HTML: html, Charset: cs, FetchedAt: time.Now()}, nil
 }
 
@@ -151,7 +103,7 @@ func (nopPublisher) Publish(context.Context, string, ...queue.Message) error { r
 // ignore patterns) with the page URL the running system fetches, and returns
 // the links that are new relative to all earlier steps, from step 1 on (step
 // 0 is the baseline), each with its text at the step it appeared.
-func expectedUpdates(pageID int64, pageURL string, snaps []historySnapshot, ignore []string) ([]update, error) {
+func expectedUpdates(pageID int64, pageURL string, snaps []corpus.Snapshot, ignore []string) ([]update, error) {
 	u, err := url.Parse(pageURL)
 	if err != nil {
 		return nil, err
@@ -168,7 +120,7 @@ func expectedUpdates(pageID int64, pageURL string, snaps []historySnapshot, igno
 		f.snap = snap
 		task := svc.Check(context.Background(), watch.Job{ID: pageID, BaseURL: pageURL, Options: opts})
 		if task.Failed() {
-			return nil, fmt.Errorf("replay %s: %s", snap.name, task.Error)
+			return nil, fmt.Errorf("replay %s: %s", snap.Name, task.Error)
 		}
 		for _, l := range task.Context {
 			if !seen[l.URL] && i > 0 {
@@ -191,7 +143,7 @@ func TestHistoryReplay(t *testing.T) {
 	type page struct {
 		site  string
 		id    int64
-		snaps []historySnapshot
+		snaps []corpus.Snapshot
 		want  []update
 		err   error
 	}
@@ -202,7 +154,7 @@ func TestHistoryReplay(t *testing.T) {
 	defer expected.Wait()
 	steps := 0
 	for _, s := range replayedSites {
-		snaps := loadSnapshots(t, s.site)
+		snaps := corpus.History(t, s.site)
 		web.setSnapshots(s.site, snaps)
 		args := []string{"--interval", "1h"}
 		for _, p := range s.ignore {

@@ -74,7 +74,7 @@ func loadCorpusPages(tb testing.TB) []snapshot {
 		if err != nil {
 			tb.Fatalf("%s: URL %q: %v", name, raw, err)
 		}
-		snaps = append(snaps, snapshot{name: name, url: u, contentType: e.ContentType, body: body})
+		snaps = append(snaps, snapshot{Name: name, URL: u, ContentType: e.ContentType, Body: body})
 	}
 	return snaps
 }
@@ -95,7 +95,7 @@ func newChecker() *checker {
 
 func (c *checker) check(snap snapshot) watch.Task {
 	c.f.snap = snap
-	return c.svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: snap.url.String()})
+	return c.svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: snap.URL.String()})
 }
 
 // TestCorpusPagesExtract runs every corpus page through the crawler and
@@ -109,13 +109,13 @@ func TestCorpusPagesExtract(t *testing.T) {
 	for _, snap := range snaps {
 		task := c.check(snap)
 		if task.Failed() {
-			t.Errorf("%s: check failed: %s", snap.name, task.Error)
+			t.Errorf("%s: check failed: %s", snap.Name, task.Error)
 			continue
 		}
 		total += len(task.Context)
 		for _, l := range task.Context {
 			if msg := badLink(l); msg != "" {
-				t.Errorf("%s: link %q %q: %s", snap.name, l.URL, l.Text, msg)
+				t.Errorf("%s: link %q %q: %s", snap.Name, l.URL, l.Text, msg)
 			}
 		}
 	}
@@ -374,7 +374,7 @@ var browserPages = []struct {
 func TestCorpusPagesAsABrowserShowsThem(t *testing.T) {
 	byName := map[string]snapshot{}
 	for _, s := range loadCorpusPages(t) {
-		byName[s.name] = s
+		byName[s.Name] = s
 	}
 	c := newChecker()
 	for _, p := range browserPages {
@@ -387,7 +387,7 @@ func TestCorpusPagesAsABrowserShowsThem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap.url, snap.contentType = u, p.contentType
+			snap.URL, snap.ContentType = u, p.contentType
 			task := c.check(snap)
 			if task.Failed() {
 				t.Fatalf("check failed: %s", task.Error)

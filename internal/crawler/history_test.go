@@ -2,12 +2,9 @@ package crawler_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,66 +14,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// historyDir holds real homepage histories: each folder is one homepage,
-// fetched again and again, its snapshots numbered 000_, 001_… with a
-// .meta.json beside each (see shared/corpus/README.md). It is not part of
-// the repository.
-const historyDir = "../../../shared/corpus/history"
+// snapshot is one version of a homepage (see package corpus).
+type snapshot = corpus.Snapshot
 
-// snapshot is one version of a homepage.
-type snapshot struct {
-	name        string   // file name, "000_2022-01-28T213503Z.html"
-	url         *url.URL // the page's real URL, from the .meta.json
-	contentType string   // the Content-Type the page was served with, "" if not recorded
-	body        []byte   // the bytes as fetched
-}
-
-// loadHistory returns the snapshots of one homepage in order. It skips the
-// test when the corpus is absent, unless CI=true, where that fails.
-func loadHistory(tb testing.TB, site string) []snapshot {
-	tb.Helper()
-	dir := filepath.Join(historyDir, site)
-	paths, err := filepath.Glob(filepath.Join(dir, "*.html"))
-	if err == nil && len(paths) == 0 {
-		err = os.ErrNotExist
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("history %s: %v (CI=true: the corpus must be present)", dir, err)
-		}
-		tb.Skipf("history %s not found (%v); it is shared/corpus/history beside the repository", dir, err)
-	}
-	slices.Sort(paths)
-	snaps := make([]snapshot, 0, len(paths))
-	for _, path := range paths {
-		body, err := os.ReadFile(path)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		metaJSON, err := os.ReadFile(strings.TrimSuffix(path, ".html") + ".meta.json")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var meta struct {
-			URL         string `json:"url"`
-			ContentType string `json:"content_type"`
-		}
-		if err := json.Unmarshal(metaJSON, &meta); err != nil {
-			tb.Fatalf("%s: %v", path, err)
-		}
-		u, err := url.Parse(meta.URL)
-		if err != nil || !u.IsAbs() {
-			tb.Fatalf("%s: page URL %q: %v", path, meta.URL, err)
-		}
-		snaps = append(snaps, snapshot{name: filepath.Base(path), url: u, contentType: meta.ContentType, body: body})
-	}
-	return snaps
-}
+// loadHistory returns the snapshots of one homepage of shared/corpus/history
+// in order, skipping the test when the corpus is absent (failing if CI=true).
+func loadHistory(tb testing.TB, site string) []snapshot { return corpus.History(tb, site) }
 
 // snapshotFetcher answers every fetch with one snapshot, decoded as
 // fetch.Client decodes a response: by fetch.DecodeHTML with the recorded
@@ -84,8 +33,8 @@ func loadHistory(tb testing.TB, site string) []snapshot {
 type snapshotFetcher struct{ snap snapshot }
 
 func (f *snapshotFetcher) Fetch(_ context.Context, _ fetch.Request) (fetch.Result, error) {
-	html, charset := fetch.DecodeHTML(f.snap.body, f.snap.contentType)
-	return fetch.Result{Status: 200, FinalURL: f.snap.url, HTML: html, Charset: charset, FetchedAt: time.Now()}, nil
+	html, charset := fetch.DecodeHTML(f.snap.Body, f.snap.ContentType)
+	return fetch.Result{Status: 200, FinalURL: f.snap.URL, HTML: html, Charset: charset, FetchedAt: time.Now()}, nil
 }
 
 // replayStep is what one check of a history found.
@@ -106,7 +55,7 @@ type churnLink struct{ link, earlier string }
 // processor records as updates once step 0, the baseline, is in.
 func replay(tb testing.TB, snaps []snapshot, ignore []string) []replayStep {
 	tb.Helper()
-	key := snaps[0].url.String() + " " + strings.Join(ignore, " ")
+	key := snaps[0].URL.String() + " " + strings.Join(ignore, " ")
 	replays.mu.Lock()
 	defer replays.mu.Unlock()
 	if steps, ok := replays.done[key]; ok {
@@ -137,9 +86,9 @@ func replayAll(tb testing.TB, snaps []snapshot, ignore []string) []replayStep {
 	steps := make([]replayStep, 0, len(snaps))
 	for _, snap := range snaps {
 		f.snap = snap
-		task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: snap.url.String(), Options: opts})
+		task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: snap.URL.String(), Options: opts})
 		if task.Failed() {
-			tb.Fatalf("%s: check failed: %s", snap.name, task.Error)
+			tb.Fatalf("%s: check failed: %s", snap.Name, task.Error)
 		}
 		step := replayStep{snap: snap, links: task.Context}
 		for _, l := range task.Context {
@@ -273,9 +222,9 @@ func TestHistoryNewLinksPerStep(t *testing.T) {
 			got := make([]int, 0, len(h.want))
 			total := 0
 			for i, s := range steps {
-				fmt.Fprintf(&table, "%4d  %-28s  %5d  %3d  %5d\n", i, strings.TrimSuffix(s.snap.name, ".html"), len(s.links), len(s.new), len(s.churn))
+				fmt.Fprintf(&table, "%4d  %-28s  %5d  %3d  %5d\n", i, strings.TrimSuffix(s.snap.Name, ".html"), len(s.links), len(s.new), len(s.churn))
 				for _, c := range s.churn {
-					t.Errorf("step %d (%s): new link %s is churn: an earlier step had %s", i, s.snap.name, c.link, c.earlier)
+					t.Errorf("step %d (%s): new link %s is churn: an earlier step had %s", i, s.snap.Name, c.link, c.earlier)
 				}
 				if i == 0 {
 					continue
@@ -381,10 +330,10 @@ func TestHistoryWebtrekkCodes(t *testing.T) {
 	codes := map[string]bool{}
 	spellings := map[string]map[bool]bool{} // article path → linked with a code, without one
 	for _, s := range snaps {
-		for _, m := range code.FindAllSubmatch(s.body, -1) {
+		for _, m := range code.FindAllSubmatch(s.Body, -1) {
 			codes[strings.TrimSpace(string(m[1]))] = true // one href ends in a newline
 		}
-		for _, m := range article.FindAllSubmatch(s.body, -1) {
+		for _, m := range article.FindAllSubmatch(s.Body, -1) {
 			path := string(m[1])
 			if spellings[path] == nil {
 				spellings[path] = map[bool]bool{}
@@ -406,7 +355,7 @@ func TestHistoryWebtrekkCodes(t *testing.T) {
 	for _, s := range replay(t, snaps, heiseIgnore) {
 		for _, l := range s.links {
 			if strings.Contains(strings.ToLower(l.URL), "wt_mc") {
-				t.Errorf("%s: link %s keeps its media code", s.snap.name, l.URL)
+				t.Errorf("%s: link %s keeps its media code", s.snap.Name, l.URL)
 			}
 		}
 	}
