@@ -43,6 +43,10 @@ type ConsumerConfig struct {
 	// DrainTimeout bounds how long a stop waits for handlers to finish before
 	// cancelling them. Default 15s.
 	DrainTimeout time.Duration
+	// AckDelay is how long a handled delivery's ack may wait to be sent
+	// together with others' (see acker); a quarter of Prefetch pending acks
+	// are sent at once. Default 5ms; negative acks each delivery at once.
+	AckDelay time.Duration
 }
 
 // Consumer consumes one work queue with manual acks on its own connection and
@@ -68,6 +72,9 @@ func NewConsumer(cfg ConsumerConfig, log *slog.Logger, handle Handler, deadLette
 	}
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = 15 * time.Second
+	}
+	if cfg.AckDelay == 0 {
+		cfg.AckDelay = 5 * time.Millisecond
 	}
 	c := &Consumer{
 		cfg:        cfg,
@@ -134,12 +141,18 @@ func (c *Consumer) session(ctx context.Context) (consumed bool, err error) {
 	// work can finish, and is cancelled when the drain time is up.
 	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHandlers()
+	acks := newAcker(ch, c.cfg.Prefetch/4, c.cfg.AckDelay, func(err error) {
+		c.log.Info("could not ack a delivery; the broker will deliver it again", "err", err)
+	})
+	// Acks still pending go out before the connection closes; on a dead
+	// channel they fail, and the broker delivers those messages again.
+	defer acks.Flush()
 	work := make(chan amqp.Delivery)
 	var wg sync.WaitGroup
 	for range c.cfg.Workers {
 		wg.Go(func() {
 			for d := range work {
-				c.dispatch(handlerCtx, d)
+				c.dispatch(handlerCtx, d, acks)
 			}
 		})
 	}
@@ -200,29 +213,30 @@ func closeReason(what string, e *amqp.Error) error {
 }
 
 // dispatch runs the handler for one delivery and settles it on the channel it
-// came from. If that channel is gone, settling fails and the broker, which has
-// already requeued the delivery, sends it again.
-func (c *Consumer) dispatch(ctx context.Context, d amqp.Delivery) {
+// came from: acks through acks, which may send them later and together;
+// nacks at once. If that channel is gone, settling fails and the broker,
+// which has already requeued the delivery, sends it again.
+func (c *Consumer) dispatch(ctx context.Context, d amqp.Delivery, acks *acker) {
 	err := c.safeHandle(ctx, d)
-	var settleErr error
 	switch {
 	case err == nil:
-		settleErr = d.Ack(false)
+		acks.Ack(d.DeliveryTag)
+		return
 	case IsPermanent(err):
 		c.log.Warn("dead-lettering message", "err", err, "redelivered", d.Redelivered)
-		if dlErr := c.deadLetterMessage(ctx, d, err); dlErr != nil {
-			c.log.Error("dead-lettering failed; returning message to the queue", "err", dlErr)
-			settleErr = d.Nack(false, true)
-		} else {
-			settleErr = d.Ack(false)
+		dlErr := c.deadLetterMessage(ctx, d, err)
+		if dlErr == nil {
+			acks.Ack(d.DeliveryTag)
+			return
 		}
+		c.log.Error("dead-lettering failed; returning message to the queue", "err", dlErr)
 	default:
 		c.log.Warn("handler failed; returning message to the queue", "err", err, "delivery_count", deliveryCount(d))
-		settleErr = d.Nack(false, true)
 	}
-	if settleErr != nil {
-		c.log.Info("could not settle delivery; the broker will deliver it again", "err", settleErr)
+	if err := d.Nack(false, true); err != nil {
+		c.log.Info("could not settle delivery; the broker will deliver it again", "err", err)
 	}
+	acks.Released(d.DeliveryTag)
 }
 
 // safeHandle turns a handler panic into an ordinary failure, so one poison

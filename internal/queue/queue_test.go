@@ -250,3 +250,82 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Handlers finish out of order, some fail once and some permanently, while
+// acks are coalesced: every message must end handled or dead-lettered, none
+// acked before its handler finished, none left unacked after a stop.
+func TestCoalescedAcksSettleEveryMessageExactlyOnce(t *testing.T) {
+	jobQ, _ := testsvc.Queues(t)
+	log := testsvc.Logger(t)
+	pub := queue.NewPublisher(testConfig(20), log, jobQ)
+	defer pub.Close()
+
+	const n = 400
+	msgs := make([]queue.Message, n)
+	for i := range msgs {
+		msgs[i] = queue.Message{Body: fmt.Appendf(nil, "%d", i)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pub.Publish(ctx, jobQ, msgs...); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+
+	var (
+		mu        sync.Mutex
+		attempts  = map[int]int{}
+		succeeded = map[int]int{}
+	)
+	done := make(chan struct{}, n)
+	cfg := queue.ConsumerConfig{Config: testConfig(20), Queue: jobQ, Workers: 8, Prefetch: 32, AckDelay: 20 * time.Millisecond}
+	stop := runConsumer(t, cfg, func(_ context.Context, d queue.Delivery) error {
+		var i int
+		fmt.Sscan(string(d.Body), &i)
+		mu.Lock()
+		attempts[i]++
+		first := attempts[i] == 1
+		mu.Unlock()
+		time.Sleep(time.Duration(i%7) * time.Millisecond) // finish out of order
+		switch {
+		case i%25 == 0:
+			done <- struct{}{}
+			return queue.Permanent(errors.New("never valid"))
+		case i%10 == 3 && first:
+			return errors.New("transient failure")
+		}
+		mu.Lock()
+		succeeded[i]++
+		mu.Unlock()
+		done <- struct{}{}
+		return nil
+	}, pub)
+	for range n {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Fatalf("not every message was settled within 30s")
+		}
+	}
+	stop()
+
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range n {
+		wantOK, wantTries := 1, 1
+		switch {
+		case i%25 == 0:
+			wantOK = 0
+		case i%10 == 3:
+			wantTries = 2
+		}
+		if succeeded[i] != wantOK || attempts[i] != wantTries {
+			t.Errorf("message %d: handled %d times, succeeded %d; want %d and %d", i, attempts[i], succeeded[i], wantTries, wantOK)
+		}
+	}
+	if ready := queueDepth(t, jobQ); ready != 0 {
+		t.Errorf("%s holds %d messages after a graceful stop, want 0: acks were lost", jobQ, ready)
+	}
+	if dead := queueDepth(t, queue.DeadLetterQueue(jobQ)); dead != n/25 {
+		t.Errorf("dead-letter queue holds %d messages, want %d", dead, n/25)
+	}
+}
