@@ -208,6 +208,48 @@ func TestConcurrentChecksOfOnePageRecordEachLinkOnce(t *testing.T) {
 	}
 }
 
+// Concurrent first checks, as after a crawler redelivers a page's first job:
+// exactly one of them is the baseline, and what the others find on the same
+// page is not news.
+func TestConcurrentFirstChecksMakeOneBaseline(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	for round := range 5 {
+		page, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://first%d.example/", round)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			wg        sync.WaitGroup
+			mu        sync.Mutex
+			baselines int
+		)
+		for i := range 8 {
+			wg.Go(func() {
+				rec, err := st.RecordCheck(ctx, ok(page.ID, time.Now()),
+					links("https://first.example/a", "https://first.example/b", fmt.Sprintf("https://first.example/only%d", i)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if rec.Baseline {
+					baselines++
+				}
+			})
+		}
+		wg.Wait()
+		if baselines != 1 {
+			t.Errorf("round %d: %d of 8 concurrent first checks were the baseline, want 1", round, baselines)
+		}
+		ups, _ := st.Updates(ctx, store.UpdatesQuery{PageID: page.ID})
+		if len(ups) != 7 {
+			t.Errorf("round %d: %d updates, want 7 (each later check's own link)", round, len(ups))
+		}
+	}
+}
+
 func TestDuplicatePageAndRemove(t *testing.T) {
 	st, _ := openStore(t)
 	ctx := context.Background()
