@@ -6,7 +6,6 @@ package crawler
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -100,7 +99,7 @@ func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
 		return queue.Permanent(err)
 	}
 	task := s.Check(ctx, job)
-	body, err := json.Marshal(task)
+	body, err := watch.EncodeTask(task)
 	if err != nil {
 		return queue.Permanent(fmt.Errorf("encode task of page %d: %w", job.ID, err))
 	}

@@ -5,7 +5,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -160,7 +159,7 @@ func (s *Service) Round(ctx context.Context) (int, error) {
 func (s *Service) publish(ctx context.Context, jobs []watch.Job) error {
 	msgs := make([]queue.Message, len(jobs))
 	for i, j := range jobs {
-		body, err := json.Marshal(j)
+		body, err := watch.EncodeJob(j)
 		if err != nil {
 			return fmt.Errorf("encode job for page %d: %w", j.ID, err)
 		}

@@ -1,15 +1,21 @@
 // Package watch holds portalwatch's domain: the messages that travel between
 // the scheduler, the crawlers and the processor, the pages users watch, the
 // links found on them and the updates users read. It depends on the standard
-// library only, so every adapter and service can share it.
+// library and a JSON codec only, so every adapter and service can share it.
+//
+// Messages are coded with github.com/goccy/go-json, which reads and writes
+// the same JSON as encoding/json (the tests compare the two): a task of a
+// portal's homepage is 15–40 KB of JSON, and encoding/json's decoding of it
+// was a fifth of the processor's CPU.
 package watch
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/goccy/go-json"
 )
 
 // Defaults and limits of a page's check interval.
@@ -89,6 +95,12 @@ func (t Task) Failed() bool { return t.Error != "" }
 // answered a conditional GET with 304, or the crawler found exactly the links
 // already recorded.
 func (t Task) NotModified() bool { return !t.Failed() && (t.Status == 304 || t.Unchanged) }
+
+// EncodeJob returns the job message of j.
+func EncodeJob(j Job) ([]byte, error) { return json.Marshal(j) }
+
+// EncodeTask returns the task message of t.
+func EncodeTask(t Task) ([]byte, error) { return json.Marshal(t) }
 
 // DecodeJob parses a job message. A body that is not JSON, or lacks a positive
 // id or a baseUrl, yields an error wrapping ErrMalformed.
