@@ -1,6 +1,7 @@
 package testsvc
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -116,9 +117,14 @@ func (s *server) Restart() {
 	s.Start()
 }
 
+// waitDown waits until the server's port is closed and every process of its
+// group has exited. The group matters after a kill: PostgreSQL's backends may
+// outlive their postmaster for a moment, holding its shared memory, and a
+// postmaster started meanwhile refuses to run ("pre-existing shared memory
+// block is still in use").
 func (s *server) waitDown(timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
-	for portOpen(s.port) || !closed(s.exited) {
+	for portOpen(s.port) || !closed(s.exited) || groupAlive(s.cmd.Process.Pid) {
 		if time.Now().After(deadline) {
 			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 			s.t.Logf("%s did not stop within %s; killed", s.name, timeout)
@@ -127,6 +133,32 @@ func (s *server) waitDown(timeout time.Duration) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	s.cmd = nil
+}
+
+// groupAlive reports whether a process of group pgid is still running. A
+// zombie does not count: it holds no resources, and this machine's init may
+// be slow to reap it.
+func groupAlive(pgid int) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// Fields after the command, which may hold spaces: state ppid pgrp …
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[0] == "Z" {
+			continue
+		}
+		if pg, _ := strconv.Atoi(f[2]); pg == pgid {
+			return true
+		}
+	}
+	return false
 }
 
 func closed(c chan struct{}) bool {
