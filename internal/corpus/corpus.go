@@ -5,6 +5,7 @@ package corpus
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -70,7 +71,72 @@ func LoadHistory(dir, site string) ([]Snapshot, error) {
 func History(tb testing.TB, site string) []Snapshot {
 	tb.Helper()
 	snaps, err := LoadHistory(Dir(), site)
-	if os.IsNotExist(err) || (err != nil && strings.Contains(err.Error(), os.ErrNotExist.Error())) {
+	need(tb, err)
+	return snaps
+}
+
+// Page is one real page of dir/pages, as it was fetched.
+type Page struct {
+	Name string // file name without .html, "readability__aclu"
+	Body []byte
+	// URL and ContentType are what MANIFEST.json records of the page; both
+	// are "" when it records none (as it does today).
+	URL, ContentType string
+}
+
+// LoadPages returns the pages of dir/pages in file-name order.
+func LoadPages(dir string) ([]Page, error) {
+	pagesDir := filepath.Join(dir, "pages")
+	paths, err := filepath.Glob(filepath.Join(pagesDir, "*.html"))
+	if err == nil && len(paths) == 0 {
+		err = fmt.Errorf("pages in %s: %w", pagesDir, os.ErrNotExist)
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(paths)
+	type manifestEntry struct {
+		File        string `json:"file"`
+		URL         string `json:"url"`
+		ContentType string `json:"content_type"`
+	}
+	manifest := map[string]manifestEntry{}
+	if b, err := os.ReadFile(filepath.Join(pagesDir, "MANIFEST.json")); err == nil {
+		var entries []manifestEntry
+		if err := json.Unmarshal(b, &entries); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(pagesDir, "MANIFEST.json"), err)
+		}
+		for _, e := range entries {
+			manifest[e.File] = e
+		}
+	}
+	pages := make([]Page, 0, len(paths))
+	for _, path := range paths {
+		body, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		file := filepath.Base(path)
+		e := manifest[file]
+		pages = append(pages, Page{Name: strings.TrimSuffix(file, ".html"), Body: body, URL: e.URL, ContentType: e.ContentType})
+	}
+	return pages, nil
+}
+
+// Pages is LoadPages for tests and benchmarks: when the corpus is absent it
+// skips with a message, or fails when CI=true.
+func Pages(tb testing.TB) []Page {
+	tb.Helper()
+	pages, err := LoadPages(Dir())
+	need(tb, err)
+	return pages
+}
+
+// need skips tb when err says the corpus is absent (fails it when CI=true,
+// where the corpus must be present), and fails it on any other error.
+func need(tb testing.TB, err error) {
+	tb.Helper()
+	if errors.Is(err, os.ErrNotExist) {
 		if os.Getenv("CI") == "true" {
 			tb.Fatalf("%v (CI=true: the corpus must be present in %s)", err, Dir())
 		}
@@ -79,5 +145,4 @@ func History(tb testing.TB, site string) []Snapshot {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return snaps
 }

@@ -2,11 +2,8 @@ package crawler_test
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
@@ -14,67 +11,32 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/urlnorm"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// corpusDir holds real pages in their original bytes and charsets (news
-// portals, blogs, tag soup, UTF-16, Shift_JIS, windows-1251…; see
-// shared/corpus/README.md). It is not part of the repository.
-const corpusDir = "../../../shared/corpus/pages"
-
-// manifestEntry is what MANIFEST.json records about a corpus page. Only file
-// is always there; url and content_type are used when a page records them.
-type manifestEntry struct {
-	File        string `json:"file"`
-	URL         string `json:"url"`
-	ContentType string `json:"content_type"`
-}
-
-// loadCorpusPages returns the corpus pages as snapshots: their bytes, the
-// Content-Type and URL that MANIFEST.json records (none records either today,
-// so the Content-Type is empty and the URL a plausible https one). It skips
-// the test when the corpus is absent, unless CI=true, where that fails.
+// loadCorpusPages returns the corpus pages (shared/corpus/pages: real pages
+// in their original bytes and charsets — news portals, blogs, tag soup,
+// UTF-16, Shift_JIS, windows-1251…) as snapshots, with the Content-Type and
+// URL that MANIFEST.json records (none records either today, so the
+// Content-Type is empty and the URL a plausible https one). It skips the test
+// when the corpus is absent, unless CI=true, where that fails.
 func loadCorpusPages(tb testing.TB) []snapshot {
 	tb.Helper()
-	paths, err := filepath.Glob(filepath.Join(corpusDir, "*.html"))
-	if err == nil && len(paths) == 0 {
-		err = os.ErrNotExist
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("corpus %s: %v (CI=true: the corpus must be present)", corpusDir, err)
-		}
-		tb.Skipf("corpus %s not found (%v); it is shared/corpus/pages beside the repository", corpusDir, err)
-	}
-	manifest := map[string]manifestEntry{}
-	if b, err := os.ReadFile(filepath.Join(corpusDir, "MANIFEST.json")); err == nil {
-		var entries []manifestEntry
-		if err := json.Unmarshal(b, &entries); err != nil {
-			tb.Fatalf("MANIFEST.json: %v", err)
-		}
-		for _, e := range entries {
-			manifest[e.File] = e
-		}
-	}
-	snaps := make([]snapshot, 0, len(paths))
-	for _, path := range paths {
-		name := filepath.Base(path)
-		body, err := os.ReadFile(path)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		e := manifest[name]
-		raw := e.URL
+	pages := corpus.Pages(tb)
+	snaps := make([]snapshot, 0, len(pages))
+	for _, p := range pages {
+		raw := p.URL
 		if raw == "" {
-			raw = "https://www.corpus.example/" + strings.TrimSuffix(name, ".html") + "/index.html"
+			raw = "https://www.corpus.example/" + p.Name + "/index.html"
 		}
 		u, err := url.Parse(raw)
 		if err != nil {
-			tb.Fatalf("%s: URL %q: %v", name, raw, err)
+			tb.Fatalf("%s: URL %q: %v", p.Name, raw, err)
 		}
-		snaps = append(snaps, snapshot{Name: name, URL: u, ContentType: e.ContentType, Body: body})
+		snaps = append(snaps, snapshot{Name: p.Name + ".html", URL: u, ContentType: p.ContentType, Body: p.Body})
 	}
 	return snaps
 }

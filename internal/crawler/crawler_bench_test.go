@@ -5,43 +5,25 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// benchCorpusDir holds real pages in their original charsets, shared by the
-// project's tests and benchmarks (see ../shared/corpus/README.md).
-const benchCorpusDir = "../../../shared/corpus/pages"
-
 // corpusServer serves every corpus page as it was published (no declared
 // charset, so the crawler detects it) and returns the pages' URLs and total
 // size. It skips the benchmark when the corpus is absent, unless CI=true.
 func corpusServer(b *testing.B) (urls []string, size int64) {
-	paths, err := filepath.Glob(filepath.Join(benchCorpusDir, "*.html"))
-	if err != nil || len(paths) == 0 {
-		if os.Getenv("CI") == "true" {
-			b.Fatalf("corpus %s not found (CI=true: it must be present)", benchCorpusDir)
-		}
-		b.Skipf("corpus %s not found; set it up to run this benchmark", benchCorpusDir)
-	}
 	pages := map[string][]byte{}
-	for _, p := range paths {
-		body, err := os.ReadFile(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		name := "/" + strings.TrimSuffix(filepath.Base(p), ".html") + "/"
-		pages[name] = body
-		size += int64(len(body))
+	for _, p := range corpus.Pages(b) {
+		pages["/"+p.Name+"/"] = p.Body
+		size += int64(len(p.Body))
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := pages[r.URL.Path]

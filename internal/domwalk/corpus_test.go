@@ -4,20 +4,15 @@ import (
 	"bytes"
 	"io"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
 
+	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 )
-
-// corpusDir holds real pages (news portals, Wikipedia, blogs…) in their
-// original charsets, shared by the project's tests.
-const corpusDir = "../../../shared/corpus/pages"
 
 type corpusPage struct {
 	name string
@@ -25,42 +20,26 @@ type corpusPage struct {
 	html []byte // decoded to UTF-8, as the crawler hands pages over
 }
 
-// loadCorpus returns the corpus pages decoded to UTF-8. It skips the test
-// when the corpus is absent, unless CI=true, where a missing corpus fails.
+// loadCorpus returns the corpus pages (shared/corpus/pages: news portals,
+// Wikipedia, blogs… in their original charsets) decoded to UTF-8. It skips
+// the test when the corpus is absent, unless CI=true, where that fails.
 func loadCorpus(tb testing.TB) []corpusPage {
 	tb.Helper()
-	paths, err := filepath.Glob(filepath.Join(corpusDir, "*.html"))
-	if err == nil && len(paths) == 0 {
-		err = os.ErrNotExist
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("corpus %s: %v (CI=true: the corpus must be present)", corpusDir, err)
-		}
-		tb.Skipf("corpus %s not found (%v); set it up to run this test", corpusDir, err)
-	}
-	pages := make([]corpusPage, 0, len(paths))
-	for _, path := range paths {
-		f, err := os.Open(path)
+	var pages []corpusPage
+	for _, p := range corpus.Pages(tb) {
+		r, err := charset.NewReader(bytes.NewReader(p.Body), p.ContentType)
 		if err != nil {
-			tb.Fatal(err)
-		}
-		r, err := charset.NewReader(f, "")
-		if err != nil {
-			f.Close()
-			tb.Fatalf("%s: detect charset: %v", path, err)
+			tb.Fatalf("%s: detect charset: %v", p.Name, err)
 		}
 		data, err := io.ReadAll(r)
-		f.Close()
 		if err != nil {
-			tb.Fatalf("%s: decode: %v", path, err)
+			tb.Fatalf("%s: decode: %v", p.Name, err)
 		}
-		name := strings.TrimSuffix(filepath.Base(path), ".html")
-		u, err := url.Parse("https://" + strings.ReplaceAll(name, "_", "-") + ".corpus.example/index.html")
+		u, err := url.Parse("https://" + strings.ReplaceAll(p.Name, "_", "-") + ".corpus.example/index.html")
 		if err != nil {
 			tb.Fatal(err)
 		}
-		pages = append(pages, corpusPage{name: name, url: u, html: data})
+		pages = append(pages, corpusPage{name: p.Name, url: u, html: data})
 	}
 	return pages
 }

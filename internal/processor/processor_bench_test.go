@@ -7,15 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/processor"
@@ -26,27 +24,14 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-const benchCorpusDir = "../../../shared/corpus/pages"
-
 // corpusLinks returns the links of the corpus pages that have at least
 // minLinks, as a crawler would send them (decoded, parsed, normalised). It
 // skips the benchmark when the corpus is absent, unless CI=true.
 func corpusLinks(b *testing.B, minLinks, maxPages int) [][]watch.Link {
-	paths, err := filepath.Glob(filepath.Join(benchCorpusDir, "*.html"))
-	if err != nil || len(paths) == 0 {
-		if os.Getenv("CI") == "true" {
-			b.Fatalf("corpus %s not found (CI=true: it must be present)", benchCorpusDir)
-		}
-		b.Skipf("corpus %s not found; set it up to run this benchmark", benchCorpusDir)
-	}
 	var out [][]watch.Link
-	for _, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		html, _ := fetch.DecodeHTML(raw, "")
-		u, _ := url.Parse("https://" + strings.TrimSuffix(filepath.Base(p), ".html") + ".corpus.example/")
+	for _, p := range corpus.Pages(b) {
+		html, _ := fetch.DecodeHTML(p.Body, p.ContentType)
+		u, _ := url.Parse("https://" + p.Name + ".corpus.example/")
 		links, _, err := domwalk.Parse(bytes.NewReader(html), u, domwalk.Limits{})
 		if err != nil {
 			b.Fatal(err)

@@ -3,38 +3,23 @@ package shortlink_test
 import (
 	"bytes"
 	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 )
 
-const benchCorpusDir = "../../../shared/corpus/pages"
-
 // corpusURLs returns the normalised URLs of every link of the corpus pages,
 // as the processor receives them. It skips the benchmark when the corpus is
 // absent, unless CI=true.
 func corpusURLs(b *testing.B) ([]string, int) {
-	paths, err := filepath.Glob(filepath.Join(benchCorpusDir, "*.html"))
-	if err != nil || len(paths) == 0 {
-		if os.Getenv("CI") == "true" {
-			b.Fatalf("corpus %s not found (CI=true: it must be present)", benchCorpusDir)
-		}
-		b.Skipf("corpus %s not found; set it up to run this benchmark", benchCorpusDir)
-	}
 	var urls []string
 	size := 0
-	for _, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		doc, _ := fetch.DecodeHTML(raw, "")
-		base, _ := url.Parse("https://" + strings.TrimSuffix(filepath.Base(p), ".html") + ".corpus.example/")
+	for _, p := range corpus.Pages(b) {
+		doc, _ := fetch.DecodeHTML(p.Body, p.ContentType)
+		base, _ := url.Parse("https://" + p.Name + ".corpus.example/")
 		links, _, err := domwalk.Parse(bytes.NewReader(doc), base, domwalk.Limits{})
 		if err != nil {
 			b.Fatal(err)

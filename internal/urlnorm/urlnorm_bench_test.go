@@ -3,18 +3,14 @@ package urlnorm_test
 import (
 	"bytes"
 	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"golang.org/x/net/html"
 
+	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/urlnorm"
 )
-
-const benchCorpusDir = "../../../shared/corpus/pages"
 
 type corpusHrefs struct {
 	base  *url.URL
@@ -25,22 +21,11 @@ type corpusHrefs struct {
 // each page's URL. It skips the benchmark when the corpus is absent, unless
 // CI=true.
 func loadHrefs(b *testing.B) ([]corpusHrefs, int, int) {
-	paths, err := filepath.Glob(filepath.Join(benchCorpusDir, "*.html"))
-	if err != nil || len(paths) == 0 {
-		if os.Getenv("CI") == "true" {
-			b.Fatalf("corpus %s not found (CI=true: it must be present)", benchCorpusDir)
-		}
-		b.Skipf("corpus %s not found; set it up to run this benchmark", benchCorpusDir)
-	}
 	var pages []corpusHrefs
 	n, size := 0, 0
-	for _, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		doc, _ := fetch.DecodeHTML(raw, "")
-		base, _ := url.Parse("https://" + strings.TrimSuffix(filepath.Base(p), ".html") + ".corpus.example/news/index.html")
+	for _, p := range corpus.Pages(b) {
+		doc, _ := fetch.DecodeHTML(p.Body, p.ContentType)
+		base, _ := url.Parse("https://" + p.Name + ".corpus.example/news/index.html")
 		page := corpusHrefs{base: base}
 		z := html.NewTokenizer(bytes.NewReader(doc))
 		for tt := z.Next(); tt != html.ErrorToken; tt = z.Next() {
