@@ -85,6 +85,14 @@ type Task struct {
 	// LinksDigest, all of them already recorded: Context is empty and the
 	// check needs no link work, like a 304.
 	Unchanged bool `json:"unchanged,omitempty"`
+	// Truncated counts the links the crawler found but left out of Context
+	// because the page's link cap or the task's byte budget was reached; the
+	// processor shows it on the page's status.
+	Truncated int `json:"truncated,omitempty"`
+	// DeferredUntil, when set, says the crawler did not check the page now
+	// (a politeness wait would have held a worker too long): the processor
+	// records nothing but frees the page to be checked again at that time.
+	DeferredUntil time.Time `json:"deferredUntil,omitzero"`
 }
 
 // Failed reports whether the check failed; a failed check leaves the page's
