@@ -24,7 +24,10 @@ up: services build
 	@bin/watchctl migrate
 	@mkdir -p $(SUPERVISOR)/run $(SUPERVISOR)/logs
 	@# Recorded so that bin/watchctl uses the settings the programs run with.
-	@env | grep -E '^(DATABASE_URL|AMQP_URL|REDIS_URL|PORTALWATCH_[A-Z_]+)=' > $(SUPERVISOR)/run/environment || true
+	@# The URLs can hold passwords: the file is readable by its owner only,
+	@# from its first byte (umask), not after a chmod.
+	@(umask 077; rm -f $(SUPERVISOR)/run/environment; \
+		env | grep -E '^(DATABASE_URL|AMQP_URL|REDIS_URL|PORTALWATCH_[A-Z_]+)=' > $(SUPERVISOR)/run/environment || true)
 	@if $(SUPCTL) pid >/dev/null 2>&1; then \
 		echo "restarting supervisord so the current environment applies"; \
 		$(SUPCTL) shutdown >/dev/null; \

@@ -280,7 +280,13 @@ func (r *reader) boolean(name string, def bool) bool {
 func validURL(name, raw string, schemes ...string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		// url.Parse quotes the whole URL, password included, in its error:
+		// keep only its reason, and show the URL with the password hidden.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%s=%q: not a valid URL: %v", name, RedactURL(raw), err)
 	}
 	for _, s := range schemes {
 		if u.Scheme == s {
@@ -293,6 +299,34 @@ func validURL(name, raw string, schemes ...string) error {
 // redact hides a password so a config error never prints a credential.
 func redact(u *url.URL) string {
 	return u.Redacted()
+}
+
+// RedactURL returns raw with the password of its user information replaced
+// by "xxxxx", whether or not raw parses as a URL, so that an error or log
+// line about a connection URL never carries a credential. A URL without a
+// password is returned as it is.
+func RedactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	// Unparsable (a bad port, say): the user information is what lies
+	// between "://" and the last "@" before the path.
+	start := strings.Index(raw, "://")
+	if start < 0 {
+		start = 0
+	} else {
+		start += len("://")
+	}
+	rest := raw[start:]
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	return raw[:start] + user + ":xxxxx" + rest[at:]
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)

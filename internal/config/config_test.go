@@ -70,3 +70,36 @@ func TestEveryBadVariableIsNamed(t *testing.T) {
 		t.Errorf("error leaks a password:\n%s", msg)
 	}
 }
+
+func TestURLErrorsNeverShowAPassword(t *testing.T) {
+	for _, tc := range []struct{ name, value string }{
+		{"DATABASE_URL", "postgres://portal:s3cr3t@db.internal:54x2/portalwatch"},
+		{"AMQP_URL", "amqp://guest:s3cr3t@rabbit:bad/"},
+		{"REDIS_URL", "redis://:s3cr3t@cache:6379x/0"},
+		{"DATABASE_URL", "mysql://portal:s3cr3t@db.internal/portalwatch"},
+		{"AMQP_URL", "amqp://guest:s3cr3t@rab bit/%zz"},
+	} {
+		_, err := Load(envOf(map[string]string{tc.name: tc.value}))
+		if err == nil {
+			t.Errorf("%s=%s accepted", tc.name, tc.value)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "s3cr3t") || !strings.Contains(msg, tc.name) {
+			t.Errorf("%s=%s: error %q leaks the password or does not name the variable", tc.name, tc.value, msg)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"amqp://guest:pw@host:5672/":        "amqp://guest:xxxxx@host:5672/",
+		"amqp://guest:pw@host:bad/":         "amqp://guest:xxxxx@host:bad/",
+		"redis://:p@ss@host:x/0":            "redis://:xxxxx@host:x/0",
+		"postgres://user@host/db":           "postgres://user@host/db",
+		"postgres://host/db?sslmode=verify": "postgres://host/db?sslmode=verify",
+	} {
+		if got := RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

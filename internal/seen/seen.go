@@ -13,7 +13,9 @@ package seen
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	neturl "net/url"
 	"strconv"
 	"time"
 
@@ -49,7 +51,7 @@ type Set struct {
 func Open(url string, cfg Config) (*Set, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
+		return nil, fmt.Errorf("parse REDIS_URL: %w", withoutURL(err))
 	}
 	if cfg.Buckets <= 0 {
 		cfg.Buckets = 8
@@ -175,4 +177,15 @@ func (s *Set) group(codes []uint64) map[int][]int {
 		byBucket[b] = append(byBucket[b], i)
 	}
 	return byBucket
+}
+
+// withoutURL drops the URL that net/url quotes, password included, in its
+// parse errors, keeping the reason: a connection error must never carry a
+// credential into a log.
+func withoutURL(err error) error {
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }

@@ -3,6 +3,7 @@ package seen_test
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -126,5 +127,12 @@ func TestUnreachableRedisIsAnErrorNotAHit(t *testing.T) {
 	got, err := s.Seen(context.Background(), 1, []uint64{1, 2})
 	if err == nil || got != nil {
 		t.Fatalf("Seen with Redis down = %v, %v; want nil and an error", got, err)
+	}
+}
+
+func TestOpenErrorHidesThePassword(t *testing.T) {
+	_, err := seen.Open("redis://:s3cr3t@127.0.0.1:63x79/0", seen.Config{Prefix: "t"})
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("Open error = %v, want one without the password", err)
 	}
 }
