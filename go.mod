@@ -3,6 +3,7 @@ module github.com/portalwatch/portalwatch
 go 1.26.0
 
 require (
+	github.com/alecthomas/kong v1.17.0
 	github.com/andybalholm/brotli v1.3.0
 	github.com/goccy/go-json v0.12.0
 	github.com/jackc/pgx/v5 v5.12.0
