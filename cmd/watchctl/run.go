@@ -16,8 +16,8 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/urlnorm"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -53,8 +53,9 @@ type cli struct {
 	cfg    config.Config
 	stdout io.Writer
 	stderr io.Writer
-	// resolver checks where registered hosts resolve; nil is the system's.
-	resolver fetch.Resolver
+	// policy is what registration allows; every command that stores a
+	// page's settings checks them with it.
+	policy registration.Policy
 }
 
 const description = `portalwatch's operator CLI. It reads the same environment as the services
@@ -77,6 +78,12 @@ func newParser(stdout, stderr io.Writer, exit func(int)) (*kong.Kong, error) {
 }
 
 func run(ctx context.Context, args []string, getenv config.Getenv, stdout, stderr io.Writer) int {
+	return runWith(ctx, args, getenv, stdout, stderr, nil)
+}
+
+// runWith is run with the resolver registration looks host names up with;
+// nil is the system's, the one the crawler dials with.
+func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, stderr io.Writer, resolver fetch.Resolver) int {
 	// Kong reports --help through its exit hook and then carries on
 	// parsing; the hook only notes it, so that nothing here exits the
 	// process and a test can run the program in-process.
@@ -109,11 +116,13 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdout, stder
 		fmt.Fprintln(stderr, "watchctl:", err)
 		return exitUsage
 	}
-	c := &cli{ctx: ctx, cfg: cfg, stdout: stdout, stderr: stderr}
+	c := &cli{ctx: ctx, cfg: cfg, stdout: stdout, stderr: stderr,
+		policy: registration.Policy{AllowPrivate: cfg.AllowPrivate, Resolver: resolver}}
 	if err := kctx.Run(c); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", kctx.Selected().FullPath(), err)
 		var ue usageError
-		if errors.As(err, &ue) {
+		var refused *registration.RefusedError
+		if errors.As(err, &ue) || errors.As(err, &refused) {
 			return exitUsage
 		}
 		return exitError
@@ -238,14 +247,11 @@ type addCmd struct {
 }
 
 func (a *addCmd) Run(c *cli) error {
-	u, err := c.checkURL(a.URL)
+	p, err := c.policy.CheckPage(c.ctx, registration.Page{
+		URL: a.URL, Interval: a.Interval,
+		Options: watch.LinkOptions{SameSiteOnly: a.SameSite, Ignore: a.Ignore},
+	})
 	if err != nil {
-		return err
-	}
-	if err := checkInterval(a.Interval); err != nil {
-		return err
-	}
-	if err := checkPatterns(a.Ignore); err != nil {
 		return err
 	}
 	st, err := c.open()
@@ -253,49 +259,14 @@ func (a *addCmd) Run(c *cli) error {
 		return err
 	}
 	defer st.Close()
-	page, err := st.AddPage(c.ctx, store.NewPage{
-		URL: u, Interval: a.Interval,
-		Options: watch.LinkOptions{SameSiteOnly: a.SameSite, Ignore: a.Ignore},
-	})
+	page, err := st.AddPage(c.ctx, store.NewPage{URL: p.URL, Interval: p.Interval, Options: p.Options})
 	if errors.Is(err, watch.ErrDuplicatePage) {
-		return usagef("%s is already watched (see `watchctl list`)", u)
+		return usagef("%s is already watched (see `watchctl list`)", p.URL)
 	}
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "watching page %d: %s every %s\n", page.ID, page.BaseURL, page.Interval)
-	return nil
-}
-
-// checkURL refuses what portalwatch must never fetch and returns the URL in
-// its normalised form, so one page cannot be registered twice under two
-// spellings.
-func (c *cli) checkURL(raw string) (string, error) {
-	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-	defer cancel()
-	if err := fetch.CheckURL(ctx, raw, c.cfg.AllowPrivate, c.resolver); err != nil {
-		return "", usageError{err.Error()}
-	}
-	u, err := urlnorm.Normalize(raw)
-	if err != nil {
-		return "", usagef("%s: %v", raw, err)
-	}
-	return u, nil
-}
-
-func checkInterval(d time.Duration) error {
-	if d < watch.MinInterval {
-		return usagef("interval %s is too short: the shortest is %s", d, watch.MinInterval)
-	}
-	return nil
-}
-
-func checkPatterns(patterns []string) error {
-	for _, p := range patterns {
-		if err := validPattern(p); err != nil {
-			return usagef("--ignore %q: %v", p, err)
-		}
-	}
 	return nil
 }
 
@@ -381,21 +352,13 @@ func (s *setCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	var change store.PageChange
-	if s.Interval != nil {
-		if err := checkInterval(*s.Interval); err != nil {
-			return err
-		}
-		change.Interval = s.Interval
-	}
-	change.Enabled = s.Enabled
-	change.SameSiteOnly = s.SameSite
+	change := store.PageChange{Interval: s.Interval, Enabled: s.Enabled, SameSiteOnly: s.SameSite}
 	if len(s.Ignore) > 0 || s.ClearIgnore {
-		if err := checkPatterns(s.Ignore); err != nil {
-			return err
-		}
 		list := s.Ignore
 		change.Ignore = &list
+	}
+	if err := registration.CheckChange(registration.Change{Interval: change.Interval, Ignore: change.Ignore}); err != nil {
+		return err
 	}
 	if change == (store.PageChange{}) {
 		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore or --clear-ignore")
