@@ -22,11 +22,11 @@ const patternCacheSize = 1024
 // the pattern list, so that a page's patterns are compiled once and not at
 // every check. It is safe for concurrent use; *regexp.Regexp is too.
 //
-// It compiles with watch.CompilePattern, the caps of registration included:
-// a row stored before the caps, or written by hand, may hold a pattern that
-// breaks them, or does not compile at all. Such a pattern is skipped - the
-// page's other patterns still apply - with a log line and the
-// portalwatch_crawler_ignore_patterns_skipped_total metric, once per
+// It compiles with watch.CompileIgnore, under the caps registration
+// applies: a row stored before the caps, or written by hand, may hold a
+// pattern that breaks them, or does not compile at all. Such a pattern is
+// skipped - the page's other patterns still apply - with a log line and
+// the portalwatch_crawler_ignore_patterns_skipped_total metric, once per
 // compilation of the list.
 type patternCache struct {
 	skipped prometheus.Counter
@@ -72,21 +72,11 @@ func (c *patternCache) compile(log *slog.Logger, job watch.Job) []*regexp.Regexp
 
 	// Compiled outside the lock: two workers may compile one list at once,
 	// which costs less than making every other job wait for a compilation.
-	res := make([]*regexp.Regexp, 0, len(job.Options.Ignore))
-	for i, p := range job.Options.Ignore {
-		if i >= watch.MaxIgnorePatterns {
-			c.skipped.Add(float64(len(job.Options.Ignore) - i))
-			log.Warn("ignore patterns past the cap skipped", "skipped", len(job.Options.Ignore)-i, "cap", watch.MaxIgnorePatterns)
-			break
-		}
-		re, err := watch.CompilePattern(p)
-		if err != nil {
-			c.skipped.Inc()
-			log.Warn("ignore pattern skipped", "pattern", watch.QuotePattern(p), "err", err)
-			continue
-		}
-		res = append(res, re)
+	res, errs := watch.CompileIgnore(job.Options.Ignore)
+	for _, err := range errs {
+		log.Warn("ignore pattern skipped", "err", err)
 	}
+	c.skipped.Add(float64(len(job.Options.Ignore) - len(res)))
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

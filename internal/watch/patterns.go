@@ -26,6 +26,10 @@ const (
 	// Real patterns take 10-100 (`^https?://(www\.)?example\.com/(tag|
 	// category)/[^/]+/?$` takes 58).
 	MaxPatternInsts = 200
+	// MaxIgnoreInsts is the most instructions a page's patterns may compile
+	// to together: every link is matched against all of them, so this, not
+	// the size of one, bounds the matching cost per link.
+	MaxIgnoreInsts = 1000
 )
 
 // CheckPattern reports whether p may be used as an ignore pattern: not
@@ -33,47 +37,70 @@ const (
 // MaxPatternInsts. The error is one line that says which rule p breaks and
 // what the limit is; it does not quote p.
 func CheckPattern(p string) error {
-	_, err := checkPattern(p)
+	_, err := patternInsts(p)
 	return err
 }
 
-// CompilePattern checks p as CheckPattern does and compiles it.
-func CompilePattern(p string) (*regexp.Regexp, error) {
-	if _, err := checkPattern(p); err != nil {
-		return nil, err
-	}
-	re, err := regexp.Compile(p)
-	if err != nil {
-		// checkPattern parsed it with the same flags; this is not expected.
-		return nil, fmt.Errorf("not a valid regular expression (RE2 syntax): %v", err)
-	}
-	return re, nil
-}
-
-func checkPattern(p string) (*syntax.Regexp, error) {
+// patternInsts checks p as CheckPattern does and returns the number of
+// instructions it compiles to.
+func patternInsts(p string) (int, error) {
 	if p == "" {
-		return nil, fmt.Errorf("an empty pattern would ignore every link")
+		return 0, fmt.Errorf("an empty pattern would ignore every link")
 	}
 	if len(p) > MaxPatternBytes {
-		return nil, fmt.Errorf("is %d bytes long; the longest allowed is %d", len(p), MaxPatternBytes)
+		return 0, fmt.Errorf("is %d bytes long; the longest allowed is %d", len(p), MaxPatternBytes)
 	}
 	// syntax.Perl is the flag set regexp.Compile uses.
 	re, err := syntax.Parse(p, syntax.Perl)
 	if err != nil {
-		return nil, fmt.Errorf("not a valid regular expression (RE2 syntax): %v", err)
+		return 0, fmt.Errorf("not a valid regular expression (RE2 syntax): %v", err)
 	}
 	if n := maxRepeat(re); n > MaxPatternRepeat {
-		return nil, fmt.Errorf("repeats a part %d times; at most %d repetitions are allowed", n, MaxPatternRepeat)
+		return 0, fmt.Errorf("repeats a part %d times; at most %d repetitions are allowed", n, MaxPatternRepeat)
 	}
 	prog, err := syntax.Compile(re.Simplify())
 	if err != nil {
-		return nil, fmt.Errorf("not a valid regular expression (RE2 syntax): %v", err)
+		return 0, fmt.Errorf("not a valid regular expression (RE2 syntax): %v", err)
 	}
 	if n := len(prog.Inst); n > MaxPatternInsts {
-		return nil, fmt.Errorf("compiles to %d instructions; at most %d are allowed (shorten it, lower its repetition counts or split it in two)",
+		return 0, fmt.Errorf("compiles to %d instructions; at most %d are allowed (shorten it, lower its repetition counts or split it in two)",
 			n, MaxPatternInsts)
 	}
-	return re, nil
+	return len(prog.Inst), nil
+}
+
+// CompileIgnore compiles a page's ignore patterns within the caps: at most
+// MaxIgnorePatterns of them, each passing CheckPattern, MaxIgnoreInsts
+// instructions together. It returns the patterns that pass, in order, and
+// one error per pattern that does not (one line, naming the pattern), so
+// that a caller can refuse the list (Validate) or use the rest (the crawler,
+// with a row stored before the caps).
+func CompileIgnore(patterns []string) ([]*regexp.Regexp, []error) {
+	var errs []error
+	if len(patterns) > MaxIgnorePatterns {
+		errs = append(errs, fmt.Errorf("%d ignore patterns; at most %d are allowed: the last %d skipped",
+			len(patterns), MaxIgnorePatterns, len(patterns)-MaxIgnorePatterns))
+		patterns = patterns[:MaxIgnorePatterns]
+	}
+	res := make([]*regexp.Regexp, 0, len(patterns))
+	total := 0
+	for _, p := range patterns {
+		n, err := patternInsts(p)
+		if err == nil && total+n > MaxIgnoreInsts {
+			err = fmt.Errorf("the page's patterns would compile to %d instructions together; at most %d are allowed", total+n, MaxIgnoreInsts)
+		}
+		var re *regexp.Regexp
+		if err == nil {
+			re, err = regexp.Compile(p)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ignore pattern %s: %w", QuotePattern(p), err))
+			continue
+		}
+		total += n
+		res = append(res, re)
+	}
+	return res, errs
 }
 
 // maxRepeat returns the largest count named by a counted repetition in re.
@@ -88,17 +115,15 @@ func maxRepeat(re *syntax.Regexp) int {
 	return n
 }
 
-// Validate reports whether o may be stored: at most MaxIgnorePatterns
-// ignore patterns, each passing CheckPattern. The error is one line naming
-// the first pattern refused (quoted, shortened when long) and why.
+// Validate reports whether o may be stored: its ignore patterns within the
+// caps of CompileIgnore. The error is one line naming the first pattern
+// refused (quoted, shortened when long) and why.
 func (o LinkOptions) Validate() error {
 	if len(o.Ignore) > MaxIgnorePatterns {
 		return fmt.Errorf("%d ignore patterns; at most %d are allowed", len(o.Ignore), MaxIgnorePatterns)
 	}
-	for _, p := range o.Ignore {
-		if err := CheckPattern(p); err != nil {
-			return fmt.Errorf("ignore pattern %s: %w", QuotePattern(p), err)
-		}
+	if _, errs := CompileIgnore(o.Ignore); len(errs) > 0 {
+		return errs[0]
 	}
 	return nil
 }

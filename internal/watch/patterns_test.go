@@ -33,8 +33,8 @@ func TestCheckPattern(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("CheckPattern(%q) = %v, want one line containing %q", tt.pattern, err, tt.want)
 		}
-		if re, err := CompilePattern(tt.pattern); err == nil || re != nil {
-			t.Errorf("CompilePattern(%q) compiled a refused pattern", tt.pattern)
+		if res, errs := CompileIgnore([]string{tt.pattern}); len(res) != 0 || len(errs) != 1 {
+			t.Errorf("CompileIgnore(%q) = %v, %v; want the pattern refused", tt.pattern, res, errs)
 		}
 	}
 	// A literal of n bytes compiles to n+2 instructions (the fail and match
@@ -44,6 +44,31 @@ func TestCheckPattern(t *testing.T) {
 	}
 	if err := CheckPattern(strings.Repeat("a", MaxPatternInsts-1)); err == nil || !strings.Contains(err.Error(), "compiles to 201 instructions") {
 		t.Errorf("a pattern of %d instructions: %v, want refused", MaxPatternInsts+1, err)
+	}
+}
+
+func TestCompileIgnoreKeepsTheGoodPatterns(t *testing.T) {
+	// Six patterns of 193 instructions: the sixth would take the page past
+	// MaxIgnoreInsts, as would a seventh; the small one after them fits.
+	big := `\w{100}\w{90}x`
+	patterns := []string{big, big, big, big, big, big, "(", big, `\?p=\d+`}
+	res, errs := CompileIgnore(patterns)
+	if len(res) != 6 || res[5].String() != `\?p=\d+` {
+		t.Fatalf("compiled %v, want five big patterns and the small one", res)
+	}
+	if len(errs) != 3 || !strings.Contains(errs[0].Error(), "1158 instructions together; at most 1000") ||
+		!strings.Contains(errs[1].Error(), `ignore pattern "("`) {
+		t.Errorf("errors %v, want the sixth big one, the bad one and the seventh big one named", errs)
+	}
+	many := make([]string, MaxIgnorePatterns+3)
+	for i := range many {
+		many[i] = "p"
+	}
+	if res, errs := CompileIgnore(many); len(res) != MaxIgnorePatterns || len(errs) != 1 || !strings.Contains(errs[0].Error(), "the last 3 skipped") {
+		t.Errorf("%d patterns: %d compiled, errors %v", len(many), len(res), errs)
+	}
+	if err := (LinkOptions{Ignore: patterns[:6]}).Validate(); err == nil || !strings.Contains(err.Error(), "together") {
+		t.Errorf("Validate of six big patterns = %v, want refused", err)
 	}
 }
 
