@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -52,7 +53,6 @@ type cli struct {
 	ctx    context.Context
 	cfg    config.Config
 	stdout io.Writer
-	stderr io.Writer
 	// policy is what registration allows; every command that stores a
 	// page's settings checks them with it.
 	policy registration.Policy
@@ -101,14 +101,15 @@ func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, s
 	}
 	if args[0] == "help" {
 		// "watchctl help add" reads better than "watchctl add --help".
-		args = append(args[1:len(args):len(args)], "--help")
+		args = append(slices.Clone(args[1:]), "--help")
 	}
 	kctx, err := parser.Parse(goFlagStyle(parser.Model.Node, args))
 	if helped {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v (see `%s --help`)\n", commandPath(kctx, err), err, commandPath(kctx, err))
+		cmd := commandPath(kctx, err)
+		fmt.Fprintf(stderr, "%s: %v (see `%s --help`)\n", cmd, err, cmd)
 		return exitUsage
 	}
 	cfg, err := config.Load(getenv)
@@ -116,7 +117,7 @@ func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, s
 		fmt.Fprintln(stderr, "watchctl:", err)
 		return exitUsage
 	}
-	c := &cli{ctx: ctx, cfg: cfg, stdout: stdout, stderr: stderr,
+	c := &cli{ctx: ctx, cfg: cfg, stdout: stdout,
 		policy: registration.Policy{AllowPrivate: cfg.AllowPrivate, Resolver: resolver}}
 	if err := kctx.Run(c); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", kctx.Selected().FullPath(), err)
