@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -14,72 +13,82 @@ import (
 	"github.com/portalwatch/portalwatch/internal/queue"
 )
 
-const deadUsage = `usage: watchctl dead list [--queue job|task|all] [--limit 20] [--json]
-       watchctl dead requeue [--queue job|task|all] [--limit 1000]
-       watchctl dead purge [--queue job|task|all]`
+// deadCmd shows and handles the dead-letter queues: messages that could not
+// be decoded, or that failed again and again.
+type deadCmd struct {
+	List    deadListCmd    `cmd:"" help:"Show the count, reasons and first messages of the dead-letter queues."`
+	Requeue deadRequeueCmd `cmd:"" help:"Send dead-lettered messages back to their queue (after fixing the cause)."`
+	Purge   deadPurgeCmd   `cmd:"" help:"Drop dead-lettered messages."`
+}
 
-// dead shows and handles the dead-letter queues: messages that could not be
-// decoded, or that failed again and again.
-func (c *cli) dead(args []string) error {
-	if len(args) == 0 {
-		return usagef("%s", deadUsage)
-	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("dead "+sub, flag.ContinueOnError)
-	which := fs.String("queue", "all", "job, task or all")
-	limit := fs.Int("limit", 0, "at most this many messages")
-	asJSON := fs.Bool("json", false, "one JSON object per line")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q\n%s", pos[0], deadUsage)
-	}
-	var queues []string
-	switch *which {
+// deadFlags are the flags every dead subcommand takes.
+type deadFlags struct {
+	Queue string `default:"all" enum:"job,task,all" help:"Which dead-letter queue: job, task or all."`
+	Limit int    `help:"At most this many messages (list: 20, requeue: 1000)."`
+	JSON  bool   `name:"json" help:"One JSON object per line (list)."`
+}
+
+// queues returns the work queues whose dead-letter queues f names.
+func (f deadFlags) queues(c *cli) []string {
+	switch f.Queue {
 	case "job":
-		queues = []string{c.cfg.JobQueue}
+		return []string{c.cfg.JobQueue}
 	case "task":
-		queues = []string{c.cfg.TaskQueue}
-	case "all":
-		queues = []string{c.cfg.JobQueue, c.cfg.TaskQueue}
-	default:
-		return usagef("--queue %q: want job, task or all", *which)
+		return []string{c.cfg.TaskQueue}
 	}
+	return []string{c.cfg.JobQueue, c.cfg.TaskQueue}
+}
+
+func (f deadFlags) limit(byDefault int) int {
+	if f.Limit <= 0 {
+		return byDefault
+	}
+	return f.Limit
+}
+
+type deadListCmd struct {
+	deadFlags `embed:""`
+}
+
+func (d *deadListCmd) Run(c *cli) error {
+	dead := queue.NewDead(proc.QueueConfig(c.cfg, "watchctl"))
+	return c.deadList(dead, d.queues(c), d.limit(20), d.JSON)
+}
+
+type deadRequeueCmd struct {
+	deadFlags `embed:""`
+}
+
+func (d *deadRequeueCmd) Run(c *cli) error {
 	qcfg := proc.QueueConfig(c.cfg, "watchctl")
 	dead := queue.NewDead(qcfg)
-	switch sub {
-	case "list":
-		if *limit <= 0 {
-			*limit = 20
+	queues := d.queues(c)
+	pub := queue.NewPublisher(qcfg, slog.New(slog.DiscardHandler), queues...)
+	defer pub.Close()
+	for _, q := range queues {
+		n, err := dead.Requeue(c.ctx, q, d.limit(1000), pub)
+		if err != nil {
+			return fmt.Errorf("%w (%d moved before the error)", err, n)
 		}
-		return c.deadList(dead, queues, *limit, *asJSON)
-	case "requeue":
-		if *limit <= 0 {
-			*limit = 1000
-		}
-		pub := queue.NewPublisher(qcfg, slog.New(slog.DiscardHandler), queues...)
-		defer pub.Close()
-		for _, q := range queues {
-			n, err := dead.Requeue(c.ctx, q, *limit, pub)
-			if err != nil {
-				return fmt.Errorf("%w (%d moved before the error)", err, n)
-			}
-			fmt.Fprintf(c.stdout, "requeued %d messages from %s to %s\n", n, queue.DeadLetterQueue(q), q)
-		}
-		return nil
-	case "purge":
-		for _, q := range queues {
-			n, err := dead.Purge(q)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(c.stdout, "purged %d messages from %s\n", n, queue.DeadLetterQueue(q))
-		}
-		return nil
+		fmt.Fprintf(c.stdout, "requeued %d messages from %s to %s\n", n, queue.DeadLetterQueue(q), q)
 	}
-	return usagef("unknown subcommand %q\n%s", sub, deadUsage)
+	return nil
+}
+
+type deadPurgeCmd struct {
+	deadFlags `embed:""`
+}
+
+func (d *deadPurgeCmd) Run(c *cli) error {
+	dead := queue.NewDead(proc.QueueConfig(c.cfg, "watchctl"))
+	for _, q := range d.queues(c) {
+		n, err := dead.Purge(q)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "purged %d messages from %s\n", n, queue.DeadLetterQueue(q))
+	}
+	return nil
 }
 
 func (c *cli) deadList(dead *queue.Dead, queues []string, limit int, asJSON bool) error {

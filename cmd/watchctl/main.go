@@ -1,7 +1,10 @@
 // Command watchctl is portalwatch's operator CLI: it migrates the database,
 // registers, lists, changes and removes watched pages, and prints updates.
-// Run `watchctl help` for the commands. It reads the same environment as the
-// services (DATABASE_URL, PORTALWATCH_ALLOW_PRIVATE, ...).
+// `watchctl --help` lists the commands and `watchctl <command> --help` (or
+// `watchctl help <command>`) describes one. It reads the same environment as
+// the services (DATABASE_URL, PORTALWATCH_ALLOW_PRIVATE, ...). Exit status: 0
+// done, 1 the command could not be carried out, 2 the command line or its
+// input is wrong and nothing was written.
 package main
 
 import (

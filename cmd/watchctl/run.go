@@ -4,19 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/urlnorm"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -27,70 +29,101 @@ const (
 	exitUsage = 2 // the command line or its input is wrong; nothing was written
 )
 
-const usage = `usage: watchctl <command> [arguments]
-
-commands:
-  migrate                          apply pending database migrations
-  add URL [--interval 5m] [--same-site] [--ignore REGEXP]...
-                                   watch a homepage (interval at least 10s)
-  list [--json]                    list watched pages and their status
-  set ID [--interval D] [--enabled true|false] [--same-site true|false] [--ignore REGEXP]... [--clear-ignore]
-                                   change a page's settings
-  remove ID                        stop watching a page and delete its links and updates
-  updates [--page ID] [--since 1h|2006-01-02T15:04:05Z] [--limit 100] [--json]
-                                   print new links, newest first
-  dead list|requeue|purge [--queue job|task|all] [--limit N] [--json]
-                                   show, retry or drop dead-lettered messages
-`
-
-// usageError is a mistake on the command line: exit status 2.
+// usageError is a mistake on the command line or in its input: exit status 2.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// commandLine is watchctl's grammar as kong reads it: one field per command,
+// each with a Run method that kong calls with the *cli.
+type commandLine struct {
+	Migrate migrateCmd `cmd:"" help:"Apply pending database migrations."`
+	Add     addCmd     `cmd:"" help:"Watch a homepage."`
+	List    listCmd    `cmd:"" help:"List watched pages and their status."`
+	Set     setCmd     `cmd:"" help:"Change a page's settings."`
+	Remove  removeCmd  `cmd:"" help:"Stop watching a page and delete its links and updates."`
+	Updates updatesCmd `cmd:"" help:"Print new links, newest first."`
+	Dead    deadCmd    `cmd:"" help:"Show, retry or drop dead-lettered messages."`
+}
+
+// cli is what every command runs with.
 type cli struct {
 	ctx    context.Context
 	cfg    config.Config
 	stdout io.Writer
-	stderr io.Writer
-	// resolver checks where registered hosts resolve; nil is the system's.
-	resolver fetch.Resolver
+	// policy is what registration allows; every command that stores a
+	// page's settings checks them with it.
+	policy registration.Policy
+}
+
+const description = `portalwatch's operator CLI. It reads the same environment as the services
+(DATABASE_URL, AMQP_URL, PORTALWATCH_ALLOW_PRIVATE, ...), falling back to the settings the running
+programs were started with. Exit status: 0 done, 1 could not be carried out, 2 wrong command line or
+input (nothing was written).`
+
+func newParser(stdout, stderr io.Writer, exit func(int)) (*kong.Kong, error) {
+	return kong.New(&commandLine{},
+		kong.Name("watchctl"),
+		kong.Description(description),
+		kong.Writers(stdout, stderr),
+		kong.Exit(exit),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Vars{
+			"default_interval": watch.DefaultInterval.String(),
+			"min_interval":     watch.MinInterval.String(),
+		},
+	)
 }
 
 func run(ctx context.Context, args []string, getenv config.Getenv, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stdout, usage)
-		if len(args) == 0 {
-			return exitUsage
-		}
+	return runWith(ctx, args, getenv, stdout, stderr, nil)
+}
+
+// runWith is run with the resolver registration looks host names up with;
+// nil is the system's, the one the crawler dials with.
+func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, stderr io.Writer, resolver fetch.Resolver) int {
+	// Kong reports --help through its exit hook and then carries on
+	// parsing; the hook only notes it, so that nothing here exits the
+	// process and a test can run the program in-process.
+	helped := false
+	parser, err := newParser(stdout, stderr, func(int) { helped = true })
+	if err != nil {
+		// The grammar is fixed at compile time; this is a programming error.
+		fmt.Fprintln(stderr, "watchctl:", err)
+		return exitError
+	}
+	if len(args) == 0 {
+		// As before kong: the overview, and the status of a usage error.
+		parser.Parse([]string{"--help"})
+		return exitUsage
+	}
+	if args[0] == "help" {
+		// "watchctl help add" reads better than "watchctl add --help".
+		args = append(slices.Clone(args[1:]), "--help")
+	}
+	kctx, err := parser.Parse(goFlagStyle(parser.Model.Node, args))
+	if helped {
 		return exitOK
+	}
+	if err != nil {
+		cmd := commandPath(kctx, err)
+		fmt.Fprintf(stderr, "%s: %v (see `%s --help`)\n", cmd, err, cmd)
+		return exitUsage
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "watchctl:", err)
 		return exitUsage
 	}
-	c := &cli{ctx: ctx, cfg: cfg, stdout: stdout, stderr: stderr}
-	commands := map[string]func([]string) error{
-		"migrate": c.migrate,
-		"add":     c.add,
-		"list":    c.list,
-		"set":     c.set,
-		"remove":  c.remove,
-		"updates": c.updates,
-		"dead":    c.dead,
-	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "watchctl: unknown command %q\n%s", args[0], usage)
-		return exitUsage
-	}
-	if err := cmd(args[1:]); err != nil {
-		fmt.Fprintf(stderr, "watchctl %s: %v\n", args[0], err)
+	c := &cli{ctx: ctx, cfg: cfg, stdout: stdout,
+		policy: registration.Policy{AllowPrivate: cfg.AllowPrivate, Resolver: resolver}}
+	if err := kctx.Run(c); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", kctx.Selected().FullPath(), err)
 		var ue usageError
-		if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
+		var refused *registration.RefusedError
+		if errors.As(err, &ue) || errors.As(err, &refused) {
 			return exitUsage
 		}
 		return exitError
@@ -98,48 +131,73 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdout, stder
 	return exitOK
 }
 
-// parse parses flags wherever they stand among the positional arguments, as
-// people type them ("add URL --interval 30s").
-//
-// A boolean flag may also be followed by its value as the next word
-// ("--enabled false"), which Go's flag package alone would read as the flag
-// set to true and a stray argument.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	args = joinBoolValues(fs, args)
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, usageError{err.Error()}
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, args[0])
-		args = args[1:]
+// commandPath names the command a parse error is about ("watchctl add"), or
+// the program when the command itself is wrong.
+func commandPath(kctx *kong.Context, err error) string {
+	var pe *kong.ParseError
+	if errors.As(err, &pe) && pe.Context != nil {
+		kctx = pe.Context
 	}
+	if kctx != nil {
+		if n := kctx.Selected(); n != nil {
+			return n.FullPath()
+		}
+	}
+	return "watchctl"
 }
 
-func joinBoolValues(fs *flag.FlagSet, args []string) []string {
+// goFlagStyle rewrites the command line so that kong reads it as Go's flag
+// package did before watchctl moved to kong, keeping every command line
+// that worked then working now:
+//   - a boolean flag may take its value as the next word ("--enabled
+//     false"), which kong alone would read as the flag set and a stray
+//     argument, and any spelling strconv.ParseBool accepts ("=F");
+//   - a flag's value is the next word even when it starts with a dash
+//     ("--ignore -draft");
+//   - a long flag may be spelt with one dash ("-json").
+//
+// Only long flags the grammar declares are rewritten; everything after
+// "--" is left alone.
+func goFlagStyle(root *kong.Node, args []string) []string {
+	isBool := map[string]bool{}
+	var collect func(n *kong.Node)
+	collect = func(n *kong.Node) {
+		for _, f := range n.Flags {
+			isBool[f.Name] = f.IsBool()
+		}
+		for _, child := range n.Children {
+			collect(child)
+		}
+	}
+	collect(root)
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		name := strings.TrimLeft(a, "-")
-		isBool := false
-		if f := fs.Lookup(name); f != nil {
-			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok {
-				isBool = bf.IsBoolFlag()
-			}
+		if a == "--" {
+			return append(out, args[i:]...)
 		}
-		if strings.HasPrefix(a, "-") && !strings.Contains(a, "=") && isBool && i+1 < len(args) {
-			if _, err := strconv.ParseBool(args[i+1]); err == nil {
-				out = append(out, a+"="+args[i+1])
+		name, value, hasValue := strings.Cut(a, "=")
+		dashes := len(name) - len(strings.TrimLeft(name, "-"))
+		name = name[dashes:]
+		boolFlag, known := isBool[name]
+		if dashes == 0 || dashes > 2 || !known || len(name) < 2 {
+			out = append(out, a)
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			if _, err := strconv.ParseBool(args[i+1]); !boolFlag || err == nil {
+				value, hasValue = args[i+1], true
 				i++
-				continue
 			}
 		}
-		out = append(out, a)
+		if !hasValue {
+			out = append(out, "--"+name)
+			continue
+		}
+		if v, err := strconv.ParseBool(value); boolFlag && err == nil {
+			value = strconv.FormatBool(v)
+		}
+		out = append(out, "--"+name+"="+value)
 	}
 	return out
 }
@@ -158,10 +216,9 @@ func (c *cli) open() (*store.Store, error) {
 	return st, nil
 }
 
-func (c *cli) migrate(args []string) error {
-	if _, err := parse(flag.NewFlagSet("migrate", flag.ContinueOnError), args); err != nil {
-		return err
-	}
+type migrateCmd struct{}
+
+func (migrateCmd) Run(c *cli) error {
 	st, err := c.open()
 	if err != nil {
 		return err
@@ -183,51 +240,19 @@ func (c *cli) migrate(args []string) error {
 	return nil
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
-// boolOpt is a flag that may be given as --flag or --flag=false and records
-// whether it was given at all.
-type boolOpt struct {
-	set, value bool
+type addCmd struct {
+	URL      string        `arg:"" name:"url" help:"The homepage: an absolute http or https URL."`
+	Interval time.Duration `default:"${default_interval}" placeholder:"D" help:"Time between checks, at least ${min_interval} (default ${default})."`
+	SameSite bool          `name:"same-site" help:"Keep only links to the page's host and its subdomains."`
+	Ignore   []string      `sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this regular expression (RE2; repeatable)."`
 }
 
-func (b *boolOpt) String() string   { return strconv.FormatBool(b.value) }
-func (b *boolOpt) IsBoolFlag() bool { return true }
-func (b *boolOpt) Set(v string) error {
-	parsed, err := strconv.ParseBool(v)
+func (a *addCmd) Run(c *cli) error {
+	p, err := c.policy.CheckPage(c.ctx, registration.Page{
+		URL: a.URL, Interval: a.Interval,
+		Options: watch.LinkOptions{SameSiteOnly: a.SameSite, Ignore: a.Ignore},
+	})
 	if err != nil {
-		return fmt.Errorf("want true or false, got %q", v)
-	}
-	b.set, b.value = true, parsed
-	return nil
-}
-
-func (c *cli) add(args []string) error {
-	fs := flag.NewFlagSet("add", flag.ContinueOnError)
-	interval := fs.Duration("interval", watch.DefaultInterval, "time between checks")
-	var sameSite boolOpt
-	fs.Var(&sameSite, "same-site", "keep only links to the page's host and its subdomains")
-	var ignore stringList
-	fs.Var(&ignore, "ignore", "regular expression of link URLs to ignore (repeatable)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want exactly one URL, got %d arguments (usage: watchctl add URL [--interval 5m])", len(pos))
-	}
-	u, err := c.checkURL(pos[0])
-	if err != nil {
-		return err
-	}
-	if err := checkInterval(*interval); err != nil {
-		return err
-	}
-	if err := checkPatterns(ignore); err != nil {
 		return err
 	}
 	st, err := c.open()
@@ -235,12 +260,9 @@ func (c *cli) add(args []string) error {
 		return err
 	}
 	defer st.Close()
-	page, err := st.AddPage(c.ctx, store.NewPage{
-		URL: u, Interval: *interval,
-		Options: watch.LinkOptions{SameSiteOnly: sameSite.value, Ignore: ignore},
-	})
+	page, err := st.AddPage(c.ctx, store.NewPage{URL: p.URL, Interval: p.Interval, Options: p.Options})
 	if errors.Is(err, watch.ErrDuplicatePage) {
-		return usagef("%s is already watched (see `watchctl list`)", u)
+		return usagef("%s is already watched (see `watchctl list`)", p.URL)
 	}
 	if err != nil {
 		return err
@@ -249,44 +271,11 @@ func (c *cli) add(args []string) error {
 	return nil
 }
 
-// checkURL refuses what portalwatch must never fetch and returns the URL in
-// its normalised form, so one page cannot be registered twice under two
-// spellings.
-func (c *cli) checkURL(raw string) (string, error) {
-	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-	defer cancel()
-	if err := fetch.CheckURL(ctx, raw, c.cfg.AllowPrivate, c.resolver); err != nil {
-		return "", usageError{err.Error()}
-	}
-	u, err := urlnorm.Normalize(raw)
-	if err != nil {
-		return "", usagef("%s: %v", raw, err)
-	}
-	return u, nil
+type listCmd struct {
+	JSON bool `name:"json" help:"One JSON object per line."`
 }
 
-func checkInterval(d time.Duration) error {
-	if d < watch.MinInterval {
-		return usagef("interval %s is too short: the shortest is %s", d, watch.MinInterval)
-	}
-	return nil
-}
-
-func checkPatterns(patterns []string) error {
-	for _, p := range patterns {
-		if err := validPattern(p); err != nil {
-			return usagef("--ignore %q: %v", p, err)
-		}
-	}
-	return nil
-}
-
-func (c *cli) list(args []string) error {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
+func (l *listCmd) Run(c *cli) error {
 	st, err := c.open()
 	if err != nil {
 		return err
@@ -296,7 +285,7 @@ func (c *cli) list(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if l.JSON {
 		enc := json.NewEncoder(c.stdout)
 		for _, p := range pages {
 			if err := enc.Encode(pageJSON(p)); err != nil {
@@ -350,46 +339,27 @@ func parseID(s string) (int64, error) {
 	return id, nil
 }
 
-func (c *cli) set(args []string) error {
-	fs := flag.NewFlagSet("set", flag.ContinueOnError)
-	var interval durationOpt
-	fs.Var(&interval, "interval", "time between checks")
-	var enabled, sameSite boolOpt
-	fs.Var(&enabled, "enabled", "check the page (true) or pause it (false)")
-	fs.Var(&sameSite, "same-site", "keep only links to the page's host and its subdomains")
-	var ignore stringList
-	fs.Var(&ignore, "ignore", "regular expression of link URLs to ignore (repeatable; replaces the list)")
-	clearIgnore := fs.Bool("clear-ignore", false, "remove every ignore pattern")
-	pos, err := parse(fs, args)
+type setCmd struct {
+	ID          string         `arg:"" name:"id" help:"The page's id (see watchctl list)."`
+	Interval    *time.Duration `placeholder:"D" help:"Time between checks, at least ${min_interval}."`
+	Enabled     *bool          `placeholder:"true|false" help:"Check the page (true) or pause it (false)."`
+	SameSite    *bool          `name:"same-site" placeholder:"true|false" help:"Keep only links to the page's host and its subdomains."`
+	Ignore      []string       `sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this regular expression (RE2; repeatable; replaces the list)."`
+	ClearIgnore bool           `name:"clear-ignore" help:"Remove every ignore pattern."`
+}
+
+func (s *setCmd) Run(c *cli) error {
+	id, err := parseID(s.ID)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("want exactly one page id, got %d arguments", len(pos))
-	}
-	id, err := parseID(pos[0])
-	if err != nil {
-		return err
-	}
-	var change store.PageChange
-	if interval.set {
-		if err := checkInterval(interval.value); err != nil {
-			return err
-		}
-		change.Interval = &interval.value
-	}
-	if enabled.set {
-		change.Enabled = &enabled.value
-	}
-	if sameSite.set {
-		change.SameSiteOnly = &sameSite.value
-	}
-	if len(ignore) > 0 || *clearIgnore {
-		if err := checkPatterns(ignore); err != nil {
-			return err
-		}
-		list := []string(ignore)
+	change := store.PageChange{Interval: s.Interval, Enabled: s.Enabled, SameSiteOnly: s.SameSite}
+	if len(s.Ignore) > 0 || s.ClearIgnore {
+		list := s.Ignore
 		change.Ignore = &list
+	}
+	if err := registration.CheckChange(registration.Change{Interval: change.Interval, Ignore: change.Ignore}); err != nil {
+		return err
 	}
 	if change == (store.PageChange{}) {
 		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore or --clear-ignore")
@@ -411,30 +381,12 @@ func (c *cli) set(args []string) error {
 	return nil
 }
 
-type durationOpt struct {
-	set   bool
-	value time.Duration
+type removeCmd struct {
+	ID string `arg:"" name:"id" help:"The page's id (see watchctl list)."`
 }
 
-func (d *durationOpt) String() string { return d.value.String() }
-func (d *durationOpt) Set(v string) error {
-	parsed, err := time.ParseDuration(v)
-	if err != nil {
-		return fmt.Errorf("want a duration such as 30s or 5m, got %q", v)
-	}
-	d.set, d.value = true, parsed
-	return nil
-}
-
-func (c *cli) remove(args []string) error {
-	pos, err := parse(flag.NewFlagSet("remove", flag.ContinueOnError), args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want exactly one page id, got %d arguments", len(pos))
-	}
-	id, err := parseID(pos[0])
+func (r *removeCmd) Run(c *cli) error {
+	id, err := parseID(r.ID)
 	if err != nil {
 		return err
 	}
@@ -452,30 +404,26 @@ func (c *cli) remove(args []string) error {
 	return nil
 }
 
-func (c *cli) updates(args []string) error {
-	fs := flag.NewFlagSet("updates", flag.ContinueOnError)
-	page := fs.String("page", "", "only this page's updates")
-	since := fs.String("since", "", "only updates newer than this: a duration back from now (90s, 1h, 2d) or an RFC 3339 time")
-	limit := fs.Int("limit", 100, "print at most this many")
-	asJSON := fs.Bool("json", false, "one JSON object per line: page_id, url, text, discovered_at")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+type updatesCmd struct {
+	Page  string `placeholder:"ID" help:"Only this page's updates."`
+	Since string `placeholder:"WHEN" help:"Only updates newer than this: a duration back from now (90s, 1h, 2d) or an RFC 3339 time."`
+	Limit int    `default:"100" help:"Print at most this many."`
+	JSON  bool   `name:"json" help:"One JSON object per line: page_id, url, text, discovered_at, id, code."`
+}
+
+func (u *updatesCmd) Run(c *cli) error {
+	if u.Limit <= 0 {
+		return usagef("--limit %d: want a positive number", u.Limit)
 	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q (did you mean --page %s?)", pos[0], pos[0])
-	}
-	q := store.UpdatesQuery{Limit: *limit}
-	if *limit <= 0 {
-		return usagef("--limit %d: want a positive number", *limit)
-	}
-	if *page != "" {
-		if q.PageID, err = parseID(*page); err != nil {
+	q := store.UpdatesQuery{Limit: u.Limit}
+	var err error
+	if u.Page != "" {
+		if q.PageID, err = parseID(u.Page); err != nil {
 			return err
 		}
 	}
-	if *since != "" {
-		if q.Since, err = parseSince(*since, time.Now()); err != nil {
+	if u.Since != "" {
+		if q.Since, err = parseSince(u.Since, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -488,7 +436,7 @@ func (c *cli) updates(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if u.JSON {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetEscapeHTML(false)
 		for _, u := range updates {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,78 @@ func TestParseSince(t *testing.T) {
 	for _, bad := range []string{"", "soon", "-1h", "1x"} {
 		if _, err := parseSince(bad, now); err == nil {
 			t.Errorf("parseSince(%q) accepted", bad)
+		}
+	}
+}
+
+func TestHelpPrintsAndExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"add", "--help"}, {"help", "add"}, {"set", "-h"}, {"dead", "list", "--help"}} {
+		// No environment at all: help needs no database and no valid config.
+		code, out, errOut := runCLI(t, env{"PORTALWATCH_ALLOW_PRIVATE": "maybe"}, args...)
+		if code != exitOK || errOut != "" || !strings.Contains(out, "Usage: watchctl") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 0 and usage on stdout", args, code, out, errOut)
+		}
+	}
+	_, out, _ := runCLI(t, env{}, "add", "--help")
+	for _, want := range []string{"<url>", "--interval", "--same-site", "--ignore", "default 5m"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("add --help lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := runCLI(t, env{}); code != exitUsage || !strings.Contains(out, "Commands:") {
+		t.Errorf("no arguments: exit %d %q, want 2 and the command list", code, out)
+	}
+}
+
+func TestUsageErrorsAreOneLineWithExitTwo(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frobnicate"}, "frobnicate"},
+		{[]string{"add"}, "<url>"},
+		{[]string{"add", "http://a.example/", "http://b.example/"}, "unexpected argument"},
+		{[]string{"add", "http://a.example/", "--interval", "soon"}, "--interval"},
+		{[]string{"add", "http://a.example/", "--colour"}, "--colour"},
+		{[]string{"set"}, "<id>"},
+		{[]string{"set", "1", "--enabled", "perhaps"}, "perhaps"},
+		{[]string{"remove"}, "<id>"},
+		{[]string{"updates", "3"}, "unexpected argument 3"},
+		{[]string{"dead"}, "list"},
+		{[]string{"dead", "list", "--queue", "nope"}, "nope"},
+		{[]string{"dead", "shred"}, "shred"},
+	}
+	for _, tt := range tests {
+		code, out, errOut := runCLI(t, env{}, tt.args...)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want 2", tt.args, code)
+		}
+		if out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tt.want) || !strings.HasPrefix(errOut, "watchctl") {
+			t.Errorf("%q: stdout %q, stderr %q; want one line naming %q", tt.args, out, errOut, tt.want)
+		}
+	}
+}
+
+func TestGoFlagStyle(t *testing.T) {
+	parser, err := newParser(io.Discard, io.Discard, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ in, want string }{
+		{"set 1 --enabled false", "set 1 --enabled=false"},
+		{"set 1 --enabled F --same-site", "set 1 --enabled=false --same-site"},
+		{"set 1 -enabled=T", "set 1 --enabled=true"},
+		{"set 1 --enabled --interval 1m", "set 1 --enabled --interval=1m"},
+		{"add http://x/ --ignore -draft", "add http://x/ --ignore=-draft"},
+		{"list -json", "list --json"},
+		{"add -- --interval 5m", "add -- --interval 5m"},
+		{"add -h", "add -h"},
+		{"add --unknown 5", "add --unknown 5"},
+	}
+	for _, tt := range tests {
+		got := strings.Join(goFlagStyle(parser.Model.Node, strings.Fields(tt.in)), " ")
+		if got != tt.want {
+			t.Errorf("goFlagStyle(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

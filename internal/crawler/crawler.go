@@ -55,6 +55,8 @@ type Service struct {
 	pub     Publisher
 	log     *slog.Logger
 	metrics metrics
+	// patterns keeps the pages' ignore patterns compiled.
+	patterns *patternCache
 }
 
 type metrics struct {
@@ -86,7 +88,8 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 		}),
 	}
 	reg.MustRegister(m.checks, m.duration, m.links)
-	return &Service{cfg: cfg, parsing: make(chan struct{}, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m}
+	return &Service{cfg: cfg, parsing: make(chan struct{}, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m,
+		patterns: newPatternCache(reg)}
 }
 
 // Handle handles one job delivery: a job that cannot be decoded is marked
@@ -149,12 +152,7 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	}
 	links, stats := domwalk.ParseBytes(res.HTML, pageURL, s.cfg.Limits)
 	<-s.parsing
-	links, err = filter(links, job)
-	if err != nil {
-		task.Error = err.Error()
-		s.metrics.checks.WithLabelValues("bad_options").Inc()
-		return task
-	}
+	links = filter(links, job, s.patterns.compile(log, job))
 	urls := make([]string, len(links))
 	for i, l := range links {
 		urls[i] = l.URL
@@ -175,19 +173,10 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 }
 
 // filter applies the page's own link options: same-site only and ignore
-// patterns. A pattern that does not compile is the page's error, so the user
-// sees it instead of silently getting every link.
-func filter(links []watch.Link, job watch.Job) ([]watch.Link, error) {
-	if job.Options == nil || (!job.Options.SameSiteOnly && len(job.Options.Ignore) == 0) {
-		return links, nil
-	}
-	ignore := make([]*regexp.Regexp, 0, len(job.Options.Ignore))
-	for _, p := range job.Options.Ignore {
-		re, err := regexp.Compile(p)
-		if err != nil {
-			return nil, fmt.Errorf("ignore pattern %q of page %d: %v", p, job.ID, err)
-		}
-		ignore = append(ignore, re)
+// patterns, compiled.
+func filter(links []watch.Link, job watch.Job, ignore []*regexp.Regexp) []watch.Link {
+	if job.Options == nil || (!job.Options.SameSiteOnly && len(ignore) == 0) {
+		return links
 	}
 	var host string
 	if u, err := url.Parse(job.BaseURL); err == nil {
@@ -206,5 +195,5 @@ next:
 		}
 		kept = append(kept, l)
 	}
-	return kept, nil
+	return kept
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -31,13 +32,19 @@ type Resolver interface {
 //   - KindBlocked, unless allowPrivate: the host is a non-public IP address
 //     (see IsPublic) in any spelling that Go or a browser accepts - dotted,
 //     decimal "2130706433", octal "0177.0.0.1", hex "0x7f.1", short
-//     "127.1", full-width digits, IPv4-mapped IPv6 - or a name that r
-//     resolves to at least one non-public address.
-//   - KindDNS, KindTimeout or KindCanceled: r could not resolve the name.
+//     "127.1", full-width digits, IPv4-mapped IPv6 - or "localhost" or a
+//     name under it ("app.localhost", which RFC 6761 reserves for this
+//     machine whatever DNS says), or a name that r resolves to at least one
+//     non-public address.
+//   - KindDNS, KindTimeout or KindCanceled: r could not resolve the name
+//     before ctx ended. Errors.As finds the *net.DNSError of a name that
+//     does not exist.
 //
-// With allowPrivate, or a nil r, names are not resolved. A passing check
-// is not a guarantee for later fetches, since DNS answers change; the
-// Client therefore checks every address again when it dials.
+// A nil r is net.DefaultResolver, the resolver the Client's dialer uses, so
+// registration judges a name by the addresses the crawler would dial. With
+// allowPrivate names are not resolved. A passing check is not a guarantee
+// for later fetches, since DNS answers change; the Client therefore checks
+// every address again when it dials.
 func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) error {
 	u, err := parseURL(raw)
 	if err != nil {
@@ -53,8 +60,12 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 	if isIP {
 		return checkAddr(raw, addr)
 	}
+	if isLocalhost(host) {
+		return &Error{Kind: KindBlocked, URL: raw,
+			Err: fmt.Errorf("%s is a localhost name, which always means this machine; %s", host, allowPrivateHint)}
+	}
 	if r == nil {
-		return nil
+		r = net.DefaultResolver
 	}
 	addrs, err := r.LookupNetIP(ctx, "ip", host)
 	if err != nil {
@@ -79,6 +90,15 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 		}
 	}
 	return nil
+}
+
+// isLocalhost reports whether host (lower-case ASCII) is "localhost" or a
+// name under it. RFC 6761 lets resolvers answer these with loopback without
+// asking DNS, and some (systemd-resolved, browsers) do while Go's may not,
+// so the name itself is refused rather than its lookup trusted.
+func isLocalhost(host string) bool {
+	host = strings.TrimSuffix(host, ".")
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
 // checkAddr returns a KindBlocked *Error when addr is not public.

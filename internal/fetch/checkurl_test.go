@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 )
@@ -151,22 +152,78 @@ func TestCheckURLAllowPrivate(t *testing.T) {
 	}
 }
 
-func TestCheckURLNilResolver(t *testing.T) {
-	// Without a resolver names are not looked up, but literals are judged.
-	if err := CheckURL(context.Background(), "http://evil.example/", false, nil); err != nil {
-		t.Errorf("name with nil resolver: %v", err)
+func TestCheckURLLocalhostNames(t *testing.T) {
+	// The resolver would call these names public: the names alone are
+	// refused, since RFC 6761 resolvers answer them with loopback.
+	public := addrs("93.184.216.34")
+	resolver := fakeResolver{"localhost": public, "app.localhost": public, "a.b.localhost": public}
+	for _, u := range []string{"http://localhost:6379/", "http://LOCALHOST./", "http://app.localhost/", "http://a.b.localhost:8080/x"} {
+		err := CheckURL(context.Background(), u, false, resolver)
+		if KindOf(err) != KindBlocked || !strings.Contains(err.Error(), "localhost name") || !strings.Contains(err.Error(), allowPrivateHint) {
+			t.Errorf("CheckURL(%q) = %v, want blocked as a localhost name", u, err)
+		}
+		if err := CheckURL(context.Background(), u, true, resolver); err != nil {
+			t.Errorf("CheckURL(%q, allowPrivate) = %v, want nil", u, err)
+		}
 	}
-	if err := CheckURL(context.Background(), "http://127.1/", false, nil); KindOf(err) != KindBlocked {
-		t.Errorf("literal with nil resolver: %v, want blocked", err)
+	// Names that merely contain "localhost" are ordinary names.
+	resolver["localhost.example"] = public
+	resolver["notlocalhost"] = public
+	for _, u := range []string{"http://localhost.example/", "http://notlocalhost/"} {
+		if err := CheckURL(context.Background(), u, false, resolver); err != nil {
+			t.Errorf("CheckURL(%q) = %v, want nil", u, err)
+		}
 	}
 }
 
-func TestCheckURLRealResolver(t *testing.T) {
-	// *net.Resolver satisfies Resolver; "localhost" resolves through
-	// /etc/hosts without any network.
-	err := CheckURL(context.Background(), "http://localhost:8080/", false, net.DefaultResolver)
+func TestCheckURLNilResolverIsTheSystems(t *testing.T) {
+	// A nil resolver once meant "do not resolve", so registration accepted
+	// names of loopback hosts. It now means net.DefaultResolver; "localhost"
+	// is refused by name before any lookup, so ask for a name /etc/hosts
+	// maps to loopback under another spelling.
+	if err := CheckURL(context.Background(), "http://127.1/", false, nil); KindOf(err) != KindBlocked {
+		t.Errorf("literal with nil resolver: %v, want blocked", err)
+	}
+	name := loopbackHostsName(t)
+	err := CheckURL(context.Background(), "http://"+name+"/", false, nil)
 	if KindOf(err) != KindBlocked || !strings.Contains(err.Error(), "loopback") {
-		t.Fatalf("CheckURL(localhost) = %v, want blocked as loopback", err)
+		t.Fatalf("CheckURL(%s) with nil resolver = %v, want blocked as loopback", name, err)
+	}
+}
+
+// loopbackHostsName returns a name other than localhost that the system
+// resolves to loopback only - the machine's own name, which Debian's
+// /etc/hosts maps to 127.0.1.1, or another /etc/hosts alias - or skips the
+// test when there is none.
+func loopbackHostsName(t *testing.T) string {
+	t.Helper()
+	self, _ := os.Hostname()
+	for _, name := range []string{self, "ip6-localhost", "ip6-loopback", "localhost.localdomain"} {
+		if name == "" || isLocalhost(strings.ToLower(name)) {
+			continue
+		}
+		got, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", name)
+		if err != nil || len(got) == 0 {
+			continue
+		}
+		loopback := true
+		for _, a := range got {
+			loopback = loopback && a.Unmap().IsLoopback()
+		}
+		if loopback {
+			return name
+		}
+	}
+	t.Skip("no name other than localhost resolves to loopback here (/etc/hosts)")
+	return ""
+}
+
+func TestCheckURLRealResolver(t *testing.T) {
+	// *net.Resolver satisfies Resolver.
+	name := loopbackHostsName(t)
+	err := CheckURL(context.Background(), "http://"+name+":8080/", false, net.DefaultResolver)
+	if KindOf(err) != KindBlocked || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("CheckURL(%s) = %v, want blocked as loopback", name, err)
 	}
 }
 

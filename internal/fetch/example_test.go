@@ -31,8 +31,9 @@ func ExampleDecodeHTML() {
 func ExampleCheckURL() {
 	ctx := context.Background()
 	for _, u := range []string{
-		"https://example.com/",
+		"https://93.184.216.34/",
 		"http://0x7f.1:8080/",
+		"http://app.localhost/",
 		"file:///etc/passwd",
 	} {
 		err := fetch.CheckURL(ctx, u, false, nil)
@@ -41,6 +42,7 @@ func ExampleCheckURL() {
 	// Output:
 	// <nil> (kind unknown)
 	// http://0x7f.1:8080/: resolves to 127.0.0.1, a loopback address; set PORTALWATCH_ALLOW_PRIVATE=true to allow private addresses (kind blocked)
+	// http://app.localhost/: app.localhost is a localhost name, which always means this machine; set PORTALWATCH_ALLOW_PRIVATE=true to allow private addresses (kind blocked)
 	// file:///etc/passwd: scheme "file" is not allowed; only http and https are (kind bad_url)
 }
 

@@ -1,0 +1,140 @@
+// Package registration decides whether what an operator asks portalwatch to
+// watch may be stored. It is the one gate for every way a page gets in or
+// is changed - watchctl add and set today, the HTTP API, the web form and
+// import later - so that a rule added here holds everywhere at once.
+//
+// It combines the rules of the packages that own them: fetch.CheckURL for
+// the URL (syntax, and the same non-public address guard the crawler's
+// dialer applies, with names resolved), watch.MinInterval for the interval
+// and LinkOptions.Validate for the link options (the caps the crawler
+// checks again when it compiles a job's patterns). It depends on fetch,
+// urlnorm and watch only, so a command can import it without importing
+// another command or a store.
+package registration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/urlnorm"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// DefaultResolveTimeout bounds the name lookup of a URL's host when ctx
+// has no earlier deadline.
+const DefaultResolveTimeout = 10 * time.Second
+
+// Policy holds the deployment's registration rules.
+type Policy struct {
+	// AllowPrivate admits loopback, private, link-local and localhost
+	// targets (PORTALWATCH_ALLOW_PRIVATE); names are then not resolved.
+	AllowPrivate bool
+	// Resolver looks up host names. Nil is net.DefaultResolver, the one the
+	// crawler dials with; tests pass their own.
+	Resolver fetch.Resolver
+}
+
+// Page is a page as an operator asks for it.
+type Page struct {
+	// URL is the homepage as typed; CheckPage returns it normalised.
+	URL string
+	// Interval is the time between checks; at least watch.MinInterval.
+	Interval time.Duration
+	// Options are the page's link filters.
+	Options watch.LinkOptions
+}
+
+// Change is a change to a registered page's settings; a nil field is left
+// alone. Enabled and same-site need no check and so are not here.
+type Change struct {
+	Interval *time.Duration
+	Ignore   *[]string
+}
+
+// RefusedError says that the input breaks a rule: the caller should show
+// the message (one line, naming the rule and the limit) and store nothing.
+// Any other error from this package means the input could not be checked
+// (a name lookup timed out, ctx ended), which a retry may cure.
+type RefusedError struct {
+	// Field names what was refused: "url", "interval" or "ignore".
+	Field string
+	Err   error
+}
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the reason.
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+func refused(field string, err error) error { return &RefusedError{Field: field, Err: err} }
+
+// CheckPage checks p and returns it with its URL in normalised form, so
+// that one page cannot be registered twice under two spellings. It returns
+// a *RefusedError for a URL that CheckURL refuses (also a name that does
+// not exist), an interval under watch.MinInterval or options that
+// LinkOptions.Validate refuses; another error when the host's name could
+// not be resolved (timeout, DNS failure) or ctx ended.
+func (pol Policy) CheckPage(ctx context.Context, p Page) (Page, error) {
+	u, err := pol.CheckURL(ctx, p.URL)
+	if err != nil {
+		return Page{}, err
+	}
+	if err := checkInterval(p.Interval); err != nil {
+		return Page{}, err
+	}
+	if err := p.Options.Validate(); err != nil {
+		return Page{}, refused("ignore", err)
+	}
+	p.URL = u
+	return p, nil
+}
+
+// CheckURL checks raw as CheckPage does and returns it normalised.
+func (pol Policy) CheckURL(ctx context.Context, raw string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultResolveTimeout)
+	defer cancel()
+	if err := fetch.CheckURL(ctx, raw, pol.AllowPrivate, pol.Resolver); err != nil {
+		var dnsErr *net.DNSError
+		switch fetch.KindOf(err) {
+		case fetch.KindTimeout, fetch.KindCanceled:
+			return "", err
+		case fetch.KindDNS:
+			if errors.As(err, &dnsErr) && !dnsErr.IsNotFound {
+				return "", err // the resolver failed; the name may be fine
+			}
+		}
+		return "", refused("url", err)
+	}
+	u, err := urlnorm.Normalize(raw)
+	if err != nil {
+		return "", refused("url", fmt.Errorf("%s: %w", raw, err))
+	}
+	return u, nil
+}
+
+// CheckChange checks the settings c changes, as CheckPage checks a new
+// page's; every error is a *RefusedError.
+func CheckChange(c Change) error {
+	if c.Interval != nil {
+		if err := checkInterval(*c.Interval); err != nil {
+			return err
+		}
+	}
+	if c.Ignore != nil {
+		if err := (watch.LinkOptions{Ignore: *c.Ignore}).Validate(); err != nil {
+			return refused("ignore", err)
+		}
+	}
+	return nil
+}
+
+func checkInterval(d time.Duration) error {
+	if d < watch.MinInterval {
+		return refused("interval", fmt.Errorf("interval %s is too short: the shortest is %s", d, watch.MinInterval))
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package registration
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+type staticResolver map[string][]netip.Addr
+
+func (r staticResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return r[host], nil
+}
+
+func TestCheckPage(t *testing.T) {
+	pol := Policy{Resolver: staticResolver{
+		"news.example": {netip.MustParseAddr("93.184.216.34")},
+		"db.example":   {netip.MustParseAddr("192.168.1.5")},
+	}}
+	ctx := context.Background()
+	got, err := pol.CheckPage(ctx, Page{URL: "HTTP://News.Example/#top", Interval: time.Minute,
+		Options: watch.LinkOptions{Ignore: []string{`\?page=\d+`}}})
+	if err != nil || got.URL != "http://news.example/" {
+		t.Fatalf("CheckPage = %+v, %v; want the URL normalised", got, err)
+	}
+	tests := []struct {
+		page  Page
+		field string
+		msg   string
+	}{
+		{Page{URL: "http://db.example/", Interval: time.Minute}, "url", "a private address"},
+		{Page{URL: "http://app.localhost/", Interval: time.Minute}, "url", "localhost name"},
+		{Page{URL: "ftp://news.example/", Interval: time.Minute}, "url", "scheme"},
+		{Page{URL: "http://news.example/", Interval: time.Second}, "interval", "shortest is 10s"},
+		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Ignore: []string{`\w{1000}x`}}}, "ignore", "repetitions"},
+	}
+	for _, tt := range tests {
+		_, err := pol.CheckPage(ctx, tt.page)
+		var refused *RefusedError
+		if !errors.As(err, &refused) || refused.Field != tt.field || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("CheckPage(%+v) = %v, want a refusal of %s saying %q", tt.page, err, tt.field, tt.msg)
+		}
+	}
+	if _, err := (Policy{AllowPrivate: true}).CheckPage(ctx, Page{URL: "http://app.localhost/", Interval: time.Minute}); err != nil {
+		t.Errorf("localhost with AllowPrivate: %v", err)
+	}
+}
+
+func TestCheckChange(t *testing.T) {
+	short, ok := 5*time.Second, time.Minute
+	bad, good := []string{"("}, []string{`\?p=\d+`}
+	for _, c := range []Change{{Interval: &short}, {Ignore: &bad}, {Interval: &ok, Ignore: &bad}} {
+		var refused *RefusedError
+		if err := CheckChange(c); !errors.As(err, &refused) {
+			t.Errorf("CheckChange(%+v) = %v, want a refusal", c, err)
+		}
+	}
+	for _, c := range []Change{{}, {Interval: &ok}, {Ignore: &good}, {Ignore: &[]string{}}} {
+		if err := CheckChange(c); err != nil {
+			t.Errorf("CheckChange(%+v) = %v, want nil", c, err)
+		}
+	}
+}
