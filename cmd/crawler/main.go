@@ -46,6 +46,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		TaskQueue:        cfg.TaskQueue,
 		Limits:           domwalk.Limits{MaxLinks: cfg.Crawler.MaxLinks},
 		ParseConcurrency: cfg.Crawler.ParseConcurrency,
+		CheckTimeout:     cfg.Crawler.CheckTimeout,
 	}, fetcher, pub, log, reg)
 	consumer := queue.NewConsumer(queue.ConsumerConfig{
 		Config:       qcfg,

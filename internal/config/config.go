@@ -111,6 +111,9 @@ type Crawler struct {
 	// IgnoreRobots makes the crawler skip robots.txt
 	// (PORTALWATCH_IGNORE_ROBOTS=true). Off by default.
 	IgnoreRobots bool
+	// CheckTimeout bounds robots.txt, any politeness wait and the fetch of
+	// one check together (PORTALWATCH_CHECK_TIMEOUT, default 45s).
+	CheckTimeout time.Duration
 }
 
 // Processor holds the processor's settings.
@@ -162,6 +165,7 @@ func Load(getenv Getenv) (Config, error) {
 			MaxRedirects:     r.integer("PORTALWATCH_MAX_REDIRECTS", 5, 0, 20),
 			MaxLinks:         r.integer("PORTALWATCH_MAX_LINKS", 5000, 1, 100000),
 			IgnoreRobots:     r.boolean("PORTALWATCH_IGNORE_ROBOTS", false),
+			CheckTimeout:     r.duration("PORTALWATCH_CHECK_TIMEOUT", 45*time.Second, 100*time.Millisecond),
 		},
 		Processor: Processor{
 			Concurrency: r.integer("PORTALWATCH_PROCESSOR_CONCURRENCY", 8, 1, 1000),

@@ -45,7 +45,16 @@ type Config struct {
 	// meanwhile. A DOM takes about ten times its page's size, so this, not
 	// the fetch concurrency, bounds memory. Default 2.
 	ParseConcurrency int
+	// CheckTimeout bounds everything a check does before its page is in
+	// hand: reading robots.txt, any politeness wait and the fetch itself, so
+	// a host that trickles both its robots.txt and its page holds a worker
+	// for this long, not for twice the fetch timeout. Default 45s.
+	CheckTimeout time.Duration
 }
+
+// DefaultCheckTimeout is Config.CheckTimeout's default: the fetch's own 30s
+// default plus room for robots.txt and a short politeness wait.
+const DefaultCheckTimeout = 45 * time.Second
 
 // Service is the crawler.
 type Service struct {
@@ -70,6 +79,9 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 	}
 	if cfg.ParseConcurrency <= 0 {
 		cfg.ParseConcurrency = 2
+	}
+	if cfg.CheckTimeout <= 0 {
+		cfg.CheckTimeout = DefaultCheckTimeout
 	}
 	cfg.Limits = cfg.Limits.WithDefaults()
 	m := metrics{
@@ -117,7 +129,9 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	start := time.Now()
 	log := s.log.With("page_id", job.ID, "url", job.BaseURL)
 	task := watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}}
-	res, err := s.fetcher.Fetch(ctx, fetch.Request{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified})
+	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
+	res, err := s.fetcher.Fetch(fetchCtx, fetch.Request{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified})
+	cancel()
 	task.Status, task.FetchedAt = res.Status, res.FetchedAt
 	if task.FetchedAt.IsZero() {
 		task.FetchedAt = time.Now().UTC()
