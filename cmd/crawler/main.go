@@ -35,12 +35,14 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	pub := queue.NewPublisher(qcfg, log, cfg.TaskQueue, cfg.JobQueue)
 	defer pub.Close()
 	fetcher := fetch.New(fetch.Config{
-		UserAgent:    cfg.Crawler.UserAgent,
-		Timeout:      cfg.Crawler.FetchTimeout,
-		MaxBodyBytes: cfg.Crawler.MaxBodyBytes,
-		MaxRedirects: cfg.Crawler.MaxRedirects,
-		AllowPrivate: cfg.AllowPrivate,
-		IgnoreRobots: cfg.Crawler.IgnoreRobots,
+		UserAgent:      cfg.Crawler.UserAgent,
+		Timeout:        cfg.Crawler.FetchTimeout,
+		MaxBodyBytes:   cfg.Crawler.MaxBodyBytes,
+		MaxRedirects:   cfg.Crawler.MaxRedirects,
+		AllowPrivate:   cfg.AllowPrivate,
+		IgnoreRobots:   cfg.Crawler.IgnoreRobots,
+		MinHostSpacing: cfg.Crawler.HostSpacing,
+		MaxPoliteWait:  cfg.Crawler.MaxPoliteWait,
 	})
 	svc := crawler.New(crawler.Config{
 		TaskQueue:        cfg.TaskQueue,

@@ -123,8 +123,9 @@ func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
 	return nil
 }
 
-// Check fetches the job's page and returns its task: its links, or the
-// failure.
+// Check fetches the job's page and returns its task: its links, the
+// failure, or, when the host's next polite slot is too far away to wait for,
+// the time the check is deferred to (Task.DeferredUntil).
 func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	start := time.Now()
 	log := s.log.With("page_id", job.ID, "url", job.BaseURL)
@@ -141,6 +142,14 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	}
 	task.ETag, task.LastModified = res.ETag, res.LastModified
 	defer func() { s.metrics.duration.Observe(time.Since(start).Seconds()) }()
+	if until, ok := deferredUntil(err); ok {
+		// Not a failure: the page is checked at until, and nothing is
+		// recorded about it meanwhile.
+		task.DeferredUntil = until
+		s.metrics.checks.WithLabelValues("deferred").Inc()
+		log.Debug("check deferred", "until", until, "reason", err)
+		return task
+	}
 	if err != nil {
 		task.Error = err.Error()
 		s.metrics.checks.WithLabelValues("fetch_failed").Inc()

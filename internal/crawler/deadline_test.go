@@ -63,3 +63,29 @@ func TestCheckDeadlineCoversRobotsAndFetch(t *testing.T) {
 		t.Errorf("check took %s, want about the check deadline %s (fetch timeout %s)", elapsed, checkTimeout, fetchTimeout)
 	}
 }
+
+// A check whose host's next slot is further than the fetcher waits becomes
+// a deferred task: no error, no links, and the time to come back.
+func TestCheckDeferredByPolitenessIsNotAFailure(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<a href="/a">A</a>`))
+	})
+	f := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true, MinHostSpacing: time.Minute, MaxPoliteWait: time.Second})
+	pub := &recorder{}
+	svc := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, testsvc.Logger(t), prometheus.NewRegistry())
+	if task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/"}); task.Failed() || len(task.Context) != 1 {
+		t.Fatalf("first check = %+v, want its link", task)
+	}
+	start := time.Now()
+	task := svc.Check(context.Background(), watch.Job{ID: 2, BaseURL: srv.URL + "/b"})
+	if task.Failed() || len(task.Context) != 0 || task.Status != 0 {
+		t.Errorf("deferred check = %+v, want no error, no links, no status", task)
+	}
+	if d := task.DeferredUntil.Sub(start); d < 58*time.Second || d > time.Minute {
+		t.Errorf("deferred for %s, want the host's next slot about 1m away", d)
+	}
+	if elapsed := time.Since(start); elapsed > 500*time.Millisecond {
+		t.Errorf("deferring took %s: the worker waited", elapsed)
+	}
+}

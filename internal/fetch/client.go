@@ -63,6 +63,7 @@ type Client struct {
 	transport *http.Transport
 	hc        *http.Client
 	robots    *robotsCache
+	pacer     Pacer
 	agent     string // robots.txt product token
 
 	// now and sleep are the client's clock; tests replace them so that
@@ -112,6 +113,11 @@ func New(cfg Config) *Client {
 	}
 	c.hc = &http.Client{Transport: c.transport, CheckRedirect: c.checkRedirect}
 	c.robots = newRobotsCache(c, cfg)
+	c.pacer = cfg.Pacer
+	if c.pacer == nil {
+		// c.now, not time.Now, so that tests that replace the clock pace by it.
+		c.pacer = &localPacer{now: func() time.Time { return c.now() }, size: cfg.RobotsCacheSize, next: make(map[string]time.Time)}
+	}
 	return c
 }
 
@@ -236,8 +242,9 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 //
 // It refuses URLs that CheckURL would refuse without DNS (KindBadURL,
 // KindBlocked), then, unless Config.IgnoreRobots, consults the host's
-// robots.txt (KindDisallowed) and waits for the host's Crawl-delay; those
-// waits end with ctx. The request itself, redirects and body included, is
+// robots.txt (KindDisallowed), and waits for the origin's next slot after
+// its Crawl-delay or Config.MinHostSpacing; those waits end with ctx, and a
+// slot further than Config.MaxPoliteWait fails at once with KindDeferred. The request itself, redirects and body included, is
 // bounded by Config.Timeout (KindTimeout); the caller's ctx can shorten it,
 // and its cancellation is reported as KindCanceled.
 //
@@ -257,10 +264,15 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 	if err := c.checkURL(req.URL, u); err != nil {
 		return res, err
 	}
+	origin := originOf(u)
+	var crawlDelay time.Duration
 	if !c.cfg.IgnoreRobots {
-		if err := c.obeyRobots(ctx, req.URL, u); err != nil {
+		if crawlDelay, err = c.obeyRobots(ctx, req.URL, u); err != nil {
 			return res, err
 		}
+	}
+	if err := c.pace(ctx, req.URL, origin, max(crawlDelay, c.cfg.MinHostSpacing)); err != nil {
+		return res, err
 	}
 
 	start := c.now()

@@ -58,7 +58,7 @@ type robotsEntry struct {
 	expires time.Time
 }
 
-// robotsCache holds robots.txt rules and Crawl-delay slots per origin. It
+// robotsCache holds robots.txt rules per origin. It
 // is bounded (Config.RobotsCacheSize origins; when full, expired entries go
 // first, then arbitrary ones) and safe for concurrent use.
 type robotsCache struct {
@@ -69,7 +69,6 @@ type robotsCache struct {
 
 	mu      sync.Mutex
 	entries map[string]*robotsEntry
-	next    map[string]time.Time // earliest start of the next fetch per origin
 }
 
 func newRobotsCache(c *Client, cfg Config) *robotsCache {
@@ -79,18 +78,20 @@ func newRobotsCache(c *Client, cfg Config) *robotsCache {
 		errTTL:  cfg.RobotsTTL / 12,
 		size:    cfg.RobotsCacheSize,
 		entries: make(map[string]*robotsEntry),
-		next:    make(map[string]time.Time),
 	}
 }
 
-// obeyRobots returns a KindDisallowed *Error when robots.txt forbids u,
-// and otherwise waits until the origin's Crawl-delay since the previous
-// fetch has passed. Both waits end with ctx.
-func (c *Client) obeyRobots(ctx context.Context, raw string, u *url.URL) error {
-	origin := u.Scheme + "://" + strings.ToLower(u.Host)
+// originOf returns u's scheme and host, the key of robots.txt and pacing.
+func originOf(u *url.URL) string { return u.Scheme + "://" + strings.ToLower(u.Host) }
+
+// obeyRobots returns a KindDisallowed *Error when robots.txt forbids u, and
+// otherwise the origin's Crawl-delay (0 for none). The wait for robots.txt
+// ends with ctx.
+func (c *Client) obeyRobots(ctx context.Context, raw string, u *url.URL) (time.Duration, error) {
+	origin := originOf(u)
 	rules, err := c.robots.rules(ctx, origin)
 	if err != nil {
-		return c.waitError(ctx, raw, fmt.Errorf("waiting for %s/robots.txt: %w", origin, err))
+		return 0, c.waitError(ctx, raw, fmt.Errorf("waiting for %s/robots.txt: %w", origin, err))
 	}
 	path := u.EscapedPath()
 	if path == "" {
@@ -100,13 +101,10 @@ func (c *Client) obeyRobots(ctx context.Context, raw string, u *url.URL) error {
 		path += "?" + u.RawQuery
 	}
 	if !rules.allows(path) {
-		return &Error{Kind: KindDisallowed, URL: raw,
+		return 0, &Error{Kind: KindDisallowed, URL: raw,
 			Err: fmt.Errorf("disallowed by %s/robots.txt for %q", origin, c.agent)}
 	}
-	if err := c.robots.wait(ctx, origin, rules.delay); err != nil {
-		return c.waitError(ctx, raw, fmt.Errorf("waiting for the Crawl-delay of %s: %w", origin, err))
-	}
-	return nil
+	return rules.delay, nil
 }
 
 // waitError reports a wait that ctx ended.
@@ -206,31 +204,6 @@ func (rc *robotsCache) makeRoomLocked() {
 		default:
 		}
 	}
-}
-
-// wait reserves origin's next fetch slot, delay after the previous one,
-// and sleeps until it. Slots are reserved in call order, so concurrent
-// fetches of one origin are spaced by delay too.
-func (rc *robotsCache) wait(ctx context.Context, origin string, delay time.Duration) error {
-	if delay <= 0 {
-		return nil
-	}
-	rc.mu.Lock()
-	now := rc.client.now()
-	slot := rc.next[origin]
-	if slot.Before(now) {
-		slot = now
-	}
-	rc.next[origin] = slot.Add(delay)
-	if len(rc.next) > rc.size {
-		for k, t := range rc.next {
-			if t.Before(now) {
-				delete(rc.next, k)
-			}
-		}
-	}
-	rc.mu.Unlock()
-	return rc.client.sleep(ctx, slot.Sub(now))
 }
 
 // fetchRobots fetches and parses origin's robots.txt through the guarded
