@@ -122,6 +122,10 @@ type Crawler struct {
 	// all crawlers together; a longer robots.txt Crawl-delay wins
 	// (PORTALWATCH_HOST_SPACING, default 1s, 0 for none).
 	HostSpacing time.Duration
+	// HostMaxInFlight is how many checks of one origin may be in flight at
+	// once across all crawlers; more are deferred by a few seconds
+	// (PORTALWATCH_HOST_MAX_INFLIGHT, default 3, 0 for no cap).
+	HostMaxInFlight int
 }
 
 // Processor holds the processor's settings.
@@ -176,6 +180,7 @@ func Load(getenv Getenv) (Config, error) {
 			CheckTimeout:     r.duration("PORTALWATCH_CHECK_TIMEOUT", 45*time.Second, 100*time.Millisecond),
 			MaxPoliteWait:    r.duration("PORTALWATCH_MAX_POLITE_WAIT", 5*time.Second, 10*time.Millisecond),
 			HostSpacing:      r.duration("PORTALWATCH_HOST_SPACING", time.Second, 0),
+			HostMaxInFlight:  r.integer("PORTALWATCH_HOST_MAX_INFLIGHT", 3, 0, 1000),
 		},
 		Processor: Processor{
 			Concurrency: r.integer("PORTALWATCH_PROCESSOR_CONCURRENCY", 8, 1, 1000),

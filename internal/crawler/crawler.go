@@ -50,6 +50,13 @@ type Config struct {
 	// a host that trickles both its robots.txt and its page holds a worker
 	// for this long, not for twice the fetch timeout. Default 45s.
 	CheckTimeout time.Duration
+	// Gate, when set, caps the checks of one origin in flight across all
+	// crawlers; a check of a full origin is deferred by BusyDelay to twice
+	// that. Default nil: no cap.
+	Gate HostGate
+	// BusyDelay is how long a check turned away by Gate is deferred, at
+	// least. Default 5s.
+	BusyDelay time.Duration
 }
 
 // DefaultCheckTimeout is Config.CheckTimeout's default: the fetch's own 30s
@@ -82,6 +89,9 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 	}
 	if cfg.CheckTimeout <= 0 {
 		cfg.CheckTimeout = DefaultCheckTimeout
+	}
+	if cfg.BusyDelay <= 0 {
+		cfg.BusyDelay = DefaultBusyDelay
 	}
 	cfg.Limits = cfg.Limits.WithDefaults()
 	m := metrics{
@@ -130,9 +140,17 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	start := time.Now()
 	log := s.log.With("page_id", job.ID, "url", job.BaseURL)
 	task := watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}}
+	leave, busyUntil := s.enter(ctx, job.BaseURL)
+	if !busyUntil.IsZero() {
+		task.FetchedAt, task.DeferredUntil = time.Now().UTC(), busyUntil
+		s.metrics.checks.WithLabelValues("deferred").Inc()
+		log.Debug("check deferred: its origin has the most checks in flight", "until", busyUntil)
+		return task
+	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
 	res, err := s.fetcher.Fetch(fetchCtx, fetch.Request{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified})
 	cancel()
+	leave()
 	task.Status, task.FetchedAt = res.Status, res.FetchedAt
 	if task.FetchedAt.IsZero() {
 		task.FetchedAt = time.Now().UTC()
