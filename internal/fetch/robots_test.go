@@ -349,7 +349,7 @@ func TestRobotsLenientParsing(t *testing.T) {
 	}
 
 	// A file that still does not parse allows everything.
-	if _, err := robotstxt.FromBytes(sanitizeRobots([]byte("User-agent: *\nCrawl-delay: -1\nDisallow: /x\n"))); err != nil {
+	if _, err := robotstxt.FromBytes(sanitized([]byte("User-agent: *\nCrawl-delay: -1\nDisallow: /x\n"))); err != nil {
 		t.Errorf("sanitized file does not parse: %v", err)
 	}
 }
