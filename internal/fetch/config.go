@@ -38,7 +38,9 @@ type Config struct {
 
 	// Timeout bounds one fetch from the first dial to the last byte of the
 	// body, redirects included; the caller's context can only shorten it.
-	// Waiting for robots.txt and for a host's Crawl-delay is not counted.
+	// Waiting for robots.txt and for the origin's next slot is not counted:
+	// bound the whole with the caller's context (the crawler's check
+	// deadline).
 	// A server that trickles its body is cut here. Default 30s.
 	Timeout time.Duration
 
