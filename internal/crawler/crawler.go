@@ -134,8 +134,9 @@ func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
 }
 
 // Check fetches the job's page and returns its task: its links, the
-// failure, or, when the host's next polite slot is too far away to wait for,
-// the time the check is deferred to (Task.DeferredUntil).
+// failure, or, when its origin has the most checks in flight (Config.Gate)
+// or its next polite slot is too far away to wait for, the time the check
+// is deferred to (Task.DeferredUntil).
 func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	start := time.Now()
 	log := s.log.With("page_id", job.ID, "url", job.BaseURL)
