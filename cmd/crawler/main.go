@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -17,6 +18,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/hostgate"
 	"github.com/portalwatch/portalwatch/internal/ops"
 	"github.com/portalwatch/portalwatch/internal/proc"
 	"github.com/portalwatch/portalwatch/internal/queue"
@@ -34,18 +36,33 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	// connection, so a publisher blocked by a broker alarm never stalls acks.
 	pub := queue.NewPublisher(qcfg, log, cfg.TaskQueue, cfg.JobQueue)
 	defer pub.Close()
+	// Spacing and in-flight caps per origin are kept in Redis so that they
+	// hold for all crawlers together; without Redis they hold per crawler.
+	gate, err := hostgate.Open(cfg.RedisURL, hostgate.Config{
+		Prefix:      cfg.RedisPrefix,
+		MaxInFlight: cfg.Crawler.HostMaxInFlight,
+	}, log)
+	if err != nil {
+		return fmt.Errorf("host gate: %w", err)
+	}
+	defer gate.Close()
 	fetcher := fetch.New(fetch.Config{
-		UserAgent:    cfg.Crawler.UserAgent,
-		Timeout:      cfg.Crawler.FetchTimeout,
-		MaxBodyBytes: cfg.Crawler.MaxBodyBytes,
-		MaxRedirects: cfg.Crawler.MaxRedirects,
-		AllowPrivate: cfg.AllowPrivate,
-		IgnoreRobots: cfg.Crawler.IgnoreRobots,
+		UserAgent:      cfg.Crawler.UserAgent,
+		Timeout:        cfg.Crawler.FetchTimeout,
+		MaxBodyBytes:   cfg.Crawler.MaxBodyBytes,
+		MaxRedirects:   cfg.Crawler.MaxRedirects,
+		AllowPrivate:   cfg.AllowPrivate,
+		IgnoreRobots:   cfg.Crawler.IgnoreRobots,
+		MinHostSpacing: cfg.Crawler.HostSpacing,
+		MaxPoliteWait:  cfg.Crawler.MaxPoliteWait,
+		Pacer:          gate,
 	})
 	svc := crawler.New(crawler.Config{
 		TaskQueue:        cfg.TaskQueue,
 		Limits:           domwalk.Limits{MaxLinks: cfg.Crawler.MaxLinks},
 		ParseConcurrency: cfg.Crawler.ParseConcurrency,
+		CheckTimeout:     cfg.Crawler.CheckTimeout,
+		Gate:             gate,
 	}, fetcher, pub, log, reg)
 	consumer := queue.NewConsumer(queue.ConsumerConfig{
 		Config:       qcfg,

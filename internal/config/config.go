@@ -111,6 +111,21 @@ type Crawler struct {
 	// IgnoreRobots makes the crawler skip robots.txt
 	// (PORTALWATCH_IGNORE_ROBOTS=true). Off by default.
 	IgnoreRobots bool
+	// CheckTimeout bounds robots.txt, any politeness wait and the fetch of
+	// one check together (PORTALWATCH_CHECK_TIMEOUT, default 45s).
+	CheckTimeout time.Duration
+	// MaxPoliteWait is the longest a worker sleeps for a host's next slot;
+	// a check whose slot is further away is deferred to it instead
+	// (PORTALWATCH_MAX_POLITE_WAIT, default 5s).
+	MaxPoliteWait time.Duration
+	// HostSpacing is the least time between two fetches of one origin by
+	// all crawlers together; a longer robots.txt Crawl-delay wins
+	// (PORTALWATCH_HOST_SPACING, default 1s, 0 for none).
+	HostSpacing time.Duration
+	// HostMaxInFlight is how many checks of one origin may be in flight at
+	// once across all crawlers; more are deferred by a few seconds
+	// (PORTALWATCH_HOST_MAX_INFLIGHT, default 3, 0 for no cap).
+	HostMaxInFlight int
 }
 
 // Processor holds the processor's settings.
@@ -162,6 +177,10 @@ func Load(getenv Getenv) (Config, error) {
 			MaxRedirects:     r.integer("PORTALWATCH_MAX_REDIRECTS", 5, 0, 20),
 			MaxLinks:         r.integer("PORTALWATCH_MAX_LINKS", 5000, 1, 100000),
 			IgnoreRobots:     r.boolean("PORTALWATCH_IGNORE_ROBOTS", false),
+			CheckTimeout:     r.duration("PORTALWATCH_CHECK_TIMEOUT", 45*time.Second, 100*time.Millisecond),
+			MaxPoliteWait:    r.duration("PORTALWATCH_MAX_POLITE_WAIT", 5*time.Second, 10*time.Millisecond),
+			HostSpacing:      r.duration("PORTALWATCH_HOST_SPACING", time.Second, 0),
+			HostMaxInFlight:  r.integer("PORTALWATCH_HOST_MAX_INFLIGHT", 3, 0, 1000),
 		},
 		Processor: Processor{
 			Concurrency: r.integer("PORTALWATCH_PROCESSOR_CONCURRENCY", 8, 1, 1000),

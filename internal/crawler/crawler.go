@@ -45,7 +45,23 @@ type Config struct {
 	// meanwhile. A DOM takes about ten times its page's size, so this, not
 	// the fetch concurrency, bounds memory. Default 2.
 	ParseConcurrency int
+	// CheckTimeout bounds everything a check does before its page is in
+	// hand: reading robots.txt, any politeness wait and the fetch itself, so
+	// a host that trickles both its robots.txt and its page holds a worker
+	// for this long, not for twice the fetch timeout. Default 45s.
+	CheckTimeout time.Duration
+	// Gate, when set, caps the checks of one origin in flight across all
+	// crawlers; a check of a full origin is deferred by BusyDelay to twice
+	// that. Default nil: no cap.
+	Gate HostGate
+	// BusyDelay is how long a check turned away by Gate is deferred, at
+	// least. Default 5s.
+	BusyDelay time.Duration
 }
+
+// DefaultCheckTimeout is Config.CheckTimeout's default: the fetch's own 30s
+// default plus room for robots.txt and a short politeness wait.
+const DefaultCheckTimeout = 45 * time.Second
 
 // Service is the crawler.
 type Service struct {
@@ -72,6 +88,12 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 	}
 	if cfg.ParseConcurrency <= 0 {
 		cfg.ParseConcurrency = 2
+	}
+	if cfg.CheckTimeout <= 0 {
+		cfg.CheckTimeout = DefaultCheckTimeout
+	}
+	if cfg.BusyDelay <= 0 {
+		cfg.BusyDelay = DefaultBusyDelay
 	}
 	cfg.Limits = cfg.Limits.WithDefaults()
 	m := metrics{
@@ -114,13 +136,25 @@ func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
 	return nil
 }
 
-// Check fetches the job's page and returns its task: its links, or the
-// failure.
+// Check fetches the job's page and returns its task: its links, the
+// failure, or, when its origin has the most checks in flight (Config.Gate)
+// or its next polite slot is too far away to wait for, the time the check
+// is deferred to (Task.DeferredUntil).
 func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	start := time.Now()
 	log := s.log.With("page_id", job.ID, "url", job.BaseURL)
 	task := watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}}
-	res, err := s.fetcher.Fetch(ctx, fetch.Request{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified})
+	leave, busyUntil := s.enter(ctx, job.BaseURL)
+	if !busyUntil.IsZero() {
+		task.FetchedAt, task.DeferredUntil = time.Now().UTC(), busyUntil
+		s.metrics.checks.WithLabelValues("deferred").Inc()
+		log.Debug("check deferred: its origin has the most checks in flight", "until", busyUntil)
+		return task
+	}
+	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
+	res, err := s.fetcher.Fetch(fetchCtx, fetch.Request{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified})
+	cancel()
+	leave()
 	task.Status, task.FetchedAt = res.Status, res.FetchedAt
 	if task.FetchedAt.IsZero() {
 		task.FetchedAt = time.Now().UTC()
@@ -130,6 +164,14 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	}
 	task.ETag, task.LastModified = res.ETag, res.LastModified
 	defer func() { s.metrics.duration.Observe(time.Since(start).Seconds()) }()
+	if until, ok := deferredUntil(err); ok {
+		// Not a failure: the page is checked at until, and nothing is
+		// recorded about it meanwhile.
+		task.DeferredUntil = until
+		s.metrics.checks.WithLabelValues("deferred").Inc()
+		log.Debug("check deferred", "until", until, "reason", err)
+		return task
+	}
 	if err != nil {
 		task.Error = err.Error()
 		s.metrics.checks.WithLabelValues("fetch_failed").Inc()

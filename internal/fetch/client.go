@@ -63,6 +63,7 @@ type Client struct {
 	transport *http.Transport
 	hc        *http.Client
 	robots    *robotsCache
+	pacer     Pacer
 	agent     string // robots.txt product token
 
 	// now and sleep are the client's clock; tests replace them so that
@@ -112,6 +113,11 @@ func New(cfg Config) *Client {
 	}
 	c.hc = &http.Client{Transport: c.transport, CheckRedirect: c.checkRedirect}
 	c.robots = newRobotsCache(c, cfg)
+	c.pacer = cfg.Pacer
+	if c.pacer == nil {
+		// c.now, not time.Now, so that tests that replace the clock pace by it.
+		c.pacer = &localPacer{now: func() time.Time { return c.now() }, size: cfg.RobotsCacheSize, next: make(map[string]time.Time)}
+	}
 	return c
 }
 
@@ -212,7 +218,8 @@ type lastHop struct {
 }
 
 // checkRedirect is the http.Client's CheckRedirect: it caps the number of
-// redirects and applies the URL rules to every hop.
+// redirects and applies the URL rules and, unless Config.IgnoreRobots, the
+// target's robots.txt to every hop.
 func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if h, ok := req.Context().Value(hopKey{}).(*lastHop); ok && req.Response != nil {
 		h.status, h.url = req.Response.StatusCode, via[len(via)-1].URL
@@ -229,6 +236,19 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 		errors.As(err, &fe)
 		return &redirectError{fe}
 	}
+	// A page fetch carries a lastHop; a robots.txt fetch does not, and
+	// must not wait for its own origin's robots.txt when it redirects.
+	_, pageFetch := req.Context().Value(hopKey{}).(*lastHop)
+	if pageFetch && !c.cfg.IgnoreRobots {
+		// Every host a redirect reaches has its own robots.txt, read (or
+		// taken from the cache) within the fetch's own time. Its
+		// Crawl-delay is not waited for: the hop is part of one visit.
+		if _, err := c.obeyRobots(req.Context(), req.URL.String(), req.URL); err != nil {
+			var fe *Error
+			errors.As(err, &fe)
+			return &redirectError{fe}
+		}
+	}
 	return nil
 }
 
@@ -236,8 +256,9 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 //
 // It refuses URLs that CheckURL would refuse without DNS (KindBadURL,
 // KindBlocked), then, unless Config.IgnoreRobots, consults the host's
-// robots.txt (KindDisallowed) and waits for the host's Crawl-delay; those
-// waits end with ctx. The request itself, redirects and body included, is
+// robots.txt (KindDisallowed, also for every redirect target), and waits for the origin's next slot after
+// its Crawl-delay or Config.MinHostSpacing; those waits end with ctx, and a
+// slot further than Config.MaxPoliteWait fails at once with KindDeferred. The request itself, redirects and body included, is
 // bounded by Config.Timeout (KindTimeout); the caller's ctx can shorten it,
 // and its cancellation is reported as KindCanceled.
 //
@@ -257,10 +278,15 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 	if err := c.checkURL(req.URL, u); err != nil {
 		return res, err
 	}
+	origin := originOf(u)
+	var crawlDelay time.Duration
 	if !c.cfg.IgnoreRobots {
-		if err := c.obeyRobots(ctx, req.URL, u); err != nil {
+		if crawlDelay, err = c.obeyRobots(ctx, req.URL, u); err != nil {
 			return res, err
 		}
+	}
+	if err := c.pace(ctx, req.URL, origin, max(crawlDelay, c.cfg.MinHostSpacing)); err != nil {
+		return res, err
 	}
 
 	start := c.now()

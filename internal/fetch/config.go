@@ -19,6 +19,7 @@ const (
 	DefaultRobotsMaxBytes  = 512 << 10
 	DefaultRobotsCacheSize = 10000
 	DefaultMaxCrawlDelay   = 30 * time.Second
+	DefaultMaxPoliteWait   = 5 * time.Second
 )
 
 // allowPrivateHint ends every refusal of a non-public address, so that an
@@ -37,7 +38,9 @@ type Config struct {
 
 	// Timeout bounds one fetch from the first dial to the last byte of the
 	// body, redirects included; the caller's context can only shorten it.
-	// Waiting for robots.txt and for a host's Crawl-delay is not counted.
+	// Waiting for robots.txt and for the origin's next slot is not counted:
+	// bound the whole with the caller's context (the crawler's check
+	// deadline).
 	// A server that trickles its body is cut here. Default 30s.
 	Timeout time.Duration
 
@@ -64,10 +67,27 @@ type Config struct {
 	// crawler read internal services or cloud metadata. Default false.
 	AllowPrivate bool
 
-	// IgnoreRobots, when true, skips robots.txt and Crawl-delay entirely.
-	// Default false: robots.txt is obeyed. The name is inverted so that
-	// the zero value is the polite one.
+	// IgnoreRobots, when true, skips robots.txt and its Crawl-delay
+	// (MinHostSpacing still applies). Default false: robots.txt is obeyed.
+	// The name is inverted so that the zero value is the polite one.
 	IgnoreRobots bool
+
+	// MinHostSpacing is the least time between the starts of two fetches
+	// of one origin (scheme, host and port), whatever its robots.txt says;
+	// a longer Crawl-delay wins. Default 0: only Crawl-delay spaces fetches.
+	MinHostSpacing time.Duration
+
+	// MaxPoliteWait is the longest Fetch sleeps for an origin's next slot
+	// (Crawl-delay or MinHostSpacing); a slot further away fails the fetch
+	// at once with KindDeferred, so a polite wait never holds a worker
+	// long. Default 5s.
+	MaxPoliteWait time.Duration
+
+	// Pacer books the fetch slots of each origin. Default nil: slots are
+	// kept in this Client only, so two processes fetching one origin each
+	// keep its spacing on their own; share a Pacer across processes to
+	// keep it together.
+	Pacer Pacer
 
 	// RobotsTTL is how long a host's robots.txt is cached. A robots.txt
 	// that could not be fetched (5xx, network error) is retried after
@@ -135,6 +155,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxCrawlDelay <= 0 {
 		c.MaxCrawlDelay = DefaultMaxCrawlDelay
+	}
+	if c.MaxPoliteWait <= 0 {
+		c.MaxPoliteWait = DefaultMaxPoliteWait
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -47,6 +48,10 @@ const (
 	// KindBadResponse: the response could not be read as sent: an unknown
 	// Content-Encoding or a corrupt compressed stream.
 	KindBadResponse
+	// KindDeferred: nothing was sent; the origin's next polite slot is
+	// further away than Config.MaxPoliteWait. Error.RetryAt says when to
+	// come back. The page is not at fault.
+	KindDeferred
 )
 
 var kindNames = [...]string{
@@ -63,6 +68,7 @@ var kindNames = [...]string{
 	KindTooLarge:         "too_large",
 	KindNotHTML:          "not_html",
 	KindBadResponse:      "bad_response",
+	KindDeferred:         "deferred",
 }
 
 // String returns the kind's stable snake_case name, suitable as a metric
@@ -92,6 +98,9 @@ type Error struct {
 	// Err describes the failure; it wraps the underlying cause where there
 	// is one.
 	Err error
+	// RetryAt is when a KindDeferred fetch may be tried again; zero for
+	// every other kind.
+	RetryAt time.Time
 }
 
 // Error returns "URL: description"; a URL with whitespace or control

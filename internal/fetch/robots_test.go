@@ -276,6 +276,7 @@ func TestRobotsCrawlDelay(t *testing.T) {
 		{"User-agent: portalwatch\nCrawl-delay: 3\n\nUser-agent: *\nCrawl-delay: 9\n", Config{}, 3 * time.Second},
 	} {
 		_, base := newRobotsSite(t, 200, tt.robots)
+		tt.cfg.MaxPoliteWait = time.Minute // waits, not deferrals, are tested here
 		c, clock := newRobotsClient(t, tt.cfg)
 		for range 3 {
 			if _, err := c.Fetch(context.Background(), Request{URL: base + "/"}); err != nil {
@@ -302,7 +303,7 @@ func TestRobotsCrawlDelay(t *testing.T) {
 func TestRobotsCrawlDelayRealWait(t *testing.T) {
 	// With the real clock the wait is bounded by ctx.
 	_, base := newRobotsSite(t, 200, "User-agent: *\nCrawl-delay: 30\n")
-	c := newClient(t, Config{AllowPrivate: true})
+	c := newClient(t, Config{AllowPrivate: true, MaxPoliteWait: time.Minute})
 	if _, err := c.Fetch(context.Background(), Request{URL: base + "/"}); err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestRobotsCrawlDelayRealWait(t *testing.T) {
 	start := time.Now()
 	_, err := c.Fetch(ctx, Request{URL: base + "/"})
 	wantKind(t, err, KindTimeout)
-	if d := time.Since(start); d > 2*time.Second || !strings.Contains(err.Error(), "waiting for the Crawl-delay") {
+	if d := time.Since(start); d > 2*time.Second || !strings.Contains(err.Error(), "between fetches of") {
 		t.Errorf("after %v: %q", d, err)
 	}
 }
@@ -348,7 +349,7 @@ func TestRobotsLenientParsing(t *testing.T) {
 	}
 
 	// A file that still does not parse allows everything.
-	if _, err := robotstxt.FromBytes(sanitizeRobots([]byte("User-agent: *\nCrawl-delay: -1\nDisallow: /x\n"))); err != nil {
+	if _, err := robotstxt.FromBytes(sanitized([]byte("User-agent: *\nCrawl-delay: -1\nDisallow: /x\n"))); err != nil {
 		t.Errorf("sanitized file does not parse: %v", err)
 	}
 }

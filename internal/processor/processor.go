@@ -22,9 +22,11 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// Recorder records a check of a page; PostgreSQL decides what is new.
+// Recorder records a check of a page, PostgreSQL deciding what is new, or
+// that a check was deferred.
 type Recorder interface {
 	RecordCheck(ctx context.Context, c store.Check, links []store.NewLink) (store.Recorded, error)
+	DeferCheck(ctx context.Context, pageID int64, decidedAt, until time.Time) error
 }
 
 // SeenSet is the cache of each page's known link codes.
@@ -109,6 +111,9 @@ func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
 }
 
 func (s *Service) process(ctx context.Context, task watch.Task) (outcome string, err error) {
+	if !task.DeferredUntil.IsZero() {
+		return s.deferCheck(ctx, task)
+	}
 	check := store.Check{
 		PageID:       task.ID,
 		FetchedAt:    task.FetchedAt,

@@ -119,6 +119,11 @@ func New(t testing.TB, binDir string, svc Services, extraEnv ...string) *System 
 		"PORTALWATCH_HTTP_ADDR=off",
 		"PORTALWATCH_SCHEDULER_POLL=100ms",
 		"PORTALWATCH_SHUTDOWN_TIMEOUT=5s",
+		// A test serves every page from one loopback origin; the per-origin
+		// spacing and in-flight cap a real fleet owes a host would make it
+		// one fetch a second. Tests of politeness set them back.
+		"PORTALWATCH_HOST_SPACING=0",
+		"PORTALWATCH_HOST_MAX_INFLIGHT=0",
 	}, extraEnv...)
 	t.Cleanup(func() {
 		s.StopAll()

@@ -1,0 +1,154 @@
+package hostgate_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/portalwatch/portalwatch/internal/hostgate"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+)
+
+const origin = "https://portal.example"
+
+// gates returns n gates sharing one Redis and one prefix, as n crawler
+// processes would, and that prefix.
+func gates(t *testing.T, n int, cfg hostgate.Config) ([]*hostgate.Gate, string) {
+	t.Helper()
+	url, prefix := testsvc.Redis(t)
+	cfg.Prefix = prefix
+	var gs []*hostgate.Gate
+	for range n {
+		g, err := hostgate.Open(url, cfg, testsvc.Logger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		gs = append(gs, g)
+	}
+	return gs, prefix
+}
+
+// Two crawlers booking slots of one origin in turn get one slot per spacing
+// between them, not one each: per process, both would start at once.
+func TestSpacingHoldsAcrossGates(t *testing.T) {
+	gs, _ := gates(t, 2, hostgate.Config{})
+	const spacing = time.Second
+	ctx := context.Background()
+	for i := range 6 {
+		wait, booked := gs[i%2].Reserve(ctx, origin, spacing, time.Hour)
+		want := time.Duration(i) * spacing
+		if !booked || wait > want || wait < want-200*time.Millisecond {
+			t.Errorf("booking %d (gate %d): wait %s, booked %v; want about %s", i, i%2, wait, booked, want)
+		}
+	}
+	// Another origin has its own slots.
+	if wait, booked := gs[1].Reserve(ctx, "https://other.example", spacing, time.Hour); !booked || wait != 0 {
+		t.Errorf("other origin: wait %s, booked %v; want 0, true", wait, booked)
+	}
+}
+
+// A slot too far away is not booked: the caller defers, and the slot stays
+// free for whoever comes back first.
+func TestReserveTooFarBooksNothing(t *testing.T) {
+	gs, _ := gates(t, 2, hostgate.Config{})
+	ctx := context.Background()
+	if _, booked := gs[0].Reserve(ctx, origin, 10*time.Second, time.Second); !booked {
+		t.Fatal("the first slot was not booked")
+	}
+	for i := range 3 {
+		wait, booked := gs[i%2].Reserve(ctx, origin, 10*time.Second, time.Second)
+		if booked || wait < 9*time.Second || wait > 10*time.Second {
+			t.Errorf("try %d: wait %s, booked %v; want about 10s, not booked", i, wait, booked)
+		}
+	}
+}
+
+// At most MaxInFlight checks of an origin are admitted across all gates;
+// leaving frees a place for any of them.
+func TestInFlightCapHoldsAcrossGates(t *testing.T) {
+	gs, _ := gates(t, 2, hostgate.Config{MaxInFlight: 2})
+	ctx := context.Background()
+	leave0, ok0 := gs[0].Enter(ctx, origin, time.Minute)
+	_, ok1 := gs[1].Enter(ctx, origin, time.Minute)
+	if !ok0 || !ok1 {
+		t.Fatalf("first two admissions = %v, %v; want both", ok0, ok1)
+	}
+	for i, g := range gs {
+		if _, ok := g.Enter(ctx, origin, time.Minute); ok {
+			t.Errorf("gate %d admitted a third check of the origin", i)
+		}
+	}
+	if _, ok := gs[0].Enter(ctx, "https://other.example", time.Minute); !ok {
+		t.Error("another origin was refused")
+	}
+	leave0()
+	if _, ok := gs[1].Enter(ctx, origin, time.Minute); !ok {
+		t.Error("after one check left, the other gate was refused")
+	}
+}
+
+// Every key the gate writes is under its prefix and expires: the slot key
+// when its slot has passed, the in-flight key one lease after its last entry.
+func TestKeysExpire(t *testing.T) {
+	gs, prefix := gates(t, 1, hostgate.Config{MaxInFlight: 3})
+	ctx := context.Background()
+	gs[0].Reserve(ctx, origin, 2*time.Second, time.Hour)
+	gs[0].Enter(ctx, origin, 30*time.Second)
+
+	opts, _ := redis.ParseURL(testsvc.RedisURL())
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	keys, err := rdb.Keys(ctx, prefix+":*").Result()
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("keys under %s = %v, %v; want the slot and the in-flight key", prefix, keys, err)
+	}
+	for _, k := range keys {
+		ttl, err := rdb.PTTL(ctx, k).Result()
+		if err != nil || ttl <= 0 || ttl > 30*time.Second {
+			t.Errorf("%s: PTTL %s, %v; want a TTL of at most 30s", k, ttl, err)
+		}
+	}
+}
+
+// With Redis unreachable the gate answers at once from the per-process
+// rules: spacing and the cap still hold within the process.
+func TestFallbackWithoutRedis(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "redis://" + l.Addr().String() + "/0"
+	l.Close()
+	g, err := hostgate.Open(closed, hostgate.Config{Prefix: "pwtest:closed", MaxInFlight: 1}, testsvc.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx := context.Background()
+
+	start := time.Now()
+	for i := range 3 {
+		wait, booked := g.Reserve(ctx, origin, time.Second, time.Hour)
+		if want := time.Duration(i) * time.Second; !booked || wait > want || wait < want-200*time.Millisecond {
+			t.Errorf("booking %d: wait %s, booked %v; want about %s", i, wait, booked, want)
+		}
+	}
+	leave, ok := g.Enter(ctx, origin, time.Minute)
+	if !ok {
+		t.Fatal("the first check was refused")
+	}
+	if _, ok := g.Enter(ctx, origin, time.Minute); ok {
+		t.Error("a second check was admitted past the cap of 1")
+	}
+	leave()
+	if _, ok := g.Enter(ctx, origin, time.Minute); !ok {
+		t.Error("after leaving, a check was refused")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("answering without Redis took %s; want well under a second", d)
+	}
+}
