@@ -87,7 +87,9 @@ func TestSpacingAcrossCrawlers(t *testing.T) {
 	}
 	start := time.Now()
 	task := svcs[1].Check(context.Background(), watch.Job{ID: 2, BaseURL: srv.URL + "/b"})
-	if d := task.DeferredUntil.Sub(start); task.Failed() || d < 58*time.Second || d > time.Minute {
+	// The slot is booked by Redis's clock, which may run a little ahead of
+	// this process's: allow a second either way.
+	if d := task.DeferredUntil.Sub(start); task.Failed() || d < 58*time.Second || d > time.Minute+time.Second {
 		t.Errorf("other crawler's check = %+v; want deferred about 1m to the origin's next slot", task)
 	}
 }
