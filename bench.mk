@@ -24,7 +24,7 @@ PWBENCH     := bin/pwbench
 pwbench:
 	@scripts/services.sh check-go
 	@mkdir -p bin
-	$(GO) build -o $(PWBENCH) ./cmd/pwbench
+	$(GO) build -o $(PWBENCH) ./bench/cmd/pwbench
 
 ## bench: the whole pipeline, saturated then at half rate, with correctness.
 bench: services pwbench
