@@ -16,7 +16,7 @@ BENCH_RUNS  ?= 1
 BENCH_FLAGS ?=
 BENCH_COUNT ?= 3
 BENCH_TIME  ?= 1s
-BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/)
+BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /bench/)
 PWBENCH     := bin/pwbench
 
 .PHONY: bench bench-history bench-scheduler bench-peer bench-go bench-redis pwbench

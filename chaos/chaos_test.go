@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/portalwatch/portalwatch/internal/systest"
@@ -341,26 +340,8 @@ func TestChaos(t *testing.T) {
 	// Nothing here is malformed or poisonous: the dead-letter queues stay
 	// empty (a healthy message dead-lettered would be a lost check).
 	for _, q := range []string{w.sys.JobQueue + ".dlq", w.sys.TaskQ + ".dlq"} {
-		if n := queueDepth(t, w.mq.URL(), q); n != 0 {
+		if n := testsvc.QueueDepthAt(t, w.mq.URL(), q); n != 0 {
 			t.Errorf("%s holds %d messages, want 0", q, n)
 		}
 	}
-}
-
-func queueDepth(t *testing.T, url, queue string) int {
-	t.Helper()
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	if err != nil {
-		return 0 // never declared: nothing was ever dead-lettered
-	}
-	return q.Messages
 }

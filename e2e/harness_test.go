@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/portalwatch/portalwatch/internal/systest"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
 )
 
 // binDir holds the programs, built once with the race detector.
@@ -47,25 +48,6 @@ func (s *system) start(program string) *systest.Process { return s.Start(program
 
 func (s *system) watchctl(args ...string) (string, error) { return s.Watchctl(args...) }
 
-// waitFor polls cond until it holds or the timeout passes.
-func (s *system) waitFor(what string, timeout time.Duration, cond func() (bool, error)) {
-	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			s.t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // checkNow makes a page due at once, so tests need not wait an interval.
 func (s *system) checkNow(pageID int64) {
 	s.t.Helper()
@@ -90,7 +72,7 @@ func (s *system) waitForCheck(pageID int64) {
 	s.t.Helper()
 	before := time.Now()
 	s.checkNow(pageID)
-	s.waitFor(fmt.Sprintf("a new check of page %d", pageID), 60*time.Second, func() (bool, error) {
+	testsvc.Eventually(s.t, 60*time.Second, fmt.Sprintf("a new check of page %d", pageID), func() (bool, error) {
 		t, err := s.lastChecked(pageID)
 		return !t.IsZero() && t.After(before), err
 	})

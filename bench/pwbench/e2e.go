@@ -51,8 +51,7 @@ type e2eConfig struct {
 }
 
 func (c *e2eConfig) flags(fs *flag.FlagSet) {
-	c.svc.flags(fs)
-	fs.StringVar(&c.repo, "repo", ".", "portalwatch's module root (programs are built from ./cmd/...)")
+	runFlags(fs, &c.svc, &c.repo)
 	fs.StringVar(&c.mode, "mode", "synthetic", "synthetic: generated portals; history: replay ../shared/corpus/history")
 	fs.IntVar(&c.pages, "pages", 1000, "pages registered and served")
 	fs.IntVar(&c.hosts, "hosts", 16, "loopback addresses (127.0.1.x) the farm serves from")
@@ -695,16 +694,7 @@ func (r *e2eRun) close() {
 	if r.h != nil {
 		r.h.Close()
 	}
-	if r.dir != "" {
-		if r.cfg.keep {
-			if err := saveLogs(r.dir, r.procs); err != nil {
-				r.logf("%v", err)
-			}
-			fmt.Fprintf(r.log, "logs and profiles kept in %s\n", r.dir)
-		} else {
-			os.RemoveAll(r.dir)
-		}
-	}
+	finishDir(r.dir, r.cfg.keep, r.procs, r.log, "logs and profiles")
 }
 
 // envList is a repeatable NAME=VALUE flag.

@@ -47,8 +47,7 @@ func runPeer(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var c peerConfig
 	fs := flag.NewFlagSet("pwbench peer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c.svc.flags(fs)
-	fs.StringVar(&c.repo, "repo", ".", "portalwatch's module root")
+	runFlags(fs, &c.svc, &c.repo)
 	fs.IntVar(&c.pages, "pages", 200, "pages both systems check")
 	fs.IntVar(&c.rounds, "rounds", 3, "measured rounds with every page changed, per system (after a first, baseline round)")
 	fs.IntVar(&c.same, "unchanged-rounds", 2, "then measured rounds with no page changed, per system")

@@ -2,6 +2,7 @@ package pwbench
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,14 +46,23 @@ func (p *process) stop(grace time.Duration) int {
 // logTail returns the last lines the process logged.
 func (p *process) logTail() string { return systest.Tail(p.Output(), 40) }
 
-// saveLogs writes what each process logged to dir/<name>.log, for -keep.
-func saveLogs(dir string, procs []*process) error {
+// finishDir removes a run's folder, or with keep (the -keep flag) writes
+// what each process logged to dir/<name>.log and says on log where the
+// folder is, calling its content what.
+func finishDir(dir string, keep bool, procs []*process, log io.Writer, what string) {
+	if dir == "" {
+		return
+	}
+	if !keep {
+		os.RemoveAll(dir)
+		return
+	}
 	for _, p := range procs {
 		if err := os.WriteFile(filepath.Join(dir, p.Name+".log"), []byte(p.Output()), 0o644); err != nil {
-			return fmt.Errorf("keep the log of %s: %w", p.Name, err)
+			fmt.Fprintf(log, "keep the log of %s: %v\n", p.Name, err)
 		}
 	}
-	return nil
+	fmt.Fprintf(log, "%s kept in %s\n", what, dir)
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.

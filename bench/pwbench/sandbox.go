@@ -29,6 +29,13 @@ func (s *services) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.RedisURL, "redis", envOr("REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL")
 }
 
+// runFlags registers the flags every benchmark that runs the programs
+// has: where the services are (see flags) and the module to build them from.
+func runFlags(fs *flag.FlagSet, svc *services, repo *string) {
+	svc.flags(fs)
+	fs.StringVar(repo, "repo", ".", "portalwatch's module root (programs are built from ./cmd/...)")
+}
+
 // checkLoopback refuses any service URL that is not on loopback.
 func (s *services) checkLoopback() error {
 	for _, raw := range []string{s.PostgresAdminURL, s.AMQPURL, s.RedisURL} {

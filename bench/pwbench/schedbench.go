@@ -41,8 +41,7 @@ func runScheduler(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var c schedConfig
 	fs := flag.NewFlagSet("pwbench scheduler", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c.svc.flags(fs)
-	fs.StringVar(&c.repo, "repo", ".", "portalwatch's module root")
+	runFlags(fs, &c.svc, &c.repo)
 	fs.IntVar(&c.pages, "pages", 1_000_000, "pages in the pages table, all due")
 	fs.DurationVar(&c.maxTime, "max-time", 4*time.Minute, "bound on the scheduler phase")
 	fs.DurationVar(&c.rawTime, "raw-time", 15*time.Second, "bound on each raw publishing phase")
@@ -318,16 +317,7 @@ func (r *schedRun) planAfter(ctx context.Context) error {
 
 func (r *schedRun) close() {
 	r.stopSchedulers()
-	if r.dir != "" {
-		if r.cfg.keepLogs {
-			if err := saveLogs(r.dir, r.procs); err != nil {
-				r.logf("%v", err)
-			}
-			fmt.Fprintf(r.log, "scheduler log kept in %s\n", r.dir)
-		} else {
-			os.RemoveAll(r.dir)
-		}
-	}
+	finishDir(r.dir, r.cfg.keepLogs, r.procs, r.log, "scheduler logs")
 	if r.conn != nil {
 		if err := testsvc.DropQueues(r.cfg.svc.AMQPURL, r.rawQueue); err != nil {
 			r.logf("cleanup: %v", err)
