@@ -30,17 +30,7 @@ import (
 
 var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := systest.Build(false)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { systest.Main(m, false, &binDir) }
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {

@@ -6,7 +6,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -19,17 +18,7 @@ import (
 // binDir holds the programs, built once with the race detector.
 var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := systest.Build(true)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "build programs:", err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { systest.Main(m, true, &binDir) }
 
 // system adds the e2e tests' own waits and queries to a systest.System.
 type system struct {

@@ -42,6 +42,22 @@ func ModuleRoot() string {
 // afterwards.
 func Build(race bool) (string, error) { return BuildAt(context.Background(), ModuleRoot(), race) }
 
+// Main is the TestMain of a package whose tests run the programs: it
+// builds them once (race adds the race detector) into a folder it stores in
+// *binDir for systest.New, runs the tests, removes the folder and exits
+// with the tests' status; a failed build exits 1 with go's output.
+func Main(m *testing.M, race bool, binDir *string) {
+	dir, err := Build(race)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build the programs:", err)
+		os.Exit(1)
+	}
+	*binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // BuildAt builds Programs from the module at root into a new folder and
 // returns it; the caller removes it. A build error carries go's output.
 func BuildAt(ctx context.Context, root string, race bool) (string, error) {
