@@ -183,8 +183,12 @@ type System struct {
 	*Sandbox
 	t      testing.TB
 	binDir string
-	Env    []string
-	DB     *pgxpool.Pool
+	// Env is what every program started gets: the sandbox's environment
+	// (it hides Sandbox.Env) with the tests' settings (no HTTP listener,
+	// a 100 ms scheduler poll, a 5 s shutdown) and New's extraEnv.
+	Env []string
+	// DB is a pool on the system's database, for the test's own queries.
+	DB *pgxpool.Pool
 
 	mu    sync.Mutex
 	procs []*Process
