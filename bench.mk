@@ -16,7 +16,7 @@ BENCH_RUNS  ?= 1
 BENCH_FLAGS ?=
 BENCH_COUNT ?= 3
 BENCH_TIME  ?= 1s
-BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/)
+BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /bench/)
 PWBENCH     := bin/pwbench
 
 .PHONY: bench bench-history bench-scheduler bench-peer bench-go bench-redis pwbench
@@ -24,7 +24,7 @@ PWBENCH     := bin/pwbench
 pwbench:
 	@scripts/services.sh check-go
 	@mkdir -p bin
-	$(GO) build -o $(PWBENCH) ./cmd/pwbench
+	$(GO) build -o $(PWBENCH) ./bench/cmd/pwbench
 
 ## bench: the whole pipeline, saturated then at half rate, with correctness.
 bench: services pwbench

@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/portalwatch/portalwatch/internal/systest"
@@ -31,17 +30,7 @@ import (
 
 var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := systest.Build(false)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { systest.Main(m, false, &binDir) }
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -341,26 +330,8 @@ func TestChaos(t *testing.T) {
 	// Nothing here is malformed or poisonous: the dead-letter queues stay
 	// empty (a healthy message dead-lettered would be a lost check).
 	for _, q := range []string{w.sys.JobQueue + ".dlq", w.sys.TaskQ + ".dlq"} {
-		if n := queueDepth(t, w.mq.URL(), q); n != 0 {
+		if n := testsvc.QueueDepthAt(t, w.mq.URL(), q); n != 0 {
 			t.Errorf("%s holds %d messages, want 0", q, n)
 		}
 	}
-}
-
-func queueDepth(t *testing.T, url, queue string) int {
-	t.Helper()
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	if err != nil {
-		return 0 // never declared: nothing was ever dead-lettered
-	}
-	return q.Messages
 }

@@ -147,20 +147,15 @@ func TestNegativeControlAckBeforeConfirm(t *testing.T) {
 	}
 	defer conn.Close()
 	var deliveries <-chan amqp.Delivery
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	// Until the scheduler has declared the queue, consuming it fails.
+	testsvc.Eventually(t, 30*time.Second, "the job queue to consume", func() (bool, error) {
 		ch, err := conn.Channel()
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
 		deliveries, err = ch.Consume(w.sys.JobQueue, "", true, false, false, false, nil) // WRONG: acked on arrival
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consume %s: %v", w.sys.JobQueue, err)
-		}
-		time.Sleep(200 * time.Millisecond) // the scheduler has not declared the queue yet
-	}
+		return err == nil, nil
+	})
 	var dropped atomic.Int64
 	go func() {
 		for d := range deliveries {

@@ -74,14 +74,13 @@ func startSupervisor(t *testing.T, env []string) *supervisor {
 	}
 	t.Cleanup(func() {
 		s.ctl("shutdown")
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) {
-			if _, err := os.Stat(filepath.Join(dir, "supervisord.pid")); os.IsNotExist(err) {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
+		err := testsvc.Poll(context.Background(), 60*time.Second, 100*time.Millisecond, func() (bool, string, error) {
+			_, err := os.Stat(filepath.Join(dir, "supervisord.pid"))
+			return os.IsNotExist(err), "", nil
+		})
+		if err != nil {
+			t.Errorf("supervisord did not shut down: %v", err)
 		}
-		t.Error("supervisord did not shut down within 60s")
 	})
 	return s
 }
@@ -105,23 +104,22 @@ func (s *supervisor) status() map[string][2]string {
 
 func (s *supervisor) waitAll(state string, timeout time.Duration) map[string][2]string {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		st := s.status()
+	var st map[string][2]string
+	// Each poll starts supervisorctl, a Python program: 200 ms apart.
+	err := testsvc.Poll(context.Background(), timeout, 200*time.Millisecond, func() (bool, string, error) {
+		st = s.status()
 		ok := len(st) == 4
 		for _, v := range st {
 			if v[0] != state {
 				ok = false
 			}
 		}
-		if ok {
-			return st
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("not every program %s after %s:\n%s", state, timeout, s.ctl("status"))
-		}
-		time.Sleep(200 * time.Millisecond)
+		return ok, "", nil
+	})
+	if err != nil {
+		s.t.Fatalf("not every program %s: %v:\n%s", state, err, s.ctl("status"))
 	}
+	return st
 }
 
 func healthz(port int) (int, map[string]any) {
@@ -162,18 +160,11 @@ func TestSupervisord(t *testing.T) {
 	}
 
 	mq.Start()
-	deadline := time.Now().Add(60 * time.Second)
 	for name, port := range sup.ports {
-		for {
-			if code, _ := healthz(port); code == http.StatusOK {
-				break
-			}
-			if time.Now().After(deadline) {
-				code, body := healthz(port)
-				t.Fatalf("%s /healthz = %d %v a minute after the broker started", name, code, body)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		testsvc.Eventually(t, 60*time.Second, name+" /healthz to answer 200 after the broker started", func() (bool, error) {
+			code, _ := healthz(port)
+			return code == http.StatusOK, nil
+		})
 	}
 
 	before := sup.status()["crawler:crawler_00"]
@@ -181,18 +172,14 @@ func TestSupervisord(t *testing.T) {
 	if err := syscallKill(pid); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	err = testsvc.Poll(context.Background(), 20*time.Second, 200*time.Millisecond, func() (bool, string, error) {
 		now := sup.status()["crawler:crawler_00"]
-		if now[0] == "RUNNING" && now[1] != before[1] && now[1] != "" {
-			t.Logf("crawler_00 killed with SIGKILL (pid %s) is RUNNING again as pid %s", before[1], now[1])
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("crawler_00 after SIGKILL: %v, want RUNNING under a new pid", now)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return now[0] == "RUNNING" && now[1] != before[1] && now[1] != "", fmt.Sprint(now), nil
+	})
+	if err != nil {
+		t.Fatalf("crawler_00 after SIGKILL, want RUNNING under a new pid: %v", err)
 	}
+	t.Logf("crawler_00 killed with SIGKILL (pid %s) is RUNNING again as pid %s", before[1], sup.status()["crawler:crawler_00"][1])
 
 	// Under load: restart the crawlers, then stop everything and start it
 	// again, while the farm moves on. Nothing may be lost.

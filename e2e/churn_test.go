@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/portalwatch/portalwatch/internal/testsvc"
 )
 
 // churnPage serves a portal homepage that says the same thing on every
@@ -230,6 +232,7 @@ func (s *system) linkURLs(pageID int64) []string {
 // fetch spells the same links differently must produce no update at all,
 // and a link that is really new must still be recorded, once.
 func TestChurnMakesNoUpdates(t *testing.T) {
+	t.Parallel()
 	sys := newSystem(t)
 	page := newChurnPage(t)
 	id := sys.add(page.url(), "--interval", "1h")
@@ -238,7 +241,7 @@ func TestChurnMakesNoUpdates(t *testing.T) {
 	sys.start("crawler")
 	sys.start("processor")
 
-	sys.waitFor("the baseline", 60*time.Second, sys.baselineDone(id))
+	testsvc.Eventually(t, 60*time.Second, "the baseline", sys.baselineDone(id))
 	sys.checkSucceeded(id)
 	origin := page.srv.URL
 	wantLinks := []string{

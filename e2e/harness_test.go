@@ -6,29 +6,19 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/portalwatch/portalwatch/internal/systest"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
 )
 
 // binDir holds the programs, built once with the race detector.
 var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := systest.Build(true)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "build programs:", err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { systest.Main(m, true, &binDir) }
 
 // system adds the e2e tests' own waits and queries to a systest.System.
 type system struct {
@@ -46,25 +36,6 @@ func newSystem(t *testing.T, extraEnv ...string) *system {
 func (s *system) start(program string) *systest.Process { return s.Start(program) }
 
 func (s *system) watchctl(args ...string) (string, error) { return s.Watchctl(args...) }
-
-// waitFor polls cond until it holds or the timeout passes.
-func (s *system) waitFor(what string, timeout time.Duration, cond func() (bool, error)) {
-	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			s.t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // checkNow makes a page due at once, so tests need not wait an interval.
 func (s *system) checkNow(pageID int64) {
@@ -90,7 +61,7 @@ func (s *system) waitForCheck(pageID int64) {
 	s.t.Helper()
 	before := time.Now()
 	s.checkNow(pageID)
-	s.waitFor(fmt.Sprintf("a new check of page %d", pageID), 60*time.Second, func() (bool, error) {
+	testsvc.Eventually(s.t, 60*time.Second, fmt.Sprintf("a new check of page %d", pageID), func() (bool, error) {
 		t, err := s.lastChecked(pageID)
 		return !t.IsZero() && t.After(before), err
 	})

@@ -17,8 +17,9 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/crawler"
-	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/systest"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -82,18 +83,6 @@ func (h *historyServer) serve(w http.ResponseWriter, r *http.Request) {
 	w.Write(snaps[i].Body)
 }
 
-// snapshotFetcher answers with one snapshot as the crawler's fetch.Client
-// would have: decoded by fetch.DecodeHTML, from the URL it was served at.
-type snapshotFetcher struct {
-	pageURL *url.URL
-	snap    corpus.Snapshot
-}
-
-func (f *snapshotFetcher) Fetch(context.Context, fetch.Request) (fetch.Result, error) {
-	html, cs := fetch.DecodeHTML(f.snap.Body, f.snap.ContentType)
-	return fetch.Result{Status: 200, FinalURL: f.pageURL, HTML: html, Charset: cs, FetchedAt: time.Now()}, nil
-}
-
 type nopPublisher struct{}
 
 func (nopPublisher) Publish(context.Context, string, ...queue.Message) error { return nil }
@@ -108,7 +97,7 @@ func expectedUpdates(pageID int64, pageURL string, snaps []corpus.Snapshot, igno
 	if err != nil {
 		return nil, err
 	}
-	f := &snapshotFetcher{pageURL: u}
+	f := &systest.SnapshotFetcher{PageURL: u}
 	svc := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, nopPublisher{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	var opts *watch.LinkOptions
 	if len(ignore) > 0 {
@@ -117,7 +106,7 @@ func expectedUpdates(pageID int64, pageURL string, snaps []corpus.Snapshot, igno
 	seen := map[string]bool{}
 	var want []update
 	for i, snap := range snaps {
-		f.snap = snap
+		f.Snap = snap
 		task := svc.Check(context.Background(), watch.Job{ID: pageID, BaseURL: pageURL, Options: opts})
 		if task.Failed() {
 			return nil, fmt.Errorf("replay %s: %s", snap.Name, task.Error)
@@ -138,6 +127,7 @@ func expectedUpdates(pageID int64, pageURL string, snaps []corpus.Snapshot, igno
 // added to all earlier ones, as the extraction path computes them: nothing
 // missing, nothing extra, nothing twice.
 func TestHistoryReplay(t *testing.T) {
+	t.Parallel()
 	sys := newSystem(t)
 	web := newHistoryServer(t)
 	type page struct {
@@ -174,7 +164,7 @@ func TestHistoryReplay(t *testing.T) {
 	sys.start("crawler")
 	sys.start("processor")
 	for _, p := range pages {
-		sys.waitFor("the baseline of "+p.site, 60*time.Second, sys.baselineDone(p.id))
+		testsvc.Eventually(t, 60*time.Second, "the baseline of "+p.site, sys.baselineDone(p.id))
 		sys.checkSucceeded(p.id)
 	}
 	if got := sys.updates(); len(got) != 0 {
@@ -258,7 +248,7 @@ func (s *system) waitForChecks(ids ...int64) {
 	for _, id := range ids {
 		s.checkNow(id)
 	}
-	s.waitFor(fmt.Sprintf("new checks of pages %v", ids), 60*time.Second, func() (bool, error) {
+	testsvc.Eventually(s.t, 60*time.Second, fmt.Sprintf("new checks of pages %v", ids), func() (bool, error) {
 		for _, id := range ids {
 			t, err := s.lastChecked(id)
 			if err != nil || t.IsZero() || !t.After(before) {

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"golang.org/x/text/encoding/simplifiedchinese"
+
+	"github.com/portalwatch/portalwatch/internal/systest"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
 )
 
 // portal serves pages whose content a test changes between checks. Every
@@ -62,7 +65,7 @@ func (p *portal) serve(w http.ResponseWriter, r *http.Request) {
 	var b bytes.Buffer
 	b.WriteString("<!DOCTYPE html><html><head><title>Portal</title></head><body>\n<div class=nav><ul>\n")
 	for i, l := range page.links {
-		fmt.Fprintf(&b, "<li><div class=teaser><a href=\"%s\">%s</a></div></li>\n", spell(l.href, p.srv.URL, int(n)+i), l.text)
+		fmt.Fprintf(&b, "<li><div class=teaser><a href=\"%s\">%s</a></div></li>\n", systest.Spell(l.href, p.srv.URL, int(n)+i), l.text)
 	}
 	b.WriteString("</ul></div></body></html>\n")
 	body := b.Bytes()
@@ -77,29 +80,6 @@ func (p *portal) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", contentType)
 	w.Write(body)
-}
-
-// spell writes a site-relative path one of several equivalent ways.
-func spell(path, origin string, n int) string {
-	switch n % 5 {
-	case 0:
-		return path
-	case 1:
-		return origin + path
-	case 2:
-		return strings.Replace(origin, "http://", "HTTP://", 1) + "/." + path + "#section-" + strconv.Itoa(n)
-	case 3:
-		return path + sep(path) + "utm_source=feed" + strconv.Itoa(n) + "&utm_medium=rss"
-	default:
-		return "/." + path + sep(path) + "fbclid=" + strconv.Itoa(n*7919)
-	}
-}
-
-func sep(path string) string {
-	if strings.Contains(path, "?") {
-		return "&"
-	}
-	return "?"
 }
 
 var pageID = regexp.MustCompile(`watching page (\d+)`)
@@ -131,6 +111,7 @@ func (s *system) baselineDone(id int64) func() (bool, error) {
 // check them, the first check is the baseline, and afterwards exactly the
 // links that appeared are recorded, once each, with their text.
 func TestPipelineRecordsExactlyTheNewLinks(t *testing.T) {
+	t.Parallel()
 	sys := newSystem(t)
 	web := newPortal(t)
 	news := []link{
@@ -149,7 +130,7 @@ func TestPipelineRecordsExactlyTheNewLinks(t *testing.T) {
 	sys.start("crawler")
 	sys.start("processor")
 
-	sys.waitFor("the baseline of both pages", 60*time.Second, func() (bool, error) {
+	testsvc.Eventually(t, 60*time.Second, "the baseline of both pages", func() (bool, error) {
 		a, err := sys.baselineDone(newsID)()
 		if err != nil || !a {
 			return false, err
@@ -177,7 +158,7 @@ func TestPipelineRecordsExactlyTheNewLinks(t *testing.T) {
 	web.set("/", portalPage{links: changed})
 	web.set("/zh/", portalPage{charset: "gbk", links: []link{{"/zh/a3", "科技前沿"}, {"/zh/a1", "经济新闻"}, {"/zh/a2", "体育报道"}}})
 
-	sys.waitFor("four updates", 60*time.Second, func() (bool, error) { return len(sys.updates()) >= 4, nil })
+	testsvc.Eventually(t, 60*time.Second, "four updates", func() (bool, error) { return len(sys.updates()) >= 4, nil })
 	// More checks must add nothing: each new link is recorded once.
 	for range 3 {
 		sys.waitForCheck(newsID)

@@ -7,13 +7,12 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 )
 
 func TestDeadListRequeuePurge(t *testing.T) {
+	t.Parallel()
 	jobQ, taskQ := testsvc.Queues(t)
 	e := env{"PORTALWATCH_JOB_QUEUE": jobQ, "PORTALWATCH_TASK_QUEUE": taskQ, "AMQP_URL": testsvc.AMQPURL()}
 	log := testsvc.Logger(t)
@@ -40,20 +39,20 @@ func TestDeadListRequeuePurge(t *testing.T) {
 	}
 	cancel()
 	<-done
-	waitDepth(t, queue.DeadLetterQueue(jobQ), 1)
+	testsvc.WaitDepth(t, 20*time.Second, queue.DeadLetterQueue(jobQ), 1)
 
 	code, out, errOut := runCLI(t, e, "dead", "list")
 	if code != 0 || !strings.Contains(out, queue.DeadLetterQueue(jobQ)+": 1 messages") || !strings.Contains(out, "job is not JSON") ||
 		!strings.Contains(out, `{"broken":`) || !strings.Contains(out, queue.DeadLetterQueue(taskQ)+": 0 messages") {
 		t.Fatalf("dead list: exit %d\n%s%s", code, out, errOut)
 	}
-	waitDepth(t, queue.DeadLetterQueue(jobQ), 1) // listing keeps the message
+	testsvc.WaitDepth(t, 20*time.Second, queue.DeadLetterQueue(jobQ), 1) // listing keeps the message
 
 	if code, out, errOut := runCLI(t, e, "dead", "requeue", "--queue", "job"); code != 0 || !strings.Contains(out, "requeued 1 messages") {
 		t.Fatalf("dead requeue: exit %d\n%s%s", code, out, errOut)
 	}
-	waitDepth(t, queue.DeadLetterQueue(jobQ), 0)
-	waitDepth(t, jobQ, 1)
+	testsvc.WaitDepth(t, 20*time.Second, queue.DeadLetterQueue(jobQ), 0)
+	testsvc.WaitDepth(t, 20*time.Second, jobQ, 1)
 
 	if err := pub.Publish(ctx, queue.DeadLetterQueue(taskQ), queue.Message{Body: []byte("x")}, queue.Message{Body: []byte("y")}); err != nil {
 		t.Fatal(err)
@@ -66,30 +65,5 @@ func TestDeadListRequeuePurge(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, e, "dead"); code != exitUsage {
 		t.Errorf("dead without a subcommand: exit %d, want 2", code)
-	}
-}
-
-func waitDepth(t *testing.T, q string, want int) {
-	t.Helper()
-	conn, err := amqp.Dial(testsvc.AMQPURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ch, err := conn.Channel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
-		ch.Close()
-		if err == nil && info.Messages == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d messages (err %v), want %d", q, info.Messages, err, want)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

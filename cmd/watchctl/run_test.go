@@ -40,6 +40,7 @@ func migrated(t *testing.T) (env, *store.Store) {
 }
 
 func TestAddRefusesBadURLsWithExitTwoAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	e, st := migrated(t)
 	tests := []struct {
 		url, why string
@@ -76,6 +77,7 @@ func TestAddRefusesBadURLsWithExitTwoAndWritesNothing(t *testing.T) {
 }
 
 func TestAddPrivateAllowedAndDuplicates(t *testing.T) {
+	t.Parallel()
 	e, st := migrated(t)
 	e["PORTALWATCH_ALLOW_PRIVATE"] = "true"
 	code, out, errOut := runCLI(t, e, "add", "HTTP://127.0.0.1:8080", "--interval", "30s")
@@ -102,6 +104,7 @@ func TestAddPrivateAllowedAndDuplicates(t *testing.T) {
 }
 
 func TestListSetRemoveUpdates(t *testing.T) {
+	t.Parallel()
 	e, st := migrated(t)
 	e["PORTALWATCH_ALLOW_PRIVATE"] = "true"
 	runCLI(t, e, "add", "http://127.0.0.1:9/")
@@ -169,6 +172,7 @@ func TestListSetRemoveUpdates(t *testing.T) {
 }
 
 func TestUnknownCommandAndBadConfig(t *testing.T) {
+	t.Parallel()
 	if code, _, _ := runCLI(t, env{}, "frobnicate"); code != exitUsage {
 		t.Errorf("unknown command: exit %d, want 2", code)
 	}
@@ -178,6 +182,7 @@ func TestUnknownCommandAndBadConfig(t *testing.T) {
 }
 
 func TestParseSince(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	tests := map[string]time.Time{
 		"90s":                  now.Add(-90 * time.Second),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/crawler"
+	"github.com/portalwatch/portalwatch/internal/systest"
 	"github.com/portalwatch/portalwatch/internal/urlnorm"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -45,18 +46,18 @@ func loadCorpusPages(tb testing.TB) []snapshot {
 // production: fetch.DecodeHTML with the page's Content-Type, domwalk.Parse
 // with the page's URL and the default limits, urlnorm.
 type checker struct {
-	f   *snapshotFetcher
+	f   *systest.SnapshotFetcher
 	svc *crawler.Service
 }
 
 func newChecker() *checker {
-	f := &snapshotFetcher{}
+	f := &systest.SnapshotFetcher{}
 	svc := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, &recorder{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	return &checker{f: f, svc: svc}
 }
 
 func (c *checker) check(snap snapshot) watch.Task {
-	c.f.snap = snap
+	c.f.Snap = snap
 	return c.svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: snap.URL.String()})
 }
 
@@ -65,6 +66,7 @@ func (c *checker) check(snap snapshot) watch.Task {
 // fragment, in canonical form, and texts of valid UTF-8 without control
 // characters.
 func TestCorpusPagesExtract(t *testing.T) {
+	t.Parallel()
 	snaps := loadCorpusPages(t)
 	c := newChecker()
 	total := 0
@@ -334,6 +336,7 @@ var browserPages = []struct {
 // TestCorpusPagesAsABrowserShowsThem checks the hand-counted links and
 // hand-read texts of browserPages.
 func TestCorpusPagesAsABrowserShowsThem(t *testing.T) {
+	t.Parallel()
 	byName := map[string]snapshot{}
 	for _, s := range loadCorpusPages(t) {
 		byName[s.Name] = s

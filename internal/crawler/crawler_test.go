@@ -44,6 +44,7 @@ func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
 }
 
 func TestCheckFindsLinksAndAppliesPageOptions(t *testing.T) {
+	t.Parallel()
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(`<a href="/a?utm_source=x">A</a><a href="/list?page=2">Next</a>
@@ -71,6 +72,7 @@ func TestCheckFindsLinksAndAppliesPageOptions(t *testing.T) {
 }
 
 func TestFailedFetchBecomesATaskWithTheError(t *testing.T) {
+	t.Parallel()
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "gone", http.StatusNotFound) })
 	pub := &recorder{}
 	svc := newService(t, pub)
@@ -91,6 +93,7 @@ func TestFailedFetchBecomesATaskWithTheError(t *testing.T) {
 }
 
 func TestJobIsNotAckedWhenTheTaskCannotBePublished(t *testing.T) {
+	t.Parallel()
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<a href=/x>x</a>")) })
 	svc := newService(t, &recorder{err: errors.New("broker down")})
 	body, _ := json.Marshal(watch.Job{ID: 1, BaseURL: srv.URL})
@@ -101,6 +104,7 @@ func TestJobIsNotAckedWhenTheTaskCannotBePublished(t *testing.T) {
 }
 
 func TestMalformedJobIsPermanent(t *testing.T) {
+	t.Parallel()
 	svc := newService(t, &recorder{})
 	for _, body := range []string{`{`, `{"id":1}`, `{"baseUrl":"http://x/"}`} {
 		if err := svc.Handle(context.Background(), queue.Delivery{Body: []byte(body)}); !queue.IsPermanent(err) {
@@ -110,6 +114,7 @@ func TestMalformedJobIsPermanent(t *testing.T) {
 }
 
 func TestUnchangedLinkSetIsNotSentAgain(t *testing.T) {
+	t.Parallel()
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(`<a href="/b">B</a><a href="/a#x">A</a><a href="/a">A again</a>`))

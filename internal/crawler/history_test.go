@@ -10,13 +10,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/crawler"
-	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/systest"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -26,16 +25,6 @@ type snapshot = corpus.Snapshot
 // loadHistory returns the snapshots of one homepage of shared/corpus/history
 // in order, skipping the test when the corpus is absent (failing if CI=true).
 func loadHistory(tb testing.TB, site string) []snapshot { return corpus.History(tb, site) }
-
-// snapshotFetcher answers every fetch with one snapshot, decoded as
-// fetch.Client decodes a response: by fetch.DecodeHTML with the recorded
-// Content-Type.
-type snapshotFetcher struct{ snap snapshot }
-
-func (f *snapshotFetcher) Fetch(_ context.Context, _ fetch.Request) (fetch.Result, error) {
-	html, charset := fetch.DecodeHTML(f.snap.Body, f.snap.ContentType)
-	return fetch.Result{Status: 200, FinalURL: f.snap.URL, HTML: html, Charset: charset, FetchedAt: time.Now()}, nil
-}
 
 // replayStep is what one check of a history found.
 type replayStep struct {
@@ -75,7 +64,7 @@ var replays = struct {
 
 func replayAll(tb testing.TB, snaps []snapshot, ignore []string) []replayStep {
 	tb.Helper()
-	f := &snapshotFetcher{}
+	f := &systest.SnapshotFetcher{}
 	svc := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, &recorder{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	var opts *watch.LinkOptions
 	if len(ignore) > 0 {
@@ -85,7 +74,7 @@ func replayAll(tb testing.TB, snaps []snapshot, ignore []string) []replayStep {
 	byPath := map[string]string{} // host and path of every link seen → one such link
 	steps := make([]replayStep, 0, len(snaps))
 	for _, snap := range snaps {
-		f.snap = snap
+		f.Snap = snap
 		task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: snap.URL.String(), Options: opts})
 		if task.Failed() {
 			tb.Fatalf("%s: check failed: %s", snap.Name, task.Error)
@@ -211,6 +200,7 @@ var histories = []struct {
 var heiseIgnore = []string{`^https?://pubads\.g\.doubleclick\.net/`, `[?&]source=hbsad(&|$)`}
 
 func TestHistoryNewLinksPerStep(t *testing.T) {
+	t.Parallel()
 	for _, h := range histories {
 		t.Run(h.site, func(t *testing.T) {
 			steps := replay(t, loadHistory(t, h.site), h.ignore)
@@ -253,6 +243,7 @@ func TestHistoryNewLinksPerStep(t *testing.T) {
 // can remove is churn indeed, and that the page's ignore patterns remove it
 // all and nothing else.
 func TestHistoryIgnorePatterns(t *testing.T) {
+	t.Parallel()
 	snaps := loadHistory(t, "frontpage-archive_heise.de")
 	without := replay(t, snaps, nil)
 	var churn []churnLink
@@ -324,6 +315,7 @@ func matchesAny(res []*regexp.Regexp, s string) bool {
 // and with different codes in different slots, and no link the crawler
 // reports keeps one.
 func TestHistoryWebtrekkCodes(t *testing.T) {
+	t.Parallel()
 	snaps := loadHistory(t, "frontpage-archive_heise.de")
 	code := regexp.MustCompile(`href="[^"]*[?&](?:amp;)?wt_mc=([^"&#]*)`)
 	article := regexp.MustCompile(`href="(/[^"?#]+\.html)(\?wt_mc=[^"&#]+)?"`)

@@ -93,6 +93,7 @@ func (f *fixture) updates(t *testing.T) []string {
 }
 
 func TestRedisFlushCausesNoFalseAndNoMissedUpdate(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "")
 	f.deliver(t, f.task("/a", "/b"))
 	f.deliver(t, f.task("/a", "/b", "/c"))
@@ -107,6 +108,7 @@ func TestRedisFlushCausesNoFalseAndNoMissedUpdate(t *testing.T) {
 }
 
 func TestWorksWithRedisDown(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "redis://127.0.0.1:1/0")
 	f.deliver(t, f.task("/a"))
 	f.deliver(t, f.task("/a", "/b"))
@@ -117,6 +119,7 @@ func TestWorksWithRedisDown(t *testing.T) {
 }
 
 func TestRedeliveredTaskChangesNothing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "")
 	f.deliver(t, f.task("/a"))
 	again := f.task("/a", "/b")
@@ -129,6 +132,7 @@ func TestRedeliveredTaskChangesNothing(t *testing.T) {
 }
 
 func TestFailedAndNotModifiedChecks(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "")
 	failed := f.task()
 	failed.Status, failed.Error = 0, "dial tcp: connection refused"
@@ -148,6 +152,7 @@ func TestFailedAndNotModifiedChecks(t *testing.T) {
 }
 
 func TestMalformedTaskIsPermanent(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "")
 	for _, body := range []string{`not json`, `{"baseUrl":"https://x/"}`, `{"id":5}`, `{"id":-1,"baseUrl":"x"}`} {
 		err := f.svc.Handle(context.Background(), queue.Delivery{Body: []byte(body)})
@@ -158,6 +163,7 @@ func TestMalformedTaskIsPermanent(t *testing.T) {
 }
 
 func TestTaskForRemovedPageIsAcked(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "")
 	task := f.task("/a")
 	task.ID = 999
@@ -168,6 +174,7 @@ func TestTaskForRemovedPageIsAcked(t *testing.T) {
 }
 
 func TestHostileTextIsStoredSafely(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "")
 	f.deliver(t, f.task("/a"))
 	task := f.task("/a")
@@ -180,6 +187,7 @@ func TestHostileTextIsStoredSafely(t *testing.T) {
 }
 
 func TestLinkSetDigestTravelsToTheNextJob(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "")
 	f.deliver(t, f.task("/a", "/b"))
 	var jobs []watch.Job

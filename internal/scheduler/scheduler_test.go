@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 )
 
 func TestPlainSQLPagesArePublishedOnceWhileInFlight(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dsn := testsvc.Postgres(t)
 	st, err := store.Open(ctx, dsn)
@@ -36,26 +38,31 @@ func TestPlainSQLPagesArePublishedOnceWhileInFlight(t *testing.T) {
 	jobQ, _ := testsvc.Queues(t)
 	pub := queue.NewPublisher(queue.Config{URL: testsvc.AMQPURL()}, testsvc.Logger(t), jobQ)
 	defer pub.Close()
+	claims := &countingClaimer{Claimer: st}
 	svc := scheduler.New(scheduler.Config{Queue: jobQ, BatchSize: 500, PollInterval: 20 * time.Millisecond},
-		st, pub, testsvc.Logger(t), prometheus.NewRegistry())
+		claims, pub, testsvc.Logger(t), prometheus.NewRegistry())
 
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- svc.Run(runCtx) }()
 	// All 1,200 are due; every one is published once, and as their jobs are
-	// in flight (no task came back) none is published again, however long
-	// the scheduler runs.
-	deadline := time.Now().Add(30 * time.Second)
-	for depth(t, jobQ) < 1200 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	// in flight (no task came back) none is published again, however many
+	// rounds the scheduler runs over them.
+	testsvc.WaitDepth(t, 30*time.Second, jobQ, 1200)
+	if _, err := pool.Exec(ctx, `UPDATE pages SET next_check_at = now()`); err != nil { // due again, but leased
+		t.Fatal(err)
 	}
-	pool.Exec(ctx, `UPDATE pages SET next_check_at = now()`) // due again, but leased
-	time.Sleep(300 * time.Millisecond)
+	// A round under way may have read the pages before the update: three
+	// more make at least two that saw them due.
+	after := claims.rounds.Load()
+	testsvc.Eventually(t, 10*time.Second, "three scheduling rounds over the leased pages", func() (bool, error) {
+		return claims.rounds.Load() >= after+3, nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	if n := depth(t, jobQ); n != 1200 {
+	if n := testsvc.QueueDepth(t, jobQ); n != 1200 {
 		t.Fatalf("job queue holds %d jobs, want exactly 1200", n)
 	}
 	conn, _ := amqp.Dial(testsvc.AMQPURL())
@@ -76,17 +83,13 @@ func TestPlainSQLPagesArePublishedOnceWhileInFlight(t *testing.T) {
 	}
 }
 
-func depth(t *testing.T, q string) int {
-	t.Helper()
-	conn, err := amqp.Dial(testsvc.AMQPURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, _ := conn.Channel()
-	info, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
-	if err != nil {
-		return 0
-	}
-	return info.Messages
+// countingClaimer counts the scheduler's rounds: each round claims once.
+type countingClaimer struct {
+	scheduler.Claimer
+	rounds atomic.Int64
+}
+
+func (c *countingClaimer) ClaimDue(ctx context.Context, p store.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error) {
+	c.rounds.Add(1)
+	return c.Claimer.ClaimDue(ctx, p, publish)
 }

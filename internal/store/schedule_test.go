@@ -22,6 +22,7 @@ func collect(jobs *[]watch.Job) func(context.Context, []watch.Job) error {
 }
 
 func TestClaimDueLeasesAndReschedules(t *testing.T) {
+	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
 	p, _ := st.AddPage(ctx, store.NewPage{URL: "https://due.example/", Interval: time.Minute,
@@ -56,6 +57,7 @@ func TestClaimDueLeasesAndReschedules(t *testing.T) {
 }
 
 func TestClaimDueExpiredLeaseIsClaimedAgain(t *testing.T) {
+	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
 	p, _ := st.AddPage(ctx, store.NewPage{URL: "https://lost.example/"})
@@ -68,6 +70,7 @@ func TestClaimDueExpiredLeaseIsClaimedAgain(t *testing.T) {
 }
 
 func TestClaimDueRollsBackWhenPublishFails(t *testing.T) {
+	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
 	st.AddPage(ctx, store.NewPage{URL: "https://retry.example/"})
@@ -84,6 +87,7 @@ func TestClaimDueRollsBackWhenPublishFails(t *testing.T) {
 }
 
 func TestConcurrentClaimsNeverShareAPage(t *testing.T) {
+	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `INSERT INTO pages (base_url) SELECT 'https://p' || g || '.example/' FROM generate_series(1, 300) g`); err != nil {

@@ -50,6 +50,7 @@ func ok(id int64, at time.Time) store.Check {
 }
 
 func TestMigrateTwiceIsANoOp(t *testing.T) {
+	t.Parallel()
 	st, _ := openStore(t)
 	applied, err := st.Migrate(context.Background(), testsvc.Logger(t))
 	if err != nil {
@@ -65,6 +66,7 @@ func TestMigrateTwiceIsANoOp(t *testing.T) {
 }
 
 func TestConcurrentMigrationsApplyOnce(t *testing.T) {
+	t.Parallel()
 	dsn := testsvc.Postgres(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -91,6 +93,7 @@ func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 }
 
 func TestBaselineThenOnlyNewLinksBecomeUpdates(t *testing.T) {
+	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
 	page, err := st.AddPage(ctx, store.NewPage{URL: "https://news.example/"})
@@ -130,6 +133,7 @@ func TestBaselineThenOnlyNewLinksBecomeUpdates(t *testing.T) {
 }
 
 func TestFailedCheckIsNotABaseline(t *testing.T) {
+	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
 	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://down.example/"})
@@ -155,6 +159,7 @@ func TestFailedCheckIsNotABaseline(t *testing.T) {
 }
 
 func TestStaleCheckDoesNotRollBackValidators(t *testing.T) {
+	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
 	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://etag.example/"})
@@ -179,6 +184,7 @@ func TestStaleCheckDoesNotRollBackValidators(t *testing.T) {
 }
 
 func TestRecordCheckOfRemovedPage(t *testing.T) {
+	t.Parallel()
 	st, _ := openStore(t)
 	_, err := st.RecordCheck(context.Background(), ok(12345, time.Now()), links("https://x.example/"))
 	if !errors.Is(err, watch.ErrPageNotFound) {
@@ -187,6 +193,7 @@ func TestRecordCheckOfRemovedPage(t *testing.T) {
 }
 
 func TestConcurrentChecksOfOnePageRecordEachLinkOnce(t *testing.T) {
+	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
 	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://busy.example/"})
@@ -212,6 +219,7 @@ func TestConcurrentChecksOfOnePageRecordEachLinkOnce(t *testing.T) {
 // exactly one of them is the baseline, and what the others find on the same
 // page is not news.
 func TestConcurrentFirstChecksMakeOneBaseline(t *testing.T) {
+	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
 	for round := range 5 {
@@ -251,6 +259,7 @@ func TestConcurrentFirstChecksMakeOneBaseline(t *testing.T) {
 }
 
 func TestDuplicatePageAndRemove(t *testing.T) {
+	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
 	p, err := st.AddPage(ctx, store.NewPage{URL: "https://dup.example/", Interval: 30 * time.Second})
@@ -272,6 +281,7 @@ func TestDuplicatePageAndRemove(t *testing.T) {
 }
 
 func TestUpdatesQuery(t *testing.T) {
+	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
 	var ids []int64
@@ -308,6 +318,7 @@ func TestUpdatesQuery(t *testing.T) {
 }
 
 func TestPlainSQLInsertGetsDefaults(t *testing.T) {
+	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `INSERT INTO pages (base_url) VALUES ('https://plain.example/')`); err != nil {

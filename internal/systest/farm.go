@@ -152,15 +152,20 @@ func (f *Farm) serve(w http.ResponseWriter, r *http.Request) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "<!DOCTYPE html><html><head><title>Portal %d</title></head><body><nav><ul>\n", i)
 	for k, l := range f.content(i, round) {
-		fmt.Fprintf(&b, "<li><article><h2><a href=\"%s\">%s</a></h2></article></li>\n", spell(l.path, f.srv.URL, n+k), l.text)
+		fmt.Fprintf(&b, "<li><article><h2><a href=\"%s\">%s</a></h2></article></li>\n", Spell(l.path, f.srv.URL, n+k), l.text)
 	}
 	b.WriteString("</ul></nav></body></html>\n")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write(b.Bytes())
 }
 
-// spell writes a site-relative path one of several equivalent ways.
-func spell(path, origin string, n int) string {
+// Spell writes the site-relative path on origin ("http://127.0.0.1:4711")
+// in the n-th of five equivalent ways that a correct system records as one
+// link: as is, absolute, with an upper-case scheme, a dot segment and a
+// fragment, with utm_ tracking parameters, with a dot segment and fbclid.
+// Portals that test servers serve spell each link by the response and the
+// link's place, so every check sees new spellings of old links.
+func Spell(path, origin string, n int) string {
 	sep := "?"
 	if strings.Contains(path, "?") {
 		sep = "&"

@@ -1,4 +1,4 @@
-package main
+package pwbench
 
 import (
 	"encoding/json"

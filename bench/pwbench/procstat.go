@@ -1,4 +1,4 @@
-package main
+package pwbench
 
 import (
 	"bufio"
@@ -102,8 +102,8 @@ func (m cpuMeter) sample() cpuSample {
 	}
 	if m.programs != nil {
 		for _, p := range m.programs() {
-			if st, err := readProcStat(p.pid()); err == nil {
-				add(p.pid(), p.kind, secs(st.utime+st.stime))
+			if st, err := readProcStat(p.Pid()); err == nil {
+				add(p.Pid(), p.kind, secs(st.utime+st.stime))
 			}
 		}
 	}

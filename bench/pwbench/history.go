@@ -1,8 +1,8 @@
-package main
+package pwbench
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -11,13 +11,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 )
 
-// historyDir is ../shared/corpus/history next to the repository.
-func historyDir(repo string) string {
-	return filepath.Join(repo, "..", "shared", "corpus", "history")
+// corpusDir is ../shared/corpus next to the repository at repo.
+func corpusDir(repo string) string {
+	return filepath.Join(repo, "..", "shared", "corpus")
 }
 
 // historySite is one real homepage's successive versions.
@@ -32,10 +33,12 @@ type historySite struct {
 // against to build the truth; each page's own URL maps onto it (canon).
 const placeholderPage = "http://replay.example/h/0/"
 
-// loadHistory reads every site of dir: NNN_*.html in order, with the
-// Content-Type of the first snapshot's .meta.json.
+// loadHistory reads every site of the corpus at dir through
+// corpus.LoadHistory, each served with the Content-Type of its first
+// snapshot ("text/html" when none was recorded), and parses each snapshot's
+// links with the product's own parser.
 func loadHistory(dir string) ([]*historySite, error) {
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(filepath.Join(dir, "history"))
 	if err != nil {
 		return nil, fmt.Errorf("history corpus: %w (it lives in ../shared/corpus/history)", err)
 	}
@@ -45,34 +48,28 @@ func loadHistory(dir string) ([]*historySite, error) {
 		if !e.IsDir() {
 			continue
 		}
-		files, _ := filepath.Glob(filepath.Join(dir, e.Name(), "*.html"))
-		if len(files) == 0 {
-			continue
+		snaps, err := corpus.LoadHistory(dir, e.Name())
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a folder without snapshots
+		}
+		if err != nil {
+			return nil, fmt.Errorf("history corpus: %w", err)
 		}
 		s := &historySite{name: e.Name(), ctype: "text/html"}
-		if meta, err := os.ReadFile(strings.TrimSuffix(files[0], ".html") + ".meta.json"); err == nil {
-			var m struct {
-				ContentType string `json:"content_type"`
-			}
-			if json.Unmarshal(meta, &m) == nil && m.ContentType != "" {
-				s.ctype = m.ContentType
-			}
+		if snaps[0].ContentType != "" {
+			s.ctype = snaps[0].ContentType
 		}
-		for _, f := range files { // Glob sorts: 000_, 001_, …
-			body, err := os.ReadFile(f)
-			if err != nil {
-				return nil, err
-			}
-			html, _ := fetch.DecodeHTML(body, s.ctype)
+		for _, snap := range snaps {
+			html, _ := fetch.DecodeHTML(snap.Body, s.ctype)
 			links, _, err := domwalk.Parse(bytes.NewReader(html), base, domwalk.Limits{})
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
+				return nil, fmt.Errorf("history %s/%s: %w", e.Name(), snap.Name, err)
 			}
 			urls := make([]string, len(links))
 			for i, l := range links {
 				urls[i] = l.URL
 			}
-			s.snapshots = append(s.snapshots, body)
+			s.snapshots = append(s.snapshots, snap.Body)
 			s.links = append(s.links, urls)
 		}
 		sites = append(sites, s)

@@ -1,4 +1,4 @@
-package main
+package pwbench
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
 )
 
 // redisMemory is the memory the seen-set costs per link.
@@ -48,7 +49,7 @@ func measureRedisMemory(ctx context.Context, redisURL, prefix string, links, pag
 		return m, err
 	}
 	defer set.Close()
-	defer func() { _ = deleteRedisPrefix(context.WithoutCancel(ctx), redisURL, prefix) }()
+	defer func() { _ = testsvc.DropKeys(context.WithoutCancel(ctx), redisURL, prefix) }()
 
 	before, err := redisUsedMemory(ctx, rdb)
 	if err != nil {
@@ -134,12 +135,12 @@ func runRedis(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pages := fs.Int("pages", 5000, "pages they are spread over")
 	codeLen := fs.Int("code-length", shortlink.DefaultLength, "short code length")
 	if err := fs.Parse(args); err != nil {
-		return errUsage
+		return ErrUsage
 	}
 	if err := svc.checkLoopback(); err != nil {
 		return err
 	}
-	m, err := measureRedisMemory(ctx, svc.redis, "pwbench:"+newID(), *links, *pages, *codeLen)
+	m, err := measureRedisMemory(ctx, svc.RedisURL, "pwbench:"+newID(), *links, *pages, *codeLen)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-// Command pwbench measures portalwatch: it runs the real programs (scheduler,
+// Package pwbench measures portalwatch: it runs the real programs (scheduler,
 // crawlers, processor) against the real PostgreSQL, RabbitMQ and Redis on
 // loopback, feeds them a farm of synthetic portal homepages (or replays the
 // real homepage histories of ../shared/corpus/history) and reports throughput,
@@ -16,38 +16,31 @@
 // removes them when it ends. All traffic stays on loopback, every load is
 // bounded in count and time, and every process pwbench starts is stopped by
 // its pid. Run "pwbench <command> -h" for the flags.
-package main
+//
+// The package is the benchmark itself, and bench/cmd/pwbench is its thin
+// main: the benchmark lives outside cmd/, which holds only what is deployed,
+// and shares its harness (building the programs, running them as processes,
+// each run's database, queues and Redis prefix) with the end-to-end tests
+// through internal/systest.
+package pwbench
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pwbench:", err)
-		if errors.Is(err, errUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
-}
+// ErrUsage is wrapped by every error Run returns for bad arguments; the
+// command exits 2 on it.
+var ErrUsage = errors.New("usage: pwbench e2e|scheduler|peer|redis [flags]")
 
-var errUsage = errors.New("usage: pwbench e2e|scheduler|peer|redis [flags]")
-
-// run dispatches to one benchmark. Progress goes to stderr, results to
-// stdout, whose last line is the run's JSON summary.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Run runs the benchmark args[0] with the flags args[1:]. Progress goes to
+// stderr, results to stdout, whose last line is the run's JSON summary. It
+// stops early, cleaning up, when ctx ends.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errUsage
+		return ErrUsage
 	}
 	cmd, args := args[0], args[1:]
 	switch cmd {
@@ -60,6 +53,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "redis":
 		return runRedis(ctx, args, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q: %w", cmd, errUsage)
+		return fmt.Errorf("unknown command %q: %w", cmd, ErrUsage)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package pwbench
 
 import (
 	"context"
@@ -47,8 +47,7 @@ func runPeer(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var c peerConfig
 	fs := flag.NewFlagSet("pwbench peer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c.svc.flags(fs)
-	fs.StringVar(&c.repo, "repo", ".", "portalwatch's module root")
+	runFlags(fs, &c.svc, &c.repo)
 	fs.IntVar(&c.pages, "pages", 200, "pages both systems check")
 	fs.IntVar(&c.rounds, "rounds", 3, "measured rounds with every page changed, per system (after a first, baseline round)")
 	fs.IntVar(&c.same, "unchanged-rounds", 2, "then measured rounds with no page changed, per system")
@@ -56,7 +55,7 @@ func runPeer(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&c.urlwatch, "urlwatch", "urlwatch", "the urlwatch program (Debian package urlwatch)")
 	fs.DurationVar(&c.timeout, "timeout", 15*time.Minute, "stop the run after this long, whatever happens")
 	if err := fs.Parse(args); err != nil {
-		return errUsage
+		return ErrUsage
 	}
 	c.synth = synthConfig{minKB: 100, maxKB: 250, minAnchors: 300, maxAnchors: 600, perRound: 3, visible: 10, seed: 20240501}
 	if _, err := exec.LookPath(c.urlwatch); err != nil {
@@ -217,15 +216,6 @@ func portalwatchRounds(ctx context.Context, c peerConfig, f *farm, log io.Writer
 	}()
 	var err error
 	if r.dir, err = os.MkdirTemp("", "pwbench-peer-"); err != nil {
-		return nil, 0, err
-	}
-	if r.bin, err = buildPrograms(ctx, c.repo, log); err != nil {
-		return nil, 0, err
-	}
-	if r.sb, err = newSandbox(ctx, c.svc, log); err != nil {
-		return nil, 0, err
-	}
-	if err := r.bin.migrate(ctx, r.sb); err != nil {
 		return nil, 0, err
 	}
 	if err := r.connect(ctx); err != nil {

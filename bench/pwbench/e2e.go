@@ -1,4 +1,4 @@
-package main
+package pwbench
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/portalwatch/portalwatch/internal/shortlink"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
 )
 
 // e2eConfig configures "pwbench e2e".
@@ -50,8 +51,7 @@ type e2eConfig struct {
 }
 
 func (c *e2eConfig) flags(fs *flag.FlagSet) {
-	c.svc.flags(fs)
-	fs.StringVar(&c.repo, "repo", ".", "portalwatch's module root (programs are built from ./cmd/...)")
+	runFlags(fs, &c.svc, &c.repo)
 	fs.StringVar(&c.mode, "mode", "synthetic", "synthetic: generated portals; history: replay ../shared/corpus/history")
 	fs.IntVar(&c.pages, "pages", 1000, "pages registered and served")
 	fs.IntVar(&c.hosts, "hosts", 16, "loopback addresses (127.0.1.x) the farm serves from")
@@ -98,8 +98,7 @@ type e2eRun struct {
 	cfg   e2eConfig
 	log   io.Writer
 	dir   string // logs and profiles
-	sb    *sandbox
-	bin   *programs
+	h     *harness
 	farm  *farm
 	db    *pgxpool.Pool
 	rdb   *redis.Client
@@ -117,11 +116,11 @@ func runE2E(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	cfg.flags(fs)
 	if err := fs.Parse(args); err != nil {
-		return errUsage
+		return ErrUsage
 	}
 	if cfg.synth.minKB < 1 || cfg.synth.maxKB < cfg.synth.minKB || cfg.synth.minAnchors < 50 ||
 		cfg.synth.maxAnchors < cfg.synth.minAnchors || cfg.synth.perRound < 1 || cfg.synth.visible < 2 {
-		return fmt.Errorf("bad page shape flags: %w", errUsage)
+		return fmt.Errorf("bad page shape flags: %w", ErrUsage)
 	}
 	cfg.synth.seed = 20240501
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
@@ -151,15 +150,6 @@ func (r *e2eRun) setup(ctx context.Context) error {
 	if r.dir, err = os.MkdirTemp("", "pwbench-run-"); err != nil {
 		return err
 	}
-	if r.bin, err = buildPrograms(ctx, r.cfg.repo, r.log); err != nil {
-		return err
-	}
-	if r.sb, err = newSandbox(ctx, r.cfg.svc, r.log); err != nil {
-		return err
-	}
-	if err := r.bin.migrate(ctx, r.sb); err != nil {
-		return err
-	}
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
@@ -175,14 +165,14 @@ func (r *e2eRun) setup(ctx context.Context) error {
 		pages = newSynthPages(r.cfg.pages, ls, r.cfg.synth)
 		r.logf("generated %d synthetic pages in %.1fs", len(pages), time.Since(start).Seconds())
 	case "history":
-		if pages, err = newHistoryPages(r.cfg.pages, ls, historyDir(r.cfg.repo)); err != nil {
+		if pages, err = newHistoryPages(r.cfg.pages, ls, corpusDir(r.cfg.repo)); err != nil {
 			for _, l := range ls {
 				l.Close()
 			}
 			return err
 		}
 	default:
-		return fmt.Errorf("unknown mode %q: %w", r.cfg.mode, errUsage)
+		return fmt.Errorf("unknown mode %q: %w", r.cfg.mode, ErrUsage)
 	}
 	r.farm = newFarm(ls, pages, r.cfg.round)
 	if err := selfCheck(r.farm); err != nil {
@@ -194,19 +184,22 @@ func (r *e2eRun) setup(ctx context.Context) error {
 	return r.startPrograms()
 }
 
-// connect opens pwbench's own connections to the run's database, Redis and
+// connect builds the programs, creates the sandbox and opens pwbench's own connections to the run's database, Redis and
 // RabbitMQ, for measuring.
 func (r *e2eRun) connect(ctx context.Context) error {
 	var err error
-	if r.db, err = r.sb.pool(ctx); err != nil {
+	if r.h, err = newHarness(ctx, r.cfg.svc, r.cfg.repo, r.log); err != nil {
 		return err
 	}
-	opts, err := redis.ParseURL(r.cfg.svc.redis)
+	if r.db, err = r.h.pool(ctx); err != nil {
+		return err
+	}
+	opts, err := redis.ParseURL(r.cfg.svc.RedisURL)
 	if err != nil {
 		return err
 	}
 	r.rdb = redis.NewClient(opts)
-	if r.amqpc, err = amqp.Dial(r.cfg.svc.amqp); err != nil {
+	if r.amqpc, err = amqp.Dial(r.cfg.svc.AMQPURL); err != nil {
 		return fmt.Errorf("RabbitMQ: %w", err)
 	}
 	return nil
@@ -262,7 +255,7 @@ func (r *e2eRun) register(ctx context.Context) error {
 }
 
 func (r *e2eRun) startPrograms() error {
-	env := append(r.sb.env(),
+	env := append(r.h.sb.Env(),
 		"PORTALWATCH_LOG_LEVEL="+r.cfg.logLevel,
 		"PORTALWATCH_CRAWLER_CONCURRENCY="+strconv.Itoa(r.cfg.crawlerConcurrency),
 		"PORTALWATCH_PROCESSOR_CONCURRENCY="+strconv.Itoa(r.cfg.processorConcurrency),
@@ -273,7 +266,7 @@ func (r *e2eRun) startPrograms() error {
 	env = append(append(env, r.cfg.env...), r.extraEnv...)
 	start := func(kind string, n int) error {
 		for i := range n {
-			p, err := startProgram(r.bin.path(kind), fmt.Sprintf("%s-%d", kind, i+1), kind, r.dir, env)
+			p, err := startProgram(r.h.program(kind), fmt.Sprintf("%s-%d", kind, i+1), kind, env)
 			if err != nil {
 				return err
 			}
@@ -308,42 +301,38 @@ func (r *e2eRun) kind(kind string) []*process {
 // alive returns an error if one of the programs has exited.
 func (r *e2eRun) alive() error {
 	for _, p := range r.procs {
-		if p.exited() && !p.stopping {
-			return fmt.Errorf("%s (pid %d) exited with status %d:\n%s", p.name, p.pid(), p.cmd.ProcessState.ExitCode(), p.logTail(3000))
+		if p.Exited() && !p.stopping {
+			return fmt.Errorf("%s (pid %d) exited with status %d:\n%s", p.Name, p.Pid(), p.ExitCode(), p.logTail())
 		}
 	}
 	return nil
 }
 
-// waitFor polls cond every poll until it holds, the programs die, or
-// timeout passes.
+// waitFor polls cond until it holds, the programs die, or timeout passes,
+// logging its progress every 5 s.
 func (r *e2eRun) waitFor(ctx context.Context, what string, timeout time.Duration, cond func() (bool, string, error)) error {
-	deadline := time.Now().Add(timeout)
 	lastLog := time.Now()
-	for {
+	err := testsvc.Poll(ctx, timeout, 200*time.Millisecond, func() (bool, string, error) {
 		ok, progress, err := cond()
-		if err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		if ok {
-			return nil
+		if err != nil || ok {
+			return ok, progress, err
 		}
 		if err := r.alive(); err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for %s: not done after %s (%s)", what, timeout, progress)
+			return false, progress, err
 		}
 		if time.Since(lastLog) > 5*time.Second {
 			r.logf("  waiting for %s: %s", what, progress)
 			lastLog = time.Now()
 		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
-		}
+		return false, progress, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
 	}
+	return nil
 }
 
+// sleep waits d, or less when ctx ends first (its error then).
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -530,10 +519,10 @@ func (r *e2eRun) drain(ctx context.Context, res *e2eResult) error {
 	}
 	res.rss = map[string]float64{}
 	for _, p := range r.procs {
-		if p.exited() {
+		if p.Exited() {
 			continue
 		}
-		if b, err := peakRSS(p.pid()); err == nil {
+		if b, err := peakRSS(p.Pid()); err == nil {
 			res.rss[p.kind] = max(res.rss[p.kind], float64(b)/(1<<20))
 		}
 	}
@@ -547,7 +536,7 @@ func (r *e2eRun) memory(ctx context.Context, res *e2eResult) error {
 	if err := r.db.QueryRow(ctx, `SELECT count(*) FROM links`).Scan(&links); err != nil {
 		return err
 	}
-	usage, keys, err := memoryUsage(ctx, r.rdb, r.sb.prefix)
+	usage, keys, err := memoryUsage(ctx, r.rdb, r.h.sb.Prefix)
 	if err != nil {
 		return err
 	}
@@ -557,7 +546,7 @@ func (r *e2eRun) memory(ctx context.Context, res *e2eResult) error {
 		return nil
 	}
 	r.logf("Redis memory: %d links over %d pages through package seen", r.cfg.redisLinks, r.cfg.redisPages)
-	m, err := measureRedisMemory(ctx, r.cfg.svc.redis, r.sb.prefix+":mem", r.cfg.redisLinks, r.cfg.redisPages, shortlink.DefaultLength)
+	m, err := measureRedisMemory(ctx, r.cfg.svc.RedisURL, r.h.sb.Prefix+":mem", r.cfg.redisLinks, r.cfg.redisPages, shortlink.DefaultLength)
 	if err != nil {
 		return err
 	}
@@ -582,11 +571,11 @@ func (r *e2eRun) ceiling(_ context.Context, res *e2eResult) error {
 func (r *e2eRun) drainQueues(ctx context.Context) error {
 	last, lastChange := -1.0, time.Now()
 	return r.waitFor(ctx, "the queues to drain", 2*time.Minute, func() (bool, string, error) {
-		jobs, err := queueDepth(r.amqpc, r.sb.jobQueue)
+		jobs, err := testsvc.MessagesReady(r.amqpc, r.h.sb.JobQueue)
 		if err != nil {
 			return false, "", err
 		}
-		tasks, err := queueDepth(r.amqpc, r.sb.taskQueue)
+		tasks, err := testsvc.MessagesReady(r.amqpc, r.h.sb.TaskQ)
 		if err != nil {
 			return false, "", err
 		}
@@ -600,20 +589,6 @@ func (r *e2eRun) drainQueues(ctx context.Context) error {
 		return jobs == 0 && tasks == 0 && time.Since(lastChange) > time.Second,
 			fmt.Sprintf("%d jobs and %d tasks ready", jobs, tasks), nil
 	})
-}
-
-// queueDepth returns the messages ready in a queue.
-func queueDepth(conn *amqp.Connection, name string) (int, error) {
-	ch, err := conn.Channel()
-	if err != nil {
-		return 0, err
-	}
-	defer ch.Close()
-	q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
-	if err != nil {
-		return 0, fmt.Errorf("inspect queue %s: %w", name, err)
-	}
-	return q.Messages, nil
 }
 
 // evaluate compares updates with the farm's truth: every new link found,
@@ -697,7 +672,7 @@ func (r *e2eRun) evaluate(ctx context.Context, res *e2eResult) error {
 func (r *e2eRun) stopPrograms() {
 	for _, p := range r.procs {
 		if code := p.stop(30 * time.Second); code != 0 {
-			r.logf("%s (pid %d) exited with status %d after SIGTERM", p.name, p.pid(), code)
+			r.logf("%s (pid %d) exited with status %d after SIGTERM", p.Name, p.Pid(), code)
 		}
 	}
 }
@@ -716,19 +691,10 @@ func (r *e2eRun) close() {
 	if r.db != nil {
 		r.db.Close()
 	}
-	if r.sb != nil {
-		r.sb.Close()
+	if r.h != nil {
+		r.h.Close()
 	}
-	if r.bin != nil {
-		r.bin.Close()
-	}
-	if r.dir != "" {
-		if r.cfg.keep {
-			fmt.Fprintf(r.log, "logs and profiles kept in %s\n", r.dir)
-		} else {
-			os.RemoveAll(r.dir)
-		}
-	}
+	finishDir(r.dir, r.cfg.keep, r.procs, r.log, "logs and profiles")
 }
 
 // envList is a repeatable NAME=VALUE flag.

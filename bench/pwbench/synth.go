@@ -1,4 +1,4 @@
-package main
+package pwbench
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"strings"
+
+	"github.com/portalwatch/portalwatch/internal/systest"
 )
 
 // synthConfig shapes the synthetic portals.
@@ -79,22 +81,19 @@ func (s *synthPage) newsPath(seq int) string {
 }
 
 // newsHref spells the link to news item seq in one of the ways portals do;
-// each resolves and normalises to "http://" + host + newsPath(seq).
+// each resolves and normalises to "http://" + host + newsPath(seq). Beside
+// the spellings every test farm uses (systest.Spell), a third of the links
+// are relative to the page's own folder, which only a page-aware farm can
+// write.
 func (s *synthPage) newsHref(seq int) string {
 	path := s.newsPath(seq)
 	switch seq % 6 {
 	case 0:
-		return strings.TrimPrefix(path, s.basePath) // relative to the page
-	case 1:
-		return path
-	case 2:
-		return "http://" + s.host + path + "?utm_source=latest&amp;utm_medium=web"
-	case 3:
-		return path + "#top"
-	case 4:
-		return "HTTP://" + s.host + path
-	default:
+		return strings.TrimPrefix(path, s.basePath)
+	case 5:
 		return "./news/../" + strings.TrimPrefix(path, s.basePath)
+	default:
+		return systest.Spell(path, "http://"+s.host, seq)
 	}
 }
 

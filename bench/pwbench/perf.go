@@ -1,4 +1,4 @@
-package main
+package pwbench
 
 import (
 	"bufio"
@@ -28,20 +28,20 @@ func (r *e2eRun) profile(ctx context.Context, d time.Duration) map[string][]stri
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, p := range r.procs {
-		data := filepath.Join(r.dir, p.name+".perf.data")
+		data := filepath.Join(r.dir, p.Name+".perf.data")
 		wg.Go(func() {
 			secs := strconv.FormatFloat(d.Seconds(), 'f', 1, 64)
 			rec := exec.CommandContext(ctx, "perf", "record", "-F", "499", "-g", "-o", data,
-				"-p", strconv.Itoa(p.pid()), "--", "sleep", secs)
+				"-p", strconv.Itoa(p.Pid()), "--", "sleep", secs)
 			if b, err := rec.CombinedOutput(); err != nil {
-				r.logf("perf record %s: %v: %s", p.name, err, lastLine(b))
+				r.logf("perf record %s: %v: %s", p.Name, err, lastLine(b))
 				return
 			}
 			rep := exec.CommandContext(ctx, "perf", "report", "-i", data, "--stdio", "--no-children",
 				"--sort", "symbol", "--percent-limit", "1", "-g", "none")
 			b, err := rep.Output()
 			if err != nil {
-				r.logf("perf report %s: %v", p.name, err)
+				r.logf("perf report %s: %v", p.Name, err)
 				return
 			}
 			lines := topEntries(b, 12)
@@ -51,7 +51,7 @@ func (r *e2eRun) profile(ctx context.Context, d time.Duration) map[string][]stri
 				lines = append(lines, components(script)...)
 			}
 			mu.Lock()
-			out[p.name] = lines
+			out[p.Name] = lines
 			mu.Unlock()
 		})
 	}

@@ -1,0 +1,144 @@
+package pwbench
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/corpus"
+)
+
+// synthFarm serves n synthetic pages on one loopback listener.
+func synthFarm(t *testing.T, n int, cfg synthConfig) *farm {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFarm([]net.Listener{l}, newSynthPages(n, []net.Listener{l}, cfg), time.Second)
+	t.Cleanup(f.Close)
+	return f
+}
+
+var testShape = synthConfig{minKB: 20, maxKB: 40, minAnchors: 100, maxAnchors: 150, perRound: 3, visible: 4, seed: 7}
+
+func TestSynthPagesAreDeterministicAndShaped(t *testing.T) {
+	t.Parallel()
+	a, b := synthFarm(t, 10, testShape), synthFarm(t, 10, testShape)
+	for i, p := range a.pages {
+		q := b.pages[i]
+		ra, rb := p.content.render(2), q.content.render(2)
+		// The hosts differ (two listeners); everything else must not.
+		ha, _ := splitURL(p.url)
+		hb, _ := splitURL(q.url)
+		if !bytes.Equal(ra, bytes.ReplaceAll(rb, []byte(hb), []byte(ha))) {
+			t.Errorf("page %d: two farms with one seed render different bodies", i)
+		}
+		if n := len(ra); n < 1000*testShape.minKB*9/10 || n > 1000*testShape.maxKB*11/10 {
+			t.Errorf("page %d: %d bytes, want about %d–%d KB", i, n, testShape.minKB, testShape.maxKB)
+		}
+		if got := p.content.links(2); len(got) != testShape.perRound*testShape.visible {
+			t.Errorf("page %d: %d latest links, want perRound × visible = %d", i, len(got), testShape.perRound*testShape.visible)
+		}
+	}
+}
+
+func TestSynthPagesAddPerRoundLinksEachVersion(t *testing.T) {
+	t.Parallel()
+	p := synthFarm(t, 1, testShape).pages[0].content
+	v1, v2 := set(p.links(1)), set(p.links(2))
+	var added, dropped int
+	for u := range v2 {
+		if !v1[u] {
+			added++
+		}
+	}
+	for u := range v1 {
+		if !v2[u] {
+			dropped++
+		}
+	}
+	if added != testShape.perRound || dropped != testShape.perRound {
+		t.Errorf("version 1 → 2: %d links added, %d dropped; want %d each", added, dropped, testShape.perRound)
+	}
+}
+
+// TestFarmTruthAgreesWithTheParser checks every language and charset mix
+// and every spelling of the latest links: the truth counts only links the
+// product's parser finds, or the benchmark would blame the pipeline.
+func TestFarmTruthAgreesWithTheParser(t *testing.T) {
+	t.Parallel()
+	f := synthFarm(t, 12, testShape) // i % 10 covers every language
+	if err := selfCheck(f); err != nil {
+		t.Fatal(err)
+	}
+	charsets := map[string]bool{}
+	for _, p := range f.pages {
+		charsets[p.content.(*synthPage).lang.charset] = true
+	}
+	if len(charsets) != len(languages)-1 { // en and fr share utf-8
+		t.Errorf("charsets served %v, want all of the languages'", charsets)
+	}
+}
+
+func TestFarmTruthCountsServedVersionsFromTheirChangeTime(t *testing.T) {
+	t.Parallel()
+	f := synthFarm(t, 1, testShape)
+	p := f.pages[0]
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.startRounds(start)
+	if v := f.version(p, start.Add(2500*time.Millisecond)); v != 3 {
+		t.Fatalf("version 2.5 rounds in = %d, want 3", v)
+	}
+	p.served = map[int]bool{0: true, 3: true} // versions 1 and 2 were never fetched
+	truth := f.truth()[0]
+	// Only version 3 was served after the baseline: its links that the
+	// baseline lacks are the truth, each dated from the first version of
+	// its run, served or not.
+	base, v3 := set(p.content.links(0)), p.content.links(3)
+	want := 0
+	for _, u := range v3 {
+		if !base[u] {
+			want++
+		}
+	}
+	if len(truth) != want {
+		t.Fatalf("truth holds %d links, want the %d of version 3 not in the baseline", len(truth), want)
+	}
+	for u, l := range truth {
+		first := 3
+		for first > 1 && set(p.content.links(first - 1))[u] {
+			first--
+		}
+		if !l.introduced.Equal(f.changeTime(p, first)) {
+			t.Errorf("%s introduced %s, want version %d's change time %s", u, l.introduced, first, f.changeTime(p, first))
+		}
+	}
+}
+
+func TestHistoryLoadsThroughTheCorpus(t *testing.T) {
+	t.Parallel()
+	sites, err := loadHistory(corpus.Dir())
+	if errors.Is(err, os.ErrNotExist) && os.Getenv("CI") != "true" {
+		t.Skipf("%v; the corpus is shared/corpus beside the repository", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sites {
+		if len(s.snapshots) == 0 || len(s.snapshots) != len(s.links) || len(s.links[0]) == 0 {
+			t.Errorf("site %s: %d snapshots, %d link lists, %d links in the first", s.name, len(s.snapshots), len(s.links), len(s.links[0]))
+		}
+	}
+}
+
+func set(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
