@@ -49,6 +49,14 @@ type Limits struct {
 	// A longer text is cut on a rune boundary to MaxTextRunes-1 runes,
 	// followed by "…" (U+2026). Default 300.
 	MaxTextRunes int
+	// MaxTreeBytes bounds the heap, in bytes, that parsing one page may
+	// take. html.Parse builds the whole tree before any other limit applies
+	// (10 MiB of "<p>" takes ~400 MiB), so a page whose tree is estimated
+	// (see TreeBytes) above MaxTreeBytes is not parsed into a tree: its links
+	// are read from its tags, as for a page nesting too deep, keeping no more
+	// than MaxTreeBytes of anchors and their text, and Stats.OverTreeBudget
+	// is set. Default 32 MiB, about a 4 MiB page of ordinary markup.
+	MaxTreeBytes int64
 }
 
 // Default limits; see Limits.
@@ -57,10 +65,12 @@ const (
 	DefaultMaxDepth     = 512
 	DefaultMaxNodes     = 1_000_000
 	DefaultMaxTextRunes = 300
+	DefaultMaxTreeBytes = 32 << 20
 )
 
 // WithDefaults returns l with every zero or negative field set to its
-// default: MaxLinks 5000, MaxDepth 512, MaxNodes 1,000,000, MaxTextRunes 300.
+// default: MaxLinks 5000, MaxDepth 512, MaxNodes 1,000,000, MaxTextRunes 300,
+// MaxTreeBytes 32 MiB.
 func (l Limits) WithDefaults() Limits {
 	if l.MaxLinks <= 0 {
 		l.MaxLinks = DefaultMaxLinks
@@ -73,6 +83,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxTextRunes <= 0 {
 		l.MaxTextRunes = DefaultMaxTextRunes
+	}
+	if l.MaxTreeBytes <= 0 {
+		l.MaxTreeBytes = DefaultMaxTreeBytes
 	}
 	return l
 }
@@ -107,6 +120,10 @@ type Stats struct {
 	// elements deeper than the HTML parser's limit of 512) and read the
 	// links from the page's tags instead, in document order.
 	Flattened bool
+	// OverTreeBudget reports that the page's tree was estimated above
+	// MaxTreeBytes, so Parse read its links from its tags (Flattened is set
+	// too) instead of building the tree.
+	OverTreeBudget bool
 }
 
 // Truncated reports whether any limit cut the walk short, so that the page
@@ -136,6 +153,10 @@ func (d Dropped) Total() int { return d.Empty + d.FragmentOnly + d.NotHTTP + d.I
 // links, texts and limits, in document order rather than breadth-first, and
 // Stats.Flattened is set.
 //
+// A page whose tree would take more than lim.MaxTreeBytes is read from its
+// tags the same way, with Stats.OverTreeBudget set, so one parse takes at
+// most about MaxTreeBytes beyond the page itself (see ParseCost).
+//
 // Parse reads r to the end into memory; bound its size before. The only
 // error is one from reading r.
 func Parse(r io.Reader, pageURL *url.URL, lim Limits) ([]watch.Link, Stats, error) {
@@ -155,17 +176,27 @@ func Parse(r io.Reader, pageURL *url.URL, lim Limits) ([]watch.Link, Stats, erro
 // it spares Parse's copy. It cannot fail. src must not change until it
 // returns.
 func ParseBytes(src []byte, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
+	lim = lim.WithDefaults()
+	if TreeBytes(src) > lim.MaxTreeBytes {
+		links, stats := flatLinks(src, pageURL, lim)
+		stats.OverTreeBudget = true
+		return links, stats
+	}
 	doc, err := html.ParseWithOptions(bytes.NewReader(src), html.ParseOptionEnableScripting(false))
 	if err != nil {
 		// Reading from memory cannot fail, so the parser refused the page.
-		lim = lim.WithDefaults()
-		doc, capped := flatDocument(src, lim)
-		links, stats := Links(doc, pageURL, lim)
-		stats.Flattened = true
-		stats.NodesCapped = stats.NodesCapped || capped
-		return links, stats
+		return flatLinks(src, pageURL, lim)
 	}
 	return Links(doc, pageURL, lim)
+}
+
+// flatLinks returns the links of src read from its tags by flatDocument.
+func flatLinks(src []byte, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
+	doc, capped := flatDocument(src, lim)
+	links, stats := Links(doc, pageURL, lim)
+	stats.Flattened = true
+	stats.NodesCapped = stats.NodesCapped || capped
+	return links, stats
 }
 
 // Links returns the links of the parsed document doc, served from pageURL,

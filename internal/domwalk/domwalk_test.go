@@ -404,14 +404,14 @@ func TestParseError(t *testing.T) {
 }
 
 func TestWithDefaults(t *testing.T) {
-	want := domwalk.Limits{MaxLinks: 5000, MaxDepth: 512, MaxNodes: 1_000_000, MaxTextRunes: 300}
+	want := domwalk.Limits{MaxLinks: 5000, MaxDepth: 512, MaxNodes: 1_000_000, MaxTextRunes: 300, MaxTreeBytes: 32 << 20}
 	if got := (domwalk.Limits{}).WithDefaults(); got != want {
 		t.Errorf("zero Limits: %+v, want %+v", got, want)
 	}
-	if got := (domwalk.Limits{MaxLinks: -1, MaxDepth: -1, MaxNodes: -1, MaxTextRunes: -1}).WithDefaults(); got != want {
+	if got := (domwalk.Limits{MaxLinks: -1, MaxDepth: -1, MaxNodes: -1, MaxTextRunes: -1, MaxTreeBytes: -1}).WithDefaults(); got != want {
 		t.Errorf("negative Limits: %+v, want %+v", got, want)
 	}
-	set := domwalk.Limits{MaxLinks: 1, MaxDepth: 2, MaxNodes: 3, MaxTextRunes: 4}
+	set := domwalk.Limits{MaxLinks: 1, MaxDepth: 2, MaxNodes: 3, MaxTextRunes: 4, MaxTreeBytes: 5}
 	if got := set.WithDefaults(); got != set {
 		t.Errorf("set Limits changed: %+v, want %+v", got, set)
 	}
