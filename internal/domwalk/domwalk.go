@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/url"
 	"unicode"
@@ -32,8 +33,9 @@ import (
 // Limits bound the work of one walk. A zero or negative field means its
 // default; see WithDefaults.
 type Limits struct {
-	// MaxLinks is the most distinct links a walk returns; the walk stops at
-	// the first new link beyond it. Default 5000.
+	// MaxLinks is the most distinct links a walk returns; the distinct links
+	// beyond it are counted in Stats.LinksOverCap, their texts not read.
+	// Default 5000.
 	MaxLinks int
 	// MaxDepth is the deepest level visited, counted from the node given to
 	// Links (the document node, depth 0; <html> is at depth 1). Nodes
@@ -108,9 +110,13 @@ type Stats struct {
 	Duplicates int
 	// Dropped counts the anchors whose href was refused, by reason.
 	Dropped Dropped
-	// LinksCapped reports that the walk stopped at a new link beyond
-	// MaxLinks; the page has more links than were returned.
+	// LinksCapped reports that the page has more than MaxLinks distinct
+	// links; LinksOverCap of them were not returned.
 	LinksCapped bool
+	// LinksOverCap is the number of distinct links beyond MaxLinks. They
+	// are told apart by a 64-bit hash, so a collision, about one in 10^10
+	// pairs, undercounts by one.
+	LinksOverCap int
 	// DepthCapped reports that nodes deeper than MaxDepth were skipped.
 	DepthCapped bool
 	// NodesCapped reports that MaxNodes visits were spent before the walk
@@ -401,6 +407,8 @@ type walker struct {
 	links    []watch.Link
 	scores   []textScore // scores[i] ranks links[i].Text
 	index    map[string]int
+	overCap  map[uint64]struct{} // hashes of the links beyond MaxLinks
+	seed     maphash.Seed
 	text     textBuilder
 }
 
@@ -495,6 +503,9 @@ func (w *walker) anchor(n *html.Node, depth int) bool {
 	}
 	if i, seen := w.index[u]; seen {
 		w.stats.Duplicates++
+		if w.stats.LinksCapped {
+			return true // past the cap the walk only counts: texts stay as at the cap
+		}
 		if best := w.scores[i]; best.kind == ownText && best.runes > w.lim.MaxTextRunes {
 			return true // a cut own text cannot be beaten: skip the text walk
 		}
@@ -505,8 +516,8 @@ func (w *walker) anchor(n *html.Node, depth int) bool {
 		return true
 	}
 	if len(w.links) >= w.lim.MaxLinks {
-		w.stats.LinksCapped = true
-		return false
+		w.countOverCap(u)
+		return true
 	}
 	score := w.anchorText(n, depth)
 	w.index[u] = len(w.links)
@@ -514,6 +525,22 @@ func (w *walker) anchor(n *html.Node, depth int) bool {
 	w.scores = append(w.scores, score)
 	w.stats.Links++
 	return true
+}
+
+// countOverCap counts u, a link beyond MaxLinks, once. Only its hash is
+// kept, so counting costs 16 bytes a link, however long the URLs are, and
+// at most MaxNodes links.
+func (w *walker) countOverCap(u string) {
+	if w.overCap == nil {
+		w.stats.LinksCapped = true
+		w.overCap = make(map[uint64]struct{})
+		w.seed = maphash.MakeSeed()
+	}
+	h := maphash.String(w.seed, u)
+	if _, seen := w.overCap[h]; !seen {
+		w.overCap[h] = struct{}{}
+		w.stats.LinksOverCap++
+	}
 }
 
 func xlinkHref(n *html.Node) (string, bool) {
