@@ -42,15 +42,24 @@ type Config struct {
 	// the job returns to its queue. Default 60s.
 	PublishTimeout time.Duration
 	// ParseConcurrency bounds the pages parsed at once; fetches go on
-	// meanwhile. A DOM takes about ten times its page's size, so this, not
-	// the fetch concurrency, bounds memory. Default 2.
+	// meanwhile. Default 2.
 	ParseConcurrency int
+	// ParseMemory bounds, in bytes, the pages one crawler holds between
+	// fetch and publish: each counts its body plus its parse's bound
+	// (domwalk.ParseCost), from when its body is read until its parse ends,
+	// waiting for a parse slot included. A page costing more than the whole
+	// budget is parsed alone. Default DefaultParseMemory, 64 MiB.
+	ParseMemory int64
+	// MaxTaskBytes bounds the encoded size of one task: the links past it
+	// are left out and counted in Task.Truncated. Default
+	// DefaultMaxTaskBytes, 4 MiB.
+	MaxTaskBytes int
 }
 
 // Service is the crawler.
 type Service struct {
 	cfg     Config
-	parsing chan struct{} // a slot per parse allowed at once
+	parsing *parseGate
 	fetcher Fetcher
 	pub     Publisher
 	log     *slog.Logger
@@ -71,6 +80,12 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 	if cfg.ParseConcurrency <= 0 {
 		cfg.ParseConcurrency = 2
 	}
+	if cfg.ParseMemory <= 0 {
+		cfg.ParseMemory = DefaultParseMemory
+	}
+	if cfg.MaxTaskBytes <= 0 {
+		cfg.MaxTaskBytes = DefaultMaxTaskBytes
+	}
 	cfg.Limits = cfg.Limits.WithDefaults()
 	m := metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -86,7 +101,7 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 		}),
 	}
 	reg.MustRegister(m.checks, m.duration, m.links)
-	return &Service{cfg: cfg, parsing: make(chan struct{}, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m}
+	return &Service{cfg: cfg, parsing: newParseGate(cfg.ParseMemory, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m}
 }
 
 // Handle handles one job delivery: a job that cannot be decoded is marked
@@ -141,19 +156,27 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	if pageURL == nil {
 		pageURL, _ = url.Parse(job.BaseURL)
 	}
-	select {
-	case s.parsing <- struct{}{}:
-	case <-ctx.Done():
-		task.Error = fmt.Sprintf("stopped before parsing %s: %v", job.BaseURL, ctx.Err())
+	leave, err := s.parsing.enter(ctx, res.HTML, s.cfg.Limits)
+	if err != nil {
+		task.Error = fmt.Sprintf("stopped before parsing %s: %v", job.BaseURL, err)
 		return task
 	}
 	links, stats := domwalk.ParseBytes(res.HTML, pageURL, s.cfg.Limits)
-	<-s.parsing
+	leave()
+	task.Truncated = stats.LinksOverCap
 	links, err = filter(links, job)
 	if err != nil {
 		task.Error = err.Error()
 		s.metrics.checks.WithLabelValues("bad_options").Inc()
 		return task
+	}
+	// Cut to the task's budget before the digest, so that the digest is of
+	// the links sent, which are the ones the processor records.
+	links, cut := fitTask(task, links, s.cfg.MaxTaskBytes)
+	task.Truncated += cut
+	if task.Truncated > 0 {
+		log.Info("links left out", "truncated", task.Truncated, "kept", len(links),
+			"over_link_cap", stats.LinksOverCap, "over_tree_budget", stats.OverTreeBudget)
 	}
 	urls := make([]string, len(links))
 	for i, l := range links {
