@@ -174,9 +174,10 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	// the links sent, which are the ones the processor records.
 	links, cut := fitTask(task, links, s.cfg.MaxTaskBytes)
 	task.Truncated += cut
-	if task.Truncated > 0 {
-		log.Info("links left out", "truncated", task.Truncated, "kept", len(links),
-			"over_link_cap", stats.LinksOverCap, "over_tree_budget", stats.OverTreeBudget)
+	if task.Truncated > 0 || stats.Truncated() || stats.OverTreeBudget {
+		log.Info("page cut by a limit", "truncated", task.Truncated, "kept", len(links),
+			"over_link_cap", stats.LinksOverCap, "over_tree_budget", stats.OverTreeBudget,
+			"nodes_capped", stats.NodesCapped, "depth_capped", stats.DepthCapped)
 	}
 	urls := make([]string, len(links))
 	for i, l := range links {
