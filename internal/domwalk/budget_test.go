@@ -29,7 +29,9 @@ func allocated(f func()) uint64 {
 // its links are still found.
 func TestTreeBudget(t *testing.T) {
 	const size = 10 << 20
-	const limit = 40 << 20 // default MaxTreeBytes 32 MiB plus the walk
+	// The tag reader keeps only anchors, so a page of none allocates next to
+	// nothing; html.Parse allocated 300-400 MiB.
+	const limit = 4 << 20
 	for _, tag := range []string{"<p>", "<br>", "<div>x</div>"} {
 		t.Run(tag, func(t *testing.T) {
 			page := []byte(`<base href="https://example.org/b/"><a href="first">First</a>` +
@@ -39,6 +41,7 @@ func TestTreeBudget(t *testing.T) {
 			heap := allocated(func() {
 				links, stats = domwalk.ParseBytes(page, mustURL(t, pageURL), domwalk.Limits{})
 			})
+			t.Logf("allocated %d KiB", heap>>10)
 			if heap > limit {
 				t.Errorf("one parse of 10 MiB of %s allocated %d MiB, want at most %d MiB", tag, heap>>20, limit>>20)
 			}

@@ -102,8 +102,7 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 				}
 			}
 		case html.EndTagToken:
-			name, _ := z.TagName()
-			switch a := atom.Lookup(name); {
+			switch a := tagAtom(z.Raw()); {
 			case a == atom.Template:
 				templates = max(templates-1, 0)
 			case templates > 0:
@@ -143,20 +142,47 @@ func attrBytes(attrs []html.Attribute) int {
 }
 
 // startTag returns the current start tag of z as z.Token would, but copies
-// the attributes only of the elements flatDocument keeps: a page of millions
-// of other tags then costs no allocation per tag.
+// the attributes only of the elements flatDocument keeps, and reads the name
+// from the raw tag (z.TagName copies it): a page of millions of other tags
+// then costs no allocation per tag.
 func startTag(z *html.Tokenizer) html.Token {
-	name, more := z.TagName()
-	tok := html.Token{Type: html.StartTagToken, DataAtom: atom.Lookup(name)}
+	tok := html.Token{Type: html.StartTagToken, DataAtom: tagAtom(z.Raw())}
 	switch tok.DataAtom {
 	case atom.A, atom.Area, atom.Base, atom.Img:
 	default:
 		return tok
 	}
-	for more {
+	for more := true; more; {
 		var key, val []byte
 		key, val, more = z.TagAttr()
+		if key == nil && val == nil && !more {
+			break // no attributes at all
+		}
 		tok.Attr = append(tok.Attr, html.Attribute{Key: atom.String(key), Val: string(val)})
 	}
 	return tok
+}
+
+// tagAtom returns the atom of the name of raw, a start or end tag as the
+// tokenizer returned it ("<a href=x>", "</P >"), lower-cased as the tokenizer
+// does, or 0 for a name that is no atom. Names longer than any element
+// flatDocument looks for are 0 without a look-up.
+func tagAtom(raw []byte) atom.Atom {
+	var buf [16]byte
+	n := 0
+	for _, c := range raw[min(len(raw), 1):] {
+		switch {
+		case c == '/' && n == 0:
+			continue // the slash of an end tag
+		case c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' || c == '/' || c == '>':
+			return atom.Lookup(buf[:n])
+		case n == len(buf):
+			return 0
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	return atom.Lookup(buf[:n])
 }
