@@ -1,12 +1,15 @@
 package domwalk_test
 
 import (
+	"bytes"
 	"fmt"
 	"net/url"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/html"
 
 	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
@@ -92,16 +95,49 @@ func TestTreeBudgetKeepsRealPages(t *testing.T) {
 	}
 }
 
+// liveHeap returns the heap that the tree of src takes once built.
+func liveHeap(src []byte) int64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	doc, _ := html.Parse(bytes.NewReader(src))
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(doc)
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
+}
+
+// TreeBytes is an estimate from above: the budget it is compared with must
+// bound the real tree, for real pages and for pages built to be expensive.
+func TestTreeBytesBoundsRealTrees(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what the heap holds")
+	}
+	pages := map[string][]byte{}
+	for _, tag := range []string{"<p>", "<br>", "<td>x", "<option>x", `<a href=x>y</a>`,
+		`<span class="a b c" id=x data-x="a long attribute value">t</span>`} {
+		pages[tag] = []byte("<table><tr>" + strings.Repeat(tag, 1<<17))
+	}
+	for _, p := range corpus.Pages(t) {
+		pages[p.Name] = p.Body
+	}
+	for name, src := range pages {
+		if live, est := liveHeap(src), domwalk.TreeBytes(src); live > est {
+			t.Errorf("%s: the tree took %d KiB, over its estimate of %d KiB", name, live>>10, est>>10)
+		}
+	}
+}
+
 func TestTreeBytes(t *testing.T) {
 	for _, c := range []struct {
 		src  string
 		want int64
 	}{
 		{"", 0},
-		{"plain text", 10},
-		{"a < b", 5},
-		{"<p>", 128 + 3},
-		{"<P><br/></p><!-- x --><", 2*128 + 23},
+		{"plain text", 2 * 10},
+		{"a < b", 2 * 5},
+		{"<p>", 384 + 2*3},
+		{"<P><br/></p><!-- x --><", 2*384 + 2*23},
 	} {
 		if got := domwalk.TreeBytes([]byte(c.src)); got != c.want {
 			t.Errorf("TreeBytes(%q) = %d, want %d", c.src, got, c.want)
