@@ -5,6 +5,7 @@
 #   make bench-scheduler  1,000,000 due pages vs raw confirmed publishing
 #   make bench-peer       urlwatch and portalwatch on the same 200 pages
 #   make bench-go         the Go benchmarks, with -benchmem, on ../shared/corpus/pages
+#   make bench-hostile    crawler peak RSS under hostile pages (bench/hostile)
 #
 # Each pwbench run builds the real programs into a temporary folder, uses its
 # own database, queue names and Redis prefix, sends traffic to loopback only,
@@ -19,7 +20,7 @@ BENCH_TIME  ?= 1s
 BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /bench/)
 PWBENCH     := bin/pwbench
 
-.PHONY: bench bench-history bench-scheduler bench-peer bench-go bench-redis pwbench
+.PHONY: bench bench-history bench-scheduler bench-peer bench-go bench-redis bench-hostile pwbench
 
 pwbench:
 	@scripts/services.sh check-go
@@ -52,3 +53,7 @@ bench-redis: services pwbench
 ## bench-go: Go benchmarks (real pages, real PostgreSQL and Redis).
 bench-go: services
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) $(BENCH_PKGS)
+
+## bench-hostile: crawler peak RSS and normal-page recall under hostile pages.
+bench-hostile: services
+	$(GO) run ./bench/hostile -repo . $(BENCH_FLAGS)

@@ -59,10 +59,12 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	})
 	svc := crawler.New(crawler.Config{
 		TaskQueue:        cfg.TaskQueue,
-		Limits:           domwalk.Limits{MaxLinks: cfg.Crawler.MaxLinks},
+		Limits:           domwalk.Limits{MaxLinks: cfg.Crawler.MaxLinks, MaxTreeBytes: cfg.Crawler.MaxTreeBytes},
 		ParseConcurrency: cfg.Crawler.ParseConcurrency,
 		CheckTimeout:     cfg.Crawler.CheckTimeout,
 		Gate:             gate,
+		ParseMemory:      cfg.Crawler.ParseMemory,
+		MaxTaskBytes:     cfg.Crawler.MaxTaskBytes,
 	}, fetcher, pub, log, reg)
 	consumer := queue.NewConsumer(queue.ConsumerConfig{
 		Config:       qcfg,

@@ -108,6 +108,19 @@ type Crawler struct {
 	MaxRedirects int
 	// MaxLinks caps the links kept per page (PORTALWATCH_MAX_LINKS, default 5000).
 	MaxLinks int
+	// ParseMemory bounds, in bytes, the fetched pages one crawler holds
+	// waiting for a parse slot or being parsed, each counted as its body
+	// plus its tree's estimate (PORTALWATCH_PARSE_MEMORY, default 64 MiB,
+	// range 1 MiB to 16 GiB).
+	ParseMemory int64
+	// MaxTreeBytes bounds the heap one page's parse may take: a page whose
+	// tree is estimated above it is read from its tags instead
+	// (PORTALWATCH_MAX_TREE_BYTES, default 32 MiB, range 1 MiB to 4 GiB).
+	MaxTreeBytes int64
+	// MaxTaskBytes bounds one task message; the links past it are left out
+	// and counted as truncated (PORTALWATCH_MAX_TASK_BYTES, default 4 MiB,
+	// range 64 KiB to 64 MiB, under RabbitMQ's 128 MiB message limit).
+	MaxTaskBytes int
 	// IgnoreRobots makes the crawler skip robots.txt
 	// (PORTALWATCH_IGNORE_ROBOTS=true). Off by default.
 	IgnoreRobots bool
@@ -176,6 +189,9 @@ func Load(getenv Getenv) (Config, error) {
 			MaxBodyBytes:     int64(r.integer("PORTALWATCH_MAX_BODY_BYTES", 10<<20, 1024, 1<<30)),
 			MaxRedirects:     r.integer("PORTALWATCH_MAX_REDIRECTS", 5, 0, 20),
 			MaxLinks:         r.integer("PORTALWATCH_MAX_LINKS", 5000, 1, 100000),
+			ParseMemory:      int64(r.integer("PORTALWATCH_PARSE_MEMORY", 64<<20, 1<<20, 16<<30)),
+			MaxTreeBytes:     int64(r.integer("PORTALWATCH_MAX_TREE_BYTES", 32<<20, 1<<20, 4<<30)),
+			MaxTaskBytes:     r.integer("PORTALWATCH_MAX_TASK_BYTES", 4<<20, 64<<10, 64<<20),
 			IgnoreRobots:     r.boolean("PORTALWATCH_IGNORE_ROBOTS", false),
 			CheckTimeout:     r.duration("PORTALWATCH_CHECK_TIMEOUT", 45*time.Second, 100*time.Millisecond),
 			MaxPoliteWait:    r.duration("PORTALWATCH_MAX_POLITE_WAIT", 5*time.Second, 10*time.Millisecond),

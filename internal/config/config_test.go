@@ -16,7 +16,8 @@ func TestDefaultsNeedNoEnvironment(t *testing.T) {
 	}
 	if c.JobQueue != "job_queue" || c.TaskQueue != "task_queue" || c.AllowPrivate || c.CodeLength != 8 ||
 		c.Crawler.Concurrency != 16 || c.Processor.Prefetch != 32 || c.ShutdownTimeout != 20*time.Second ||
-		!strings.HasPrefix(c.DatabaseURL, "postgres://") || c.RedisPrefix != "portalwatch" {
+		!strings.HasPrefix(c.DatabaseURL, "postgres://") || c.RedisPrefix != "portalwatch" ||
+		c.Crawler.ParseMemory != 64<<20 || c.Crawler.MaxTreeBytes != 32<<20 || c.Crawler.MaxTaskBytes != 4<<20 {
 		t.Fatalf("defaults = %+v", c)
 	}
 }
@@ -31,12 +32,16 @@ func TestSettingsAreRead(t *testing.T) {
 		"PORTALWATCH_PROCESSOR_CONCURRENCY": "3",
 		"PORTALWATCH_FETCH_TIMEOUT":         "5s",
 		"PORTALWATCH_JITTER":                "0",
+		"PORTALWATCH_PARSE_MEMORY":          "2097152",
+		"PORTALWATCH_MAX_TREE_BYTES":        "1048576",
+		"PORTALWATCH_MAX_TASK_BYTES":        "65536",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.AllowPrivate || c.JobQueue != "t1_jobs" || c.TaskQueue != "t1_tasks" || c.RedisPrefix != "t1" ||
-		c.CodeLength != 6 || c.Processor.Prefetch != 12 || c.Crawler.FetchTimeout != 5*time.Second || c.Scheduler.Jitter != 0 {
+		c.CodeLength != 6 || c.Processor.Prefetch != 12 || c.Crawler.FetchTimeout != 5*time.Second || c.Scheduler.Jitter != 0 ||
+		c.Crawler.ParseMemory != 2<<20 || c.Crawler.MaxTreeBytes != 1<<20 || c.Crawler.MaxTaskBytes != 64<<10 {
 		t.Fatalf("settings = %+v", c)
 	}
 }
@@ -53,6 +58,9 @@ func TestEveryBadVariableIsNamed(t *testing.T) {
 		"PORTALWATCH_REDIS_PREFIX":        "has space",
 		"PORTALWATCH_LOG_LEVEL":           "loud",
 		"PORTALWATCH_CRAWLER_CONCURRENCY": "0",
+		"PORTALWATCH_PARSE_MEMORY":        "64M",
+		"PORTALWATCH_MAX_TREE_BYTES":      "0",
+		"PORTALWATCH_MAX_TASK_BYTES":      "1000",
 	}))
 	var cfgErr Error
 	if !errors.As(err, &cfgErr) {
@@ -61,7 +69,8 @@ func TestEveryBadVariableIsNamed(t *testing.T) {
 	msg := err.Error()
 	for _, name := range []string{"PORTALWATCH_ALLOW_PRIVATE", "PORTALWATCH_CODE_LENGTH", "PORTALWATCH_FETCH_TIMEOUT",
 		"PORTALWATCH_JITTER", "AMQP_URL", "PORTALWATCH_TASK_QUEUE", "PORTALWATCH_REDIS_PREFIX", "PORTALWATCH_LOG_LEVEL",
-		"PORTALWATCH_CRAWLER_CONCURRENCY"} {
+		"PORTALWATCH_CRAWLER_CONCURRENCY", "PORTALWATCH_PARSE_MEMORY", "PORTALWATCH_MAX_TREE_BYTES",
+		"PORTALWATCH_MAX_TASK_BYTES"} {
 		if !strings.Contains(msg, name) {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}

@@ -42,8 +42,7 @@ type Config struct {
 	// the job returns to its queue. Default 60s.
 	PublishTimeout time.Duration
 	// ParseConcurrency bounds the pages parsed at once; fetches go on
-	// meanwhile. A DOM takes about ten times its page's size, so this, not
-	// the fetch concurrency, bounds memory. Default 2.
+	// meanwhile. Default 2.
 	ParseConcurrency int
 	// CheckTimeout bounds everything a check does before its page is in
 	// hand: reading robots.txt, any politeness wait and the fetch itself, so
@@ -57,6 +56,16 @@ type Config struct {
 	// BusyDelay is how long a check turned away by Gate is deferred, at
 	// least. Default 5s.
 	BusyDelay time.Duration
+	// ParseMemory bounds, in bytes, the pages one crawler holds between
+	// fetch and publish: each counts its body plus its parse's bound
+	// (domwalk.ParseCost), from when its body is read until its parse ends,
+	// waiting for a parse slot included. A page costing more than the whole
+	// budget is parsed alone. Default DefaultParseMemory, 64 MiB.
+	ParseMemory int64
+	// MaxTaskBytes bounds the encoded size of one task: the links past it
+	// are left out and counted in Task.Truncated. Default
+	// DefaultMaxTaskBytes, 4 MiB.
+	MaxTaskBytes int
 }
 
 // DefaultCheckTimeout is Config.CheckTimeout's default: the fetch's own 30s
@@ -66,7 +75,7 @@ const DefaultCheckTimeout = 45 * time.Second
 // Service is the crawler.
 type Service struct {
 	cfg     Config
-	parsing chan struct{} // a slot per parse allowed at once
+	parsing *parseGate
 	fetcher Fetcher
 	pub     Publisher
 	log     *slog.Logger
@@ -95,6 +104,12 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 	if cfg.BusyDelay <= 0 {
 		cfg.BusyDelay = DefaultBusyDelay
 	}
+	if cfg.ParseMemory <= 0 {
+		cfg.ParseMemory = DefaultParseMemory
+	}
+	if cfg.MaxTaskBytes <= 0 {
+		cfg.MaxTaskBytes = DefaultMaxTaskBytes
+	}
 	cfg.Limits = cfg.Limits.WithDefaults()
 	m := metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -110,7 +125,7 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 		}),
 	}
 	reg.MustRegister(m.checks, m.duration, m.links)
-	return &Service{cfg: cfg, parsing: make(chan struct{}, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m,
+	return &Service{cfg: cfg, parsing: newParseGate(cfg.ParseMemory, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m,
 		patterns: newPatternCache(reg)}
 }
 
@@ -186,15 +201,24 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	if pageURL == nil {
 		pageURL, _ = url.Parse(job.BaseURL)
 	}
-	select {
-	case s.parsing <- struct{}{}:
-	case <-ctx.Done():
-		task.Error = fmt.Sprintf("stopped before parsing %s: %v", job.BaseURL, ctx.Err())
+	parsed, err := s.parsing.enter(ctx, res.HTML, s.cfg.Limits)
+	if err != nil {
+		task.Error = fmt.Sprintf("stopped before parsing %s: %v", job.BaseURL, err)
 		return task
 	}
 	links, stats := domwalk.ParseBytes(res.HTML, pageURL, s.cfg.Limits)
-	<-s.parsing
+	parsed()
+	task.Truncated = stats.LinksOverCap
 	links = filter(links, job, s.patterns.compile(log, job))
+	// Cut to the task's budget before the digest, so that the digest is of
+	// the links sent, which are the ones the processor records.
+	links, cut := fitTask(task, links, s.cfg.MaxTaskBytes)
+	task.Truncated += cut
+	if task.Truncated > 0 || stats.Truncated() || stats.OverTreeBudget {
+		log.Info("page cut by a limit", "truncated", task.Truncated, "kept", len(links),
+			"over_link_cap", stats.LinksOverCap, "over_tree_budget", stats.OverTreeBudget,
+			"nodes_capped", stats.NodesCapped, "depth_capped", stats.DepthCapped)
+	}
 	urls := make([]string, len(links))
 	for i, l := range links {
 		urls[i] = l.URL

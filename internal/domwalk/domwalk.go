@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/url"
 	"unicode"
@@ -32,8 +33,9 @@ import (
 // Limits bound the work of one walk. A zero or negative field means its
 // default; see WithDefaults.
 type Limits struct {
-	// MaxLinks is the most distinct links a walk returns; the walk stops at
-	// the first new link beyond it. Default 5000.
+	// MaxLinks is the most distinct links a walk returns; the distinct links
+	// beyond it are counted in Stats.LinksOverCap, their texts not read.
+	// Default 5000.
 	MaxLinks int
 	// MaxDepth is the deepest level visited, counted from the node given to
 	// Links (the document node, depth 0; <html> is at depth 1). Nodes
@@ -49,6 +51,15 @@ type Limits struct {
 	// A longer text is cut on a rune boundary to MaxTextRunes-1 runes,
 	// followed by "…" (U+2026). Default 300.
 	MaxTextRunes int
+	// MaxTreeBytes bounds the heap, in bytes, that parsing one page may
+	// take. html.Parse builds the whole tree before any other limit applies
+	// (10 MiB of "<p>" takes ~400 MiB), so a page whose tree is estimated
+	// (see TreeBytes) above MaxTreeBytes is not parsed into a tree: its links
+	// are read from its tags, as for a page nesting too deep, keeping no more
+	// than MaxTreeBytes of anchors and their text, and Stats.OverTreeBudget
+	// is set. Default 32 MiB: the corpus's largest page, 1.8 MB, is
+	// estimated at 5.6 MiB.
+	MaxTreeBytes int64
 }
 
 // Default limits; see Limits.
@@ -57,10 +68,12 @@ const (
 	DefaultMaxDepth     = 512
 	DefaultMaxNodes     = 1_000_000
 	DefaultMaxTextRunes = 300
+	DefaultMaxTreeBytes = 32 << 20
 )
 
 // WithDefaults returns l with every zero or negative field set to its
-// default: MaxLinks 5000, MaxDepth 512, MaxNodes 1,000,000, MaxTextRunes 300.
+// default: MaxLinks 5000, MaxDepth 512, MaxNodes 1,000,000, MaxTextRunes 300,
+// MaxTreeBytes 32 MiB.
 func (l Limits) WithDefaults() Limits {
 	if l.MaxLinks <= 0 {
 		l.MaxLinks = DefaultMaxLinks
@@ -73,6 +86,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxTextRunes <= 0 {
 		l.MaxTextRunes = DefaultMaxTextRunes
+	}
+	if l.MaxTreeBytes <= 0 {
+		l.MaxTreeBytes = DefaultMaxTreeBytes
 	}
 	return l
 }
@@ -95,9 +111,13 @@ type Stats struct {
 	Duplicates int
 	// Dropped counts the anchors whose href was refused, by reason.
 	Dropped Dropped
-	// LinksCapped reports that the walk stopped at a new link beyond
-	// MaxLinks; the page has more links than were returned.
+	// LinksCapped reports that the page has more than MaxLinks distinct
+	// links; LinksOverCap of them were not returned.
 	LinksCapped bool
+	// LinksOverCap is the number of distinct links beyond MaxLinks. They
+	// are told apart by a 64-bit hash, so a collision, about one in 10^10
+	// pairs, undercounts by one.
+	LinksOverCap int
 	// DepthCapped reports that nodes deeper than MaxDepth were skipped.
 	DepthCapped bool
 	// NodesCapped reports that MaxNodes visits were spent before the walk
@@ -107,6 +127,10 @@ type Stats struct {
 	// elements deeper than the HTML parser's limit of 512) and read the
 	// links from the page's tags instead, in document order.
 	Flattened bool
+	// OverTreeBudget reports that the page's tree was estimated above
+	// MaxTreeBytes, so Parse read its links from its tags (Flattened is set
+	// too) instead of building the tree.
+	OverTreeBudget bool
 }
 
 // Truncated reports whether any limit cut the walk short, so that the page
@@ -136,6 +160,10 @@ func (d Dropped) Total() int { return d.Empty + d.FragmentOnly + d.NotHTTP + d.I
 // links, texts and limits, in document order rather than breadth-first, and
 // Stats.Flattened is set.
 //
+// A page whose tree would take more than lim.MaxTreeBytes is read from its
+// tags the same way, with Stats.OverTreeBudget set, so one parse takes at
+// most about MaxTreeBytes beyond the page itself (see ParseCost).
+//
 // Parse reads r to the end into memory; bound its size before. The only
 // error is one from reading r.
 func Parse(r io.Reader, pageURL *url.URL, lim Limits) ([]watch.Link, Stats, error) {
@@ -155,17 +183,27 @@ func Parse(r io.Reader, pageURL *url.URL, lim Limits) ([]watch.Link, Stats, erro
 // it spares Parse's copy. It cannot fail. src must not change until it
 // returns.
 func ParseBytes(src []byte, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
+	lim = lim.WithDefaults()
+	if TreeBytes(src) > lim.MaxTreeBytes {
+		links, stats := flatLinks(src, pageURL, lim)
+		stats.OverTreeBudget = true
+		return links, stats
+	}
 	doc, err := html.ParseWithOptions(bytes.NewReader(src), html.ParseOptionEnableScripting(false))
 	if err != nil {
 		// Reading from memory cannot fail, so the parser refused the page.
-		lim = lim.WithDefaults()
-		doc, capped := flatDocument(src, lim)
-		links, stats := Links(doc, pageURL, lim)
-		stats.Flattened = true
-		stats.NodesCapped = stats.NodesCapped || capped
-		return links, stats
+		return flatLinks(src, pageURL, lim)
 	}
 	return Links(doc, pageURL, lim)
+}
+
+// flatLinks returns the links of src read from its tags by flatDocument.
+func flatLinks(src []byte, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
+	doc, capped := flatDocument(src, lim)
+	links, stats := Links(doc, pageURL, lim)
+	stats.Flattened = true
+	stats.NodesCapped = stats.NodesCapped || capped
+	return links, stats
 }
 
 // Links returns the links of the parsed document doc, served from pageURL,
@@ -370,6 +408,8 @@ type walker struct {
 	links    []watch.Link
 	scores   []textScore // scores[i] ranks links[i].Text
 	index    map[string]int
+	overCap  map[uint64]struct{} // hashes of the links beyond MaxLinks
+	seed     maphash.Seed
 	text     textBuilder
 }
 
@@ -464,6 +504,9 @@ func (w *walker) anchor(n *html.Node, depth int) bool {
 	}
 	if i, seen := w.index[u]; seen {
 		w.stats.Duplicates++
+		if w.stats.LinksCapped {
+			return true // past the cap the walk only counts: texts stay as at the cap
+		}
 		if best := w.scores[i]; best.kind == ownText && best.runes > w.lim.MaxTextRunes {
 			return true // a cut own text cannot be beaten: skip the text walk
 		}
@@ -474,8 +517,8 @@ func (w *walker) anchor(n *html.Node, depth int) bool {
 		return true
 	}
 	if len(w.links) >= w.lim.MaxLinks {
-		w.stats.LinksCapped = true
-		return false
+		w.countOverCap(u)
+		return true
 	}
 	score := w.anchorText(n, depth)
 	w.index[u] = len(w.links)
@@ -483,6 +526,22 @@ func (w *walker) anchor(n *html.Node, depth int) bool {
 	w.scores = append(w.scores, score)
 	w.stats.Links++
 	return true
+}
+
+// countOverCap counts u, a link beyond MaxLinks, once. Only its hash is
+// kept, so counting costs 16 bytes a link, however long the URLs are, and
+// at most MaxNodes links.
+func (w *walker) countOverCap(u string) {
+	if w.overCap == nil {
+		w.stats.LinksCapped = true
+		w.overCap = make(map[uint64]struct{})
+		w.seed = maphash.MakeSeed()
+	}
+	h := maphash.String(w.seed, u)
+	if _, seen := w.overCap[h]; !seen {
+		w.overCap[h] = struct{}{}
+		w.stats.LinksOverCap++
+	}
 }
 
 func xlinkHref(n *html.Node) (string, bool) {

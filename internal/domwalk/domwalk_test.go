@@ -404,14 +404,14 @@ func TestParseError(t *testing.T) {
 }
 
 func TestWithDefaults(t *testing.T) {
-	want := domwalk.Limits{MaxLinks: 5000, MaxDepth: 512, MaxNodes: 1_000_000, MaxTextRunes: 300}
+	want := domwalk.Limits{MaxLinks: 5000, MaxDepth: 512, MaxNodes: 1_000_000, MaxTextRunes: 300, MaxTreeBytes: 32 << 20}
 	if got := (domwalk.Limits{}).WithDefaults(); got != want {
 		t.Errorf("zero Limits: %+v, want %+v", got, want)
 	}
-	if got := (domwalk.Limits{MaxLinks: -1, MaxDepth: -1, MaxNodes: -1, MaxTextRunes: -1}).WithDefaults(); got != want {
+	if got := (domwalk.Limits{MaxLinks: -1, MaxDepth: -1, MaxNodes: -1, MaxTextRunes: -1, MaxTreeBytes: -1}).WithDefaults(); got != want {
 		t.Errorf("negative Limits: %+v, want %+v", got, want)
 	}
-	set := domwalk.Limits{MaxLinks: 1, MaxDepth: 2, MaxNodes: 3, MaxTextRunes: 4}
+	set := domwalk.Limits{MaxLinks: 1, MaxDepth: 2, MaxNodes: 3, MaxTextRunes: 4, MaxTreeBytes: 5}
 	if got := set.WithDefaults(); got != set {
 		t.Errorf("set Limits changed: %+v, want %+v", got, set)
 	}
@@ -435,8 +435,8 @@ func TestMaxLinks(t *testing.T) {
 	}
 	lim := domwalk.Limits{MaxLinks: 5}
 	got, stats := parse(t, b.String(), lim)
-	if len(got) != 5 || got[4].URL != "https://example.com/4" || !stats.LinksCapped || !stats.Truncated() {
-		t.Fatalf("%d links (last %q), stats %+v; want 5 ending at /4, LinksCapped", len(got), got[len(got)-1].URL, stats)
+	if len(got) != 5 || got[4].URL != "https://example.com/4" || !stats.LinksCapped || !stats.Truncated() || stats.LinksOverCap != 15 {
+		t.Fatalf("%d links (last %q), stats %+v; want 5 ending at /4, LinksCapped, 15 over the cap", len(got), got[len(got)-1].URL, stats)
 	}
 }
 
@@ -555,12 +555,14 @@ func millionAnchors(n int) *html.Node {
 
 func TestMillionAnchors(t *testing.T) {
 	doc := millionAnchors(1_000_000)
-	t.Run("default limits stop at MaxLinks", func(t *testing.T) {
-		fast(t, time.Second, func() {
+	t.Run("default limits keep MaxLinks and count the rest", func(t *testing.T) {
+		// Past the cap the walk goes on to count the links left out, so a
+		// user can be told how many; MaxNodes still bounds it.
+		fast(t, 3*time.Second, func() {
 			got, stats := domwalk.Links(doc, mustURL(t, pageURL), domwalk.Limits{})
 			checkLinks(t, got, domwalk.Limits{})
-			if len(got) != domwalk.DefaultMaxLinks || !stats.LinksCapped || stats.Nodes > domwalk.DefaultMaxLinks+10 {
-				t.Fatalf("%d links, stats %+v; want MaxLinks and LinksCapped after about MaxLinks nodes", len(got), stats)
+			if len(got) != domwalk.DefaultMaxLinks || !stats.LinksCapped || stats.LinksOverCap != 10_000-domwalk.DefaultMaxLinks {
+				t.Fatalf("%d links, stats %+v; want MaxLinks, LinksCapped and 5,000 over the cap", len(got), stats)
 			}
 		})
 	})

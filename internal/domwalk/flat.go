@@ -12,8 +12,10 @@ import (
 // <body> in document order, holding its text, <img> and word breaks. It
 // serves pages that html.Parse refuses, which since CVE-2025-47911 means
 // pages nesting more than 512 open elements (golang/go#76279): browsers
-// render those, so their links are real. Building stops after lim.MaxNodes
-// nodes; the second result reports that it did.
+// render those, so their links are real; and pages whose tree would be over
+// lim.MaxTreeBytes. Building stops after lim.MaxNodes nodes or once the nodes
+// and the text and attributes they copy take lim.MaxTreeBytes; the second
+// result reports that it did.
 func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 	doc := &html.Node{Type: html.DocumentNode}
 	head := newElement(atom.Head, nil)
@@ -23,6 +25,9 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 	root.AppendChild(body)
 	doc.AppendChild(root)
 	nodes := 4
+	spent := int64(nodes) * nodeBytes
+	// add counts a node and the bytes it copied from src.
+	add := func(copied int) { nodes++; spent += nodeBytes + int64(copied) }
 
 	z := html.NewTokenizer(bytes.NewReader(src))
 	var (
@@ -33,7 +38,7 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 		anchorNS  int        // noscripts when anchor opened; deeper is not its text
 	)
 	for {
-		if nodes >= lim.MaxNodes {
+		if nodes >= lim.MaxNodes || spent >= lim.MaxTreeBytes {
 			return doc, true
 		}
 		tt := z.Next()
@@ -46,11 +51,12 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 		switch tt {
 		case html.TextToken:
 			if anchor != nil && !rawText && noscripts <= anchorNS {
-				anchor.AppendChild(&html.Node{Type: html.TextNode, Data: string(z.Text())})
-				nodes++
+				text := string(z.Text())
+				anchor.AppendChild(&html.Node{Type: html.TextNode, Data: text})
+				add(len(text))
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
-			tok := z.Token()
+			tok := startTag(z)
 			closed := tt == html.SelfClosingTagToken
 			if tok.DataAtom == atom.Template {
 				if !closed {
@@ -66,20 +72,20 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 				// A new <a> ends any open one, as the parser does.
 				anchor, anchorNS = newElement(atom.A, tok.Attr), noscripts
 				body.AppendChild(anchor)
-				nodes++
+				add(attrBytes(tok.Attr))
 				if closed {
 					anchor = nil
 				}
 			case atom.Area:
 				body.AppendChild(newElement(atom.Area, tok.Attr))
-				nodes++
+				add(attrBytes(tok.Attr))
 			case atom.Base:
 				head.AppendChild(newElement(atom.Base, tok.Attr))
-				nodes++
+				add(attrBytes(tok.Attr))
 			case atom.Img:
 				if anchor != nil && noscripts <= anchorNS {
 					anchor.AppendChild(newElement(atom.Img, tok.Attr))
-					nodes++
+					add(attrBytes(tok.Attr))
 				}
 			case atom.Script, atom.Style:
 				rawText = !closed
@@ -92,12 +98,11 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 			default:
 				if anchor != nil && breaksTextAtom(tok.DataAtom) {
 					anchor.AppendChild(&html.Node{Type: html.TextNode, Data: " "})
-					nodes++
+					add(0)
 				}
 			}
 		case html.EndTagToken:
-			name, _ := z.TagName()
-			switch a := atom.Lookup(name); {
+			switch a := tagAtom(z.Raw()); {
 			case a == atom.Template:
 				templates = max(templates-1, 0)
 			case templates > 0:
@@ -109,7 +114,7 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 				noscripts = max(noscripts-1, 0)
 			case anchor != nil && breaksTextAtom(a):
 				anchor.AppendChild(&html.Node{Type: html.TextNode, Data: " "})
-				nodes++
+				add(0)
 			}
 		}
 	}
@@ -124,4 +129,60 @@ func newElement(a atom.Atom, attrs []html.Attribute) *html.Node {
 		}
 	}
 	return &html.Node{Type: html.ElementNode, DataAtom: a, Data: a.String(), Attr: attrs}
+}
+
+// attrBytes is the heap that the attributes attrs hold: their strings and
+// the slice of them.
+func attrBytes(attrs []html.Attribute) int {
+	n := len(attrs) * 48 // an html.Attribute is three strings
+	for _, a := range attrs {
+		n += len(a.Namespace) + len(a.Key) + len(a.Val)
+	}
+	return n
+}
+
+// startTag returns the current start tag of z as z.Token would, but copies
+// the attributes only of the elements flatDocument keeps, and reads the name
+// from the raw tag (z.TagName copies it): a page of millions of other tags
+// then costs no allocation per tag.
+func startTag(z *html.Tokenizer) html.Token {
+	tok := html.Token{Type: html.StartTagToken, DataAtom: tagAtom(z.Raw())}
+	switch tok.DataAtom {
+	case atom.A, atom.Area, atom.Base, atom.Img:
+	default:
+		return tok
+	}
+	for more := true; more; {
+		var key, val []byte
+		key, val, more = z.TagAttr()
+		if key == nil && val == nil && !more {
+			break // no attributes at all
+		}
+		tok.Attr = append(tok.Attr, html.Attribute{Key: atom.String(key), Val: string(val)})
+	}
+	return tok
+}
+
+// tagAtom returns the atom of the name of raw, a start or end tag as the
+// tokenizer returned it ("<a href=x>", "</P >"), lower-cased as the tokenizer
+// does, or 0 for a name that is no atom. Names longer than any element
+// flatDocument looks for are 0 without a look-up.
+func tagAtom(raw []byte) atom.Atom {
+	var buf [16]byte
+	n := 0
+	for _, c := range raw[min(len(raw), 1):] {
+		switch {
+		case c == '/' && n == 0:
+			continue // the slash of an end tag
+		case c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' || c == '/' || c == '>':
+			return atom.Lookup(buf[:n])
+		case n == len(buf):
+			return 0
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	return atom.Lookup(buf[:n])
 }

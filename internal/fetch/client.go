@@ -12,7 +12,6 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -71,10 +70,8 @@ type Client struct {
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
 
-	// lastBody is the size of the last body read. Portals are of a size, so
-	// it is a good first buffer for a body of unknown length (chunked or
-	// compressed), sparing the copies of a buffer grown from nothing.
-	lastBody atomic.Int64
+	// bodySize guesses the size of a body of unknown length.
+	bodySize sizeGuess
 }
 
 // New returns a Client for cfg with defaults applied (see Config). Its
@@ -353,7 +350,7 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 			Err: fmt.Errorf("content type %q is not HTML", mediaType)}
 	}
 
-	sizeHint := c.lastBody.Load() * 5 / 4
+	sizeHint := c.bodySize.hint()
 	if enc := resp.Header.Get("Content-Encoding"); (enc == "" || strings.EqualFold(enc, "identity")) && resp.ContentLength > 0 {
 		sizeHint = resp.ContentLength
 	}
@@ -361,7 +358,7 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return res, c.classifyBody(ctx, fctx, req.URL, start, resp.StatusCode, err)
 	}
-	c.lastBody.Store(int64(len(body)))
+	c.bodySize.observe(int64(len(body)))
 	if mediaType == "" {
 		// Without a usable Content-Type, only a body that sniffs as HTML
 		// (per the MIME Sniffing standard) is accepted.

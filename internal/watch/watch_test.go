@@ -1,6 +1,7 @@
 package watch_test
 
 import (
+	"bytes"
 	stdjson "encoding/json"
 	"errors"
 	"net/url"
@@ -28,22 +29,35 @@ func corpusTasks(t *testing.T) []watch.Task {
 			FinalURL: base.String() + "<&>", FetchedAt: at, ETag: `W/"x"`, LastModified: "Mon, 30 Nov 2026 05:00:00 GMT"})
 	}
 	tasks = append(tasks, watch.Task{BaseURL: "https://down.example/", ID: 7, Error: "dial tcp: connection refused"},
-		watch.Task{BaseURL: "https://same.example/", ID: 8, Status: 200, Unchanged: true, FetchedAt: at})
+		watch.Task{BaseURL: "https://same.example/", ID: 8, Status: 200, Unchanged: true, FetchedAt: at},
+		watch.Task{BaseURL: "https://odd.example/?a=1&b=<2>", ID: 9, Status: 200, Truncated: 3, Context: []watch.Link{
+			{URL: "https://odd.example/&&&", Text: "<b> & \u2028\u2029 \x00\x1f \"q\" \\ caf\xe9"}}})
 	return tasks
 }
 
-// The messages' codec writes what encoding/json writes and reads what it
-// reads, so any other program that speaks encoding/json's JSON reads ours.
+// stdMarshal is encoding/json's encoding of v without HTML escaping, which
+// is how messages are written.
+func stdMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := stdjson.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// The messages' codec writes what encoding/json writes (without HTML
+// escaping) and reads what it reads, so any other program that speaks
+// encoding/json's JSON reads ours.
 func TestCodecAgreesWithEncodingJSON(t *testing.T) {
 	for _, task := range corpusTasks(t) {
 		ours, err := watch.EncodeTask(task)
 		if err != nil {
 			t.Fatalf("EncodeTask(page %d): %v", task.ID, err)
 		}
-		std, err := stdjson.Marshal(task)
-		if err != nil {
-			t.Fatal(err)
-		}
+		std := stdMarshal(t, task)
 		if string(ours) != string(std) {
 			t.Errorf("task of page %d: EncodeTask and encoding/json differ:\n%.300s\n%.300s", task.ID, ours, std)
 			continue
@@ -64,7 +78,7 @@ func TestCodecAgreesWithEncodingJSON(t *testing.T) {
 	job := watch.Job{BaseURL: "https://portal.example/", ID: 3, ETag: `"e"`, ScheduledAt: time.Now().UTC(),
 		Options: &watch.LinkOptions{SameSiteOnly: true, Ignore: []string{`\?sid=`}}, LinksDigest: "abc"}
 	ours, _ := watch.EncodeJob(job)
-	std, _ := stdjson.Marshal(job)
+	std := stdMarshal(t, job)
 	if string(ours) != string(std) {
 		t.Errorf("EncodeJob = %s, encoding/json = %s", ours, std)
 	}
@@ -113,5 +127,22 @@ func TestDecodeReadsInvalidUTF8AsEncodingJSONDoes(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("DecodeTask = %+q, encoding/json = %+q", got.Context, want.Context)
+	}
+}
+
+// HTML escaping made "&" and "<" cost six bytes each; messages are not
+// escaped, and the codec still reads them.
+func TestEncodeDoesNotEscapeHTML(t *testing.T) {
+	task := watch.Task{BaseURL: "https://x.example/", ID: 1, Context: []watch.Link{{URL: "https://x.example/?a&b", Text: "<&>"}}}
+	body, err := watch.EncodeTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte(`"url":"https://x.example/?a&b","text":"<&>"`)) {
+		t.Fatalf("EncodeTask = %s, want & < > written as themselves", body)
+	}
+	got, err := watch.DecodeTask(body)
+	if err != nil || !reflect.DeepEqual(got, task) {
+		t.Fatalf("DecodeTask = %+v, %v; want %+v", got, err, task)
 	}
 }
