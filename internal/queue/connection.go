@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -27,10 +28,13 @@ type connection struct {
 	role   string   // names the connection in the broker's list, e.g. "publisher"
 	queues []string // work queues (with their dead-letter queues) declared on every session
 	log    *slog.Logger
+	// badURL is why cfg.URL cannot be used; no retry can fix it.
+	badURL error
 
 	// lock guards the fields below; it is a channel so that waiting for it
 	// honours a context.
 	lock     chan struct{}
+	nodes    *nodes
 	cur      *session
 	failures int  // attempts failed since the last session that worked
 	retry    bool // the last session was lost: wait before dialling again
@@ -41,6 +45,13 @@ type connection struct {
 func newConnection(cfg Config, role string, log *slog.Logger, queues ...string) *connection {
 	c := &connection{cfg: cfg, role: role, queues: queues, log: log, lock: make(chan struct{}, 1)}
 	c.setWaiting(errors.New("not connected yet"))
+	ns, err := newNodes(cfg.URL, rand.IntN(1<<16))
+	if err != nil {
+		c.badURL = err
+		c.setWaiting(err)
+		return c
+	}
+	c.nodes = ns
 	return c
 }
 
@@ -50,6 +61,7 @@ func newConnection(cfg Config, role string, log *slog.Logger, queues ...string) 
 type session struct {
 	conn       *amqp.Connection
 	ch         *amqp.Channel
+	url        string // the node's
 	connClosed <-chan *amqp.Error
 	chClosed   <-chan *amqp.Error
 }
@@ -60,7 +72,9 @@ func (s *session) broken() bool { return s.conn.IsClosed() || s.ch.IsClosed() }
 // connection, a channel, the work queues declared, then setup (confirm mode
 // for a publisher; prefetch and consume for a consumer). A failed attempt, or
 // a new session after a lost one, waits a backoff first; attempts go on until
-// one works, ctx ends or Close runs.
+// one works, ctx ends or Close runs. Each attempt tries every node of
+// cfg.URL once, starting after the node of the last session. A URL that does
+// not parse fails at once.
 func (c *connection) open(ctx context.Context, setup func(*amqp.Channel) error) (*session, error) {
 	select {
 	case c.lock <- struct{}{}:
@@ -68,6 +82,9 @@ func (c *connection) open(ctx context.Context, setup func(*amqp.Channel) error) 
 		return nil, ctx.Err()
 	}
 	defer func() { <-c.lock }()
+	if c.badURL != nil {
+		return nil, c.badURL
+	}
 	if c.cur != nil {
 		if !c.cur.broken() {
 			return c.cur, nil
@@ -91,9 +108,7 @@ func (c *connection) open(ctx context.Context, setup func(*amqp.Channel) error) 
 			c.log.Warn("RabbitMQ unavailable; retrying", "attempt", c.failures, "err", err)
 			continue
 		}
-		if c.failures > 0 {
-			c.log.Info("connected to RabbitMQ", "attempts", c.failures+1)
-		}
+		c.log.Info("connected to RabbitMQ", "node", redact(s.url), "attempts", c.failures+1)
 		c.cur, c.failures, c.retry = s, 0, false
 		c.setReady()
 		return s, nil
@@ -101,7 +116,7 @@ func (c *connection) open(ctx context.Context, setup func(*amqp.Channel) error) 
 }
 
 func (c *connection) dialSession(setup func(*amqp.Channel) error) (*session, error) {
-	conn, err := dial(c.cfg, c.role)
+	conn, url, err := dialAny(c.cfg, c.role, c.nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +139,7 @@ func (c *connection) dialSession(setup func(*amqp.Channel) error) (*session, err
 			return nil, err
 		}
 	}
-	return &session{conn: conn, ch: ch, connClosed: connClosed, chClosed: chClosed}, nil
+	return &session{conn: conn, ch: ch, url: url, connClosed: connClosed, chClosed: chClosed}, nil
 }
 
 // lost drops s after an error on it, so that the next open dials anew after a

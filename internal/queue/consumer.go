@@ -97,13 +97,16 @@ func (c *Consumer) Health() error { return c.conn.Health() }
 // is lost. When ctx ends it stops taking deliveries, lets handlers finish for
 // up to DrainTimeout, cancels the rest (their deliveries go back to the queue
 // when the connection closes) and returns nil. It never returns because the
-// broker is down.
+// broker is down; it returns an error at once if Config.URL is unusable.
 func (c *Consumer) Run(ctx context.Context) error {
 	defer c.conn.Close()
 	for {
 		sess, deliveries, err := c.open(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
 		if err != nil {
-			return nil // only ctx's end stops the connection's retries
+			return fmt.Errorf("consume %s: %w", c.cfg.Queue, err) // a bad URL: no retry can help
 		}
 		ended := c.consume(ctx, sess, deliveries)
 		if ctx.Err() != nil {
