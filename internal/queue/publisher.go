@@ -49,7 +49,7 @@ func (p *Publisher) Publish(ctx context.Context, queue string, msgs ...Message) 
 		if err != nil {
 			return fmt.Errorf("publish %d messages to %s: %w", len(pending), queue, err)
 		}
-		failed, dropped, err := p.publishOnce(ctx, sess, queue, pending)
+		failed, refused, err := p.publishOnce(ctx, sess, queue, pending)
 		if err == nil {
 			return nil
 		}
@@ -58,10 +58,10 @@ func (p *Publisher) Publish(ctx context.Context, queue string, msgs ...Message) 
 		}
 		p.log.Warn("publish failed; retrying", "queue", queue, "unconfirmed", len(failed), "attempt", attempt+1, "err", err)
 		pending = failed
-		if dropped {
-			continue // the connection backs off before it dials again
+		if !refused {
+			continue // the connection was lost; it backs off before it dials again
 		}
-		// Refused on a live channel (a full queue, say): wait before trying again.
+		// Refused by the broker (a full queue, say): wait longer each time.
 		if err := p.cfg.Backoff.Sleep(ctx, attempt); err != nil {
 			return fmt.Errorf("publish to %s: %d of %d messages unconfirmed: %w", queue, len(pending), len(msgs), err)
 		}
@@ -88,8 +88,12 @@ func enableConfirms(ch *amqp.Channel) error {
 }
 
 // publishOnce sends every message, then waits for all confirms; it returns the
-// messages that were not confirmed and whether the session was dropped.
-func (p *Publisher) publishOnce(ctx context.Context, sess *session, queue string, msgs []Message) (failed []Message, dropped bool, err error) {
+// messages that were not confirmed and whether the broker refused (nacked)
+// any. Any failure drops the session, a refusal included: a quorum queue
+// whose leader was lost while this channel was opened can go on refusing
+// every publish on that channel while a fresh one is served (RabbitMQ 3.10,
+// seen in chaos/cluster_test.go).
+func (p *Publisher) publishOnce(ctx context.Context, sess *session, queue string, msgs []Message) (failed []Message, refused bool, err error) {
 	confirms := make([]*amqp.DeferredConfirmation, len(msgs))
 	var sendErr error
 	for i, m := range msgs {
@@ -127,15 +131,19 @@ func (p *Publisher) publishOnce(ctx context.Context, sess *session, queue string
 			failed = append(failed, msgs[i])
 		}
 	}
-	if sendErr != nil || waitErr != nil || sess.broken() {
-		// The channel may be wedged; a fresh connection costs little.
-		p.conn.lost(sess, errors.Join(sendErr, waitErr, errors.New("publish channel broken")))
-		dropped = true
+	if len(failed) == 0 && !sess.broken() {
+		return nil, false, nil
 	}
+	// The channel may be wedged; a fresh connection costs little.
+	err = errors.Join(sendErr, waitErr, nackError(nacked))
+	if err == nil {
+		err = errors.New("publish channel closed")
+	}
+	p.conn.lost(sess, err)
 	if len(failed) == 0 {
-		return nil, dropped, nil
+		return nil, false, nil
 	}
-	return failed, dropped, errors.Join(sendErr, waitErr, nackError(nacked))
+	return failed, nacked > 0, err
 }
 
 func nackError(n int) error {
