@@ -3,7 +3,10 @@
 // consumer with manual acks, prefetch and a worker pool. It owns reconnection:
 // each connection is redialled with capped, jittered backoff and the topology
 // redeclared; deliveries in flight on a lost channel are dropped unacked (the
-// broker requeues them) and are never acked on another channel.
+// broker requeues them) and are never acked on another channel. Given a
+// cluster's nodes, a connection starts at a random one and moves to the next
+// when its node is lost; quorum queues keep the messages on the surviving
+// replicas.
 //
 // amqp091-go's own Config.Recovery is deliberately left off: it restarts
 // delivery and confirm tags at 1, so an ack meant for a delivery of the old
