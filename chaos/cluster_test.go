@@ -182,7 +182,7 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 		}
 	}()
 
-	stopped := map[string]bool{}
+	stopped, rolesStopped := map[string]bool{}, map[string]bool{}
 	for round := range cluster.Nodes {
 		if err := cluster.WaitQueueOnline(qname, time.Minute); err != nil {
 			t.Fatal(err)
@@ -191,9 +191,12 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 		if err := ledger.waitSeen(int(next.Load()), time.Now().Add(30*time.Second)); err != nil {
 			t.Fatalf("round %d, before the stop: %v", round+1, err)
 		}
-		victim, roles := pickVictim(t, cluster, qname, stopped)
+		victim, roles := pickVictim(t, cluster, qname, round, stopped)
 		stopped[victim.Node()] = true
-		t.Logf("round %d: stopping %s (%s)", round+1, victim.Node(), roles)
+		for _, r := range roles {
+			rolesStopped[r] = true
+		}
+		t.Logf("round %d: stopping %s %v", round+1, victim.Node(), roles)
 		stopAt := time.Now()
 		ledger.mu.Lock()
 		ledger.stalls = append(ledger.stalls, [2]time.Time{stopAt}) // open until consuming resumes
@@ -213,6 +216,11 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 	}
 	stopLoad()
 	<-loadDone
+	for _, role := range []string{roleConsumer, rolePublisher, roleLeader} {
+		if !rolesStopped[role] {
+			t.Errorf("no round stopped the %s", role)
+		}
+	}
 
 	// Every confirmed message is handled, eventually.
 	total := int(next.Load())
@@ -264,39 +272,49 @@ func (l *clusterLedger) missing(total int) []int {
 	return out
 }
 
-// pickVictim returns the first node not stopped yet among the consumer's, the
-// publisher's and the queue leader's, else any node not stopped yet, with the
-// roles it has.
-func pickVictim(t *testing.T, cluster *testsvc.PrivateRabbitCluster, qname string, stopped map[string]bool) (*testsvc.PrivateRabbitMQ, string) {
+// Roles a node can have when it is stopped; each must be stopped once.
+const (
+	roleConsumer  = "consumer's node"
+	roleLeader    = "queue leader"
+	rolePublisher = "publisher's node"
+)
+
+// pickVictim returns the node to stop in round (0-based): the one with the
+// round's preferred role (the consumer's node, then the queue leader, then
+// the publisher's node) unless it was stopped already, else any node not
+// stopped yet; and every role that node has now.
+func pickVictim(t *testing.T, cluster *testsvc.PrivateRabbitCluster, qname string, round int, stopped map[string]bool) (*testsvc.PrivateRabbitMQ, []string) {
 	t.Helper()
-	var candidates []*testsvc.PrivateRabbitMQ
-	roles := map[string][]string{}
-	for _, who := range []struct{ role, conn string }{{"consumer's node", "cluster-test-con"}, {"publisher's node", "cluster-test-pub"}} {
-		n, err := cluster.ConnectionNode(who.conn)
+	holder := map[string]*testsvc.PrivateRabbitMQ{}
+	for role, conn := range map[string]string{roleConsumer: "cluster-test-con", rolePublisher: "cluster-test-pub"} {
+		n, err := cluster.ConnectionNode(conn)
 		if err != nil {
-			t.Logf("%s: %v", who.role, err)
+			t.Logf("%s: %v", role, err)
 			continue
 		}
-		candidates = append(candidates, n)
-		roles[n.Node()] = append(roles[n.Node()], who.role)
+		holder[role] = n
 	}
 	if q, err := cluster.Queue(qname); err == nil {
 		if n := cluster.ByName(q.Leader); n != nil {
-			candidates = append(candidates, n)
-			roles[n.Node()] = append(roles[n.Node()], "queue leader")
+			holder[roleLeader] = n
 		}
 	} else {
-		t.Logf("queue leader: %v", err)
+		t.Logf("%s: %v", roleLeader, err)
 	}
-	candidates = append(candidates, cluster.Nodes...)
+	preferred := []string{roleConsumer, roleLeader, rolePublisher}[round%3]
+	candidates := append([]*testsvc.PrivateRabbitMQ{holder[preferred]}, cluster.Nodes...)
 	for _, n := range candidates {
-		if !stopped[n.Node()] {
-			if len(roles[n.Node()]) == 0 {
-				return n, "no client connection, follower"
-			}
-			return n, fmt.Sprint(roles[n.Node()])
+		if n == nil || stopped[n.Node()] {
+			continue
 		}
+		var roles []string
+		for _, role := range []string{roleConsumer, rolePublisher, roleLeader} {
+			if holder[role] == n {
+				roles = append(roles, role)
+			}
+		}
+		return n, roles
 	}
 	t.Fatal(errors.New("every node was stopped already"))
-	return nil, ""
+	return nil, nil
 }
