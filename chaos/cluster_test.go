@@ -107,8 +107,8 @@ func (l *clusterLedger) published(first, n int, ok bool, start, end time.Time) {
 // TestClusterSurvivesEachNodeStopped runs a steady publish/consume load
 // through the queue package on a private 3-node cluster and stops each node
 // in turn, first the ones the consumer and the publisher are connected to and
-// the queue's leader: consuming must resume within 15 s of each stop, and at
-// the end every confirmed message must have been handled.
+// the queue's leader, then kills one: consuming must resume within 15 s of
+// each stop, and at the end every confirmed message must have been handled.
 func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 	cluster := testsvc.StartRabbitCluster(t, 3)
 	qname := "cluster_" + testsvc.ID(t)
@@ -182,8 +182,14 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 		}
 	}()
 
+	// One round per node stops it gracefully; a last round kills the
+	// consumer's node with SIGKILL, as a crash would.
 	stopped, rolesStopped := map[string]bool{}, map[string]bool{}
-	for round := range cluster.Nodes {
+	for round := range len(cluster.Nodes) + 1 {
+		crash := round == len(cluster.Nodes)
+		if crash {
+			clear(stopped)
+		}
 		if err := cluster.WaitQueueOnline(qname, time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -193,15 +199,24 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 		}
 		victim, roles := pickVictim(t, cluster, qname, round, stopped)
 		stopped[victim.Node()] = true
-		for _, r := range roles {
-			rolesStopped[r] = true
+		how := "stopping"
+		if crash {
+			how = "killing"
+		} else {
+			for _, r := range roles {
+				rolesStopped[r] = true
+			}
 		}
-		t.Logf("round %d: stopping %s %v", round+1, victim.Node(), roles)
+		t.Logf("round %d: %s %s %v", round+1, how, victim.Node(), roles)
 		stopAt := time.Now()
 		ledger.mu.Lock()
 		ledger.stalls = append(ledger.stalls, [2]time.Time{stopAt}) // open until consuming resumes
 		ledger.mu.Unlock()
-		victim.Stop()
+		if crash {
+			victim.Kill()
+		} else {
+			victim.Stop()
+		}
 		mark := int(next.Load()) // published after the node was down
 		err := ledger.waitSeen(mark, stopAt.Add(clusterRecovery))
 		resumed := time.Now()
@@ -209,7 +224,7 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 		ledger.stalls[len(ledger.stalls)-1][1] = resumed
 		ledger.mu.Unlock()
 		if err != nil {
-			t.Fatalf("round %d: consuming did not resume within %s of stopping %s: %v", round+1, clusterRecovery, victim.Node(), err)
+			t.Fatalf("round %d: consuming did not resume within %s of %s %s: %v", round+1, clusterRecovery, how, victim.Node(), err)
 		}
 		t.Logf("round %d: consuming resumed %v after the stop began", round+1, resumed.Sub(stopAt).Round(time.Millisecond))
 		victim.Start()
