@@ -21,7 +21,9 @@ type Config struct {
 	// DatabaseURL is the PostgreSQL connection string (DATABASE_URL).
 	// Default: postgres://postgres@127.0.0.1:5432/portalwatch?sslmode=disable.
 	DatabaseURL string
-	// AMQPURL is the RabbitMQ URL (AMQP_URL). Default: amqp://guest:guest@127.0.0.1:5672/.
+	// AMQPURL is the RabbitMQ URL (AMQP_URL), or a comma-separated list of
+	// the URLs of a cluster's nodes, each amqp:// or amqps:// with a host.
+	// Default: amqp://guest:guest@127.0.0.1:5672/.
 	AMQPURL string
 	// RedisURL is the Redis URL (REDIS_URL). Default: redis://127.0.0.1:6379/0.
 	RedisURL string
@@ -205,7 +207,7 @@ func Load(getenv Getenv) (Config, error) {
 	}
 	c.Processor.Prefetch = r.integer("PORTALWATCH_PROCESSOR_PREFETCH", 4*c.Processor.Concurrency, 1, 2000)
 	r.check(validURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql"))
-	r.check(validURL("AMQP_URL", c.AMQPURL, "amqp", "amqps"))
+	r.check(validURLList("AMQP_URL", c.AMQPURL, "amqp", "amqps"))
 	r.check(validURL("REDIS_URL", c.RedisURL, "redis", "rediss", "unix"))
 	r.check(validName("PORTALWATCH_JOB_QUEUE", c.JobQueue))
 	r.check(validName("PORTALWATCH_TASK_QUEUE", c.TaskQueue))
@@ -329,6 +331,32 @@ func validURL(name, raw string, schemes ...string) error {
 		}
 	}
 	return fmt.Errorf("%s=%q: want a URL starting with %s://", name, redact(u), strings.Join(schemes, ":// or "))
+}
+
+// validURLList checks a comma-separated list of URLs, naming each bad entry
+// by its position so that a person finds it in a long list.
+func validURLList(name, raw string, schemes ...string) error {
+	parts := strings.Split(raw, ",")
+	var errs []error
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		entry := name
+		if len(parts) > 1 {
+			entry = fmt.Sprintf("%s entry %d", name, i+1)
+		}
+		if p == "" {
+			errs = append(errs, fmt.Errorf("%s is empty: separate node URLs with single commas", entry))
+			continue
+		}
+		if err := validURL(entry, p, schemes...); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if u, _ := url.Parse(p); u.Host == "" {
+			errs = append(errs, fmt.Errorf("%s=%q: want a host, as in amqp://user:password@host:5672/", entry, redact(u)))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // redact hides a password so a config error never prints a credential.

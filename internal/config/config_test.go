@@ -112,3 +112,35 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+func TestAMQPURLListIsValidatedNodeByNode(t *testing.T) {
+	tests := []struct {
+		list    string
+		wantErr string // "" means valid
+	}{
+		{"amqp://guest:guest@127.0.0.1:5672/", ""},
+		{"amqp://u:secret@mq1:5672/, amqp://u:secret@mq2:5672/,amqps://u:secret@mq3:5671/", ""},
+		{"amqp://u:secret@mq1:5672/,,amqp://u:secret@mq2:5672/", "AMQP_URL entry 2 is empty"},
+		{"amqp://u:secret@mq1:5672/,http://u:secret@mq2/", "AMQP_URL entry 2="},
+		{"amqp://u:secret@mq1:5672/,amqp://u:secret@mq2:port/", "not a valid URL: invalid port"},
+		{"amqp://u:secret@mq1:5672/,amqp:///vhost", "AMQP_URL entry 2=\"amqp:///vhost\": want a host"},
+		{"amqp://u:secret@mq1:5672/,", "AMQP_URL entry 2 is empty"},
+	}
+	for _, tt := range tests {
+		c, err := Load(envOf(map[string]string{"AMQP_URL": tt.list}))
+		if tt.wantErr == "" {
+			if err != nil {
+				t.Errorf("AMQP_URL=%q: %v", tt.list, err)
+			} else if c.AMQPURL != tt.list {
+				t.Errorf("AMQP_URL=%q read as %q", tt.list, c.AMQPURL)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("AMQP_URL=%q: error %v, want one containing %q", tt.list, err, tt.wantErr)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("AMQP_URL=%q: error leaks a password: %v", tt.list, err)
+		}
+	}
+}

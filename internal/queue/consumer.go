@@ -56,8 +56,11 @@ type Consumer struct {
 	log        *slog.Logger
 	handle     Handler
 	deadLetter *Publisher
-	state
+	conn       *connection
 }
+
+// consumerTag names the consumer on its channel, which carries no other.
+const consumerTag = "portalwatch"
 
 // NewConsumer returns a consumer of cfg.Queue that calls handle for each
 // delivery and dead-letters through deadLetter, a publisher on a connection
@@ -76,72 +79,76 @@ func NewConsumer(cfg ConsumerConfig, log *slog.Logger, handle Handler, deadLette
 	if cfg.AckDelay == 0 {
 		cfg.AckDelay = 5 * time.Millisecond
 	}
-	c := &Consumer{
+	log = log.With("component", "amqp_consumer", "queue", cfg.Queue)
+	return &Consumer{
 		cfg:        cfg,
-		log:        log.With("component", "amqp_consumer", "queue", cfg.Queue),
+		log:        log,
 		handle:     handle,
 		deadLetter: deadLetter,
+		conn:       newConnection(cfg.Config, "consumer "+cfg.Queue, log, cfg.Queue),
 	}
-	c.setWaiting(errors.New("not connected yet"))
-	return c
 }
+
+// Health returns nil while the consumer is consuming, or what it is waiting
+// for.
+func (c *Consumer) Health() error { return c.conn.Health() }
 
 // Run consumes until ctx ends, reconnecting whenever the connection or channel
 // is lost. When ctx ends it stops taking deliveries, lets handlers finish for
 // up to DrainTimeout, cancels the rest (their deliveries go back to the queue
 // when the connection closes) and returns nil. It never returns because the
-// broker is down.
+// broker is down; it returns an error at once if Config.URL is unusable.
 func (c *Consumer) Run(ctx context.Context) error {
-	for attempt := 0; ; attempt++ {
-		consumed, err := c.session(ctx)
+	defer c.conn.Close()
+	for {
+		sess, deliveries, err := c.open(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if consumed {
-			attempt = 0 // a session that worked starts the backoff afresh
+		if err != nil {
+			return fmt.Errorf("consume %s: %w", c.cfg.Queue, err) // a bad URL: no retry can help
 		}
-		c.setWaiting(err)
-		c.log.Warn("RabbitMQ consumer session ended; reconnecting", "attempt", attempt+1, "err", err)
-		if c.cfg.Backoff.Sleep(ctx, attempt) != nil {
+		ended := c.consume(ctx, sess, deliveries)
+		if ctx.Err() != nil {
 			return nil
 		}
+		c.log.Warn("RabbitMQ consumer session ended; reconnecting", "err", ended)
+		c.conn.lost(sess, ended)
 	}
 }
 
-// session runs one connection's worth of consuming. It reports whether it got
-// as far as consuming, and why it ended.
-func (c *Consumer) session(ctx context.Context) (consumed bool, err error) {
-	conn, err := dial(c.cfg.Config, "consumer "+c.cfg.Queue)
+// open returns a new session that is consuming the queue, waiting for the
+// broker as long as ctx allows.
+func (c *Consumer) open(ctx context.Context) (*session, <-chan amqp.Delivery, error) {
+	var deliveries <-chan amqp.Delivery
+	sess, err := c.conn.open(ctx, func(ch *amqp.Channel) error {
+		// Per-consumer prefetch: quorum queues refuse global QoS.
+		if err := ch.Qos(c.cfg.Prefetch, 0, false); err != nil {
+			return fmt.Errorf("set prefetch: %w", err)
+		}
+		var err error
+		deliveries, err = ch.Consume(c.cfg.Queue, consumerTag, false, false, false, false, nil)
+		if err != nil {
+			return fmt.Errorf("consume %s: %w", c.cfg.Queue, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return false, err
+		return nil, nil, err
 	}
-	defer conn.Close()
-	connClosed := conn.NotifyClose(make(chan *amqp.Error, 1))
-	ch, err := conn.Channel()
-	if err != nil {
-		return false, fmt.Errorf("open channel: %w", err)
-	}
-	chClosed := ch.NotifyClose(make(chan *amqp.Error, 1))
-	if err := declareWorkQueue(ch, c.cfg.Queue, c.cfg.DeliveryLimit); err != nil {
-		return false, err
-	}
-	// Per-consumer prefetch: quorum queues refuse global QoS.
-	if err := ch.Qos(c.cfg.Prefetch, 0, false); err != nil {
-		return false, fmt.Errorf("set prefetch: %w", err)
-	}
-	const tag = "portalwatch"
-	deliveries, err := ch.Consume(c.cfg.Queue, tag, false, false, false, false, nil)
-	if err != nil {
-		return false, fmt.Errorf("consume %s: %w", c.cfg.Queue, err)
-	}
-	c.setReady()
 	c.log.Info("consuming", "prefetch", c.cfg.Prefetch, "workers", c.cfg.Workers)
+	return sess, deliveries, nil
+}
 
+// consume hands sess's deliveries to the workers until ctx ends or the
+// session breaks, then drains the workers; it returns why the session ended
+// (nil on a stop). Every delivery is settled on sess's channel or not at all.
+func (c *Consumer) consume(ctx context.Context, sess *session, deliveries <-chan amqp.Delivery) error {
 	// Handlers get a context that survives the stop signal, so in-flight
 	// work can finish, and is cancelled when the drain time is up.
 	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHandlers()
-	acks := newAcker(ch, c.cfg.Prefetch/4, c.cfg.AckDelay, func(err error) {
+	acks := newAcker(sess.ch, c.cfg.Prefetch/4, c.cfg.AckDelay, func(err error) {
 		c.log.Info("could not ack a delivery; the broker will deliver it again", "err", err)
 	})
 	// Acks still pending go out before the connection closes; on a dead
@@ -156,28 +163,30 @@ func (c *Consumer) session(ctx context.Context) (consumed bool, err error) {
 			}
 		})
 	}
+	ended := c.feed(ctx, sess, deliveries, work)
+	close(work)
+	c.drain(ctx, &wg, cancelHandlers)
+	return ended
+}
 
-	var ended error
-loop:
+// feed passes deliveries to work until ctx ends or the session breaks.
+func (c *Consumer) feed(ctx context.Context, sess *session, deliveries <-chan amqp.Delivery, work chan<- amqp.Delivery) error {
 	for {
 		select {
 		case <-ctx.Done():
 			// Stop intake first; deliveries already buffered but not yet
 			// handled go back to the queue when the connection closes.
-			if err := ch.Cancel(tag, false); err != nil {
+			if err := sess.ch.Cancel(consumerTag, false); err != nil {
 				c.log.Warn("cancel consumer", "err", err)
 			}
-			break loop
-		case e := <-connClosed:
-			ended = closeReason("connection", e)
-			break loop
-		case e := <-chClosed:
-			ended = closeReason("channel", e)
-			break loop
+			return nil
+		case e := <-sess.connClosed:
+			return closeReason("connection", e)
+		case e := <-sess.chClosed:
+			return closeReason("channel", e)
 		case d, ok := <-deliveries:
 			if !ok {
-				ended = errors.New("delivery channel closed")
-				break loop
+				return errors.New("delivery channel closed")
 			}
 			select {
 			case work <- d:
@@ -185,24 +194,28 @@ loop:
 			}
 		}
 	}
-	close(work)
+}
 
+// drain waits for the workers. On a stop (ctx ended) handlers get up to
+// DrainTimeout to finish; when the session broke they are cancelled at once,
+// since none of them can ack any more.
+func (c *Consumer) drain(ctx context.Context, workers *sync.WaitGroup, cancelHandlers context.CancelFunc) {
 	drained := make(chan struct{})
-	go func() { wg.Wait(); close(drained) }()
-	if ctx.Err() != nil {
-		select {
-		case <-drained:
-		case <-time.After(c.cfg.DrainTimeout):
-			c.log.Warn("drain timeout: cancelling handlers; their deliveries return to the queue", "timeout", c.cfg.DrainTimeout.String())
-			cancelHandlers()
-			<-drained
-		}
-	} else {
-		// The channel is gone, so no handler can ack any more: stop them.
+	go func() { workers.Wait(); close(drained) }()
+	if ctx.Err() == nil {
+		cancelHandlers()
+		<-drained
+		return
+	}
+	timeout := time.NewTimer(c.cfg.DrainTimeout)
+	defer timeout.Stop()
+	select {
+	case <-drained:
+	case <-timeout.C:
+		c.log.Warn("drain timeout: cancelling handlers; their deliveries return to the queue", "timeout", c.cfg.DrainTimeout.String())
 		cancelHandlers()
 		<-drained
 	}
-	return true, ended
 }
 
 func closeReason(what string, e *amqp.Error) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -32,7 +33,11 @@ type Dead struct {
 func NewDead(cfg Config) *Dead { return &Dead{cfg: cfg.WithDefaults()} }
 
 func (d *Dead) channel() (*amqp.Connection, *amqp.Channel, error) {
-	conn, err := dial(d.cfg, "watchctl")
+	ns, err := newNodes(d.cfg.URL, rand.IntN(1<<16))
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, _, err := dialAny(d.cfg, "watchctl", ns)
 	if err != nil {
 		return nil, nil, err
 	}

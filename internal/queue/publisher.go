@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -23,36 +22,19 @@ type Message struct {
 // publishes of many goroutines share one confirm-mode channel and wait for
 // their confirms independently.
 type Publisher struct {
-	cfg    Config
-	log    *slog.Logger
-	queues []string
-
-	// lock guards sess; it is a channel so that waiting for it honours ctx.
-	lock chan struct{}
-	sess *pubSession
-	state
+	cfg  Config
+	log  *slog.Logger
+	conn *connection
 }
-
-type pubSession struct {
-	conn *amqp.Connection
-	ch   *amqp.Channel
-}
-
-func (s *pubSession) broken() bool { return s.conn.IsClosed() || s.ch.IsClosed() }
 
 // NewPublisher returns a publisher for the given work queues, which it
 // declares (with their dead-letter queues) on every new connection: RabbitMQ
 // confirms, and then drops, a message routed to a queue that does not exist.
-// It does not connect until the first Publish.
+// It does not connect until the first Publish or Connect.
 func NewPublisher(cfg Config, log *slog.Logger, queues ...string) *Publisher {
-	p := &Publisher{
-		cfg:    cfg.WithDefaults(),
-		log:    log.With("component", "amqp_publisher"),
-		queues: queues,
-		lock:   make(chan struct{}, 1),
-	}
-	p.setWaiting(errors.New("not connected yet"))
-	return p
+	cfg = cfg.WithDefaults()
+	log = log.With("component", "amqp_publisher")
+	return &Publisher{cfg: cfg, log: log, conn: newConnection(cfg, "publisher", log, queues...)}
 }
 
 // Publish publishes msgs to queue and returns once the broker has confirmed
@@ -63,12 +45,11 @@ func NewPublisher(cfg Config, log *slog.Logger, queues ...string) *Publisher {
 func (p *Publisher) Publish(ctx context.Context, queue string, msgs ...Message) error {
 	pending := msgs
 	for attempt := 0; ; attempt++ {
-		sess, err := p.session(ctx)
+		sess, err := p.conn.open(ctx, enableConfirms)
 		if err != nil {
 			return fmt.Errorf("publish %d messages to %s: %w", len(pending), queue, err)
 		}
-		var failed []Message
-		failed, err = p.publishOnce(ctx, sess, queue, pending)
+		failed, refused, err := p.publishOnce(ctx, sess, queue, pending)
 		if err == nil {
 			return nil
 		}
@@ -77,6 +58,10 @@ func (p *Publisher) Publish(ctx context.Context, queue string, msgs ...Message) 
 		}
 		p.log.Warn("publish failed; retrying", "queue", queue, "unconfirmed", len(failed), "attempt", attempt+1, "err", err)
 		pending = failed
+		if !refused {
+			continue // the connection was lost; it backs off before it dials again
+		}
+		// Refused by the broker (a full queue, say): wait longer each time.
 		if err := p.cfg.Backoff.Sleep(ctx, attempt); err != nil {
 			return fmt.Errorf("publish to %s: %d of %d messages unconfirmed: %w", queue, len(pending), len(msgs), err)
 		}
@@ -87,13 +72,28 @@ func (p *Publisher) Publish(ctx context.Context, queue string, msgs ...Message) 
 // up, so that health reports the truth before the first publish. It returns
 // nil once connected, or ctx's error.
 func (p *Publisher) Connect(ctx context.Context) error {
-	_, err := p.session(ctx)
+	_, err := p.conn.open(ctx, enableConfirms)
 	return err
 }
 
+// Health returns nil while the publisher's connection is up, or what it is
+// waiting for.
+func (p *Publisher) Health() error { return p.conn.Health() }
+
+func enableConfirms(ch *amqp.Channel) error {
+	if err := ch.Confirm(false); err != nil {
+		return fmt.Errorf("enable publisher confirms: %w", err)
+	}
+	return nil
+}
+
 // publishOnce sends every message, then waits for all confirms; it returns the
-// messages that were not confirmed.
-func (p *Publisher) publishOnce(ctx context.Context, sess *pubSession, queue string, msgs []Message) ([]Message, error) {
+// messages that were not confirmed and whether the broker refused (nacked)
+// any. Any failure drops the session, a refusal included: a quorum queue
+// whose leader was lost while this channel was opened can go on refusing
+// every publish on that channel while a fresh one is served (RabbitMQ 3.10,
+// seen in chaos/cluster_test.go).
+func (p *Publisher) publishOnce(ctx context.Context, sess *session, queue string, msgs []Message) (failed []Message, refused bool, err error) {
 	confirms := make([]*amqp.DeferredConfirmation, len(msgs))
 	var sendErr error
 	for i, m := range msgs {
@@ -113,7 +113,6 @@ func (p *Publisher) publishOnce(ctx context.Context, sess *pubSession, queue str
 	waitCtx, cancel := context.WithTimeout(ctx, p.cfg.ConfirmTimeout)
 	defer cancel()
 	var (
-		failed  []Message
 		waitErr error
 		nacked  int
 	)
@@ -132,14 +131,19 @@ func (p *Publisher) publishOnce(ctx context.Context, sess *pubSession, queue str
 			failed = append(failed, msgs[i])
 		}
 	}
-	if sendErr != nil || waitErr != nil || sess.broken() {
-		// The channel may be wedged; a fresh connection costs little.
-		p.discard(sess, errors.Join(sendErr, waitErr))
+	if len(failed) == 0 && !sess.broken() {
+		return nil, false, nil
 	}
+	// The channel may be wedged; a fresh connection costs little.
+	err = errors.Join(sendErr, waitErr, nackError(nacked))
+	if err == nil {
+		err = errors.New("publish channel closed")
+	}
+	p.conn.lost(sess, err)
 	if len(failed) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
-	return failed, errors.Join(sendErr, waitErr, nackError(nacked))
+	return failed, nacked > 0, err
 }
 
 func nackError(n int) error {
@@ -149,88 +153,9 @@ func nackError(n int) error {
 	return fmt.Errorf("broker refused %d messages (queue full or broker error)", n)
 }
 
-// session returns the live session, dialling a new one with backoff if there
-// is none. Only one goroutine dials; the others wait for it or for ctx.
-func (p *Publisher) session(ctx context.Context) (*pubSession, error) {
-	select {
-	case p.lock <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { <-p.lock }()
-	if p.sess != nil && !p.sess.broken() {
-		return p.sess, nil
-	}
-	for attempt := 0; ; attempt++ {
-		sess, err := p.open()
-		if err == nil {
-			p.sess = sess
-			p.setReady()
-			if attempt > 0 {
-				p.log.Info("connected to RabbitMQ", "attempts", attempt+1)
-			}
-			return sess, nil
-		}
-		p.setWaiting(err)
-		p.log.Warn("RabbitMQ unavailable; retrying", "attempt", attempt+1, "err", err)
-		if err := p.cfg.Backoff.Sleep(ctx, attempt); err != nil {
-			return nil, fmt.Errorf("waiting for RabbitMQ: %w (last error: %v)", err, p.Health())
-		}
-	}
-}
-
-func (p *Publisher) open() (*pubSession, error) {
-	conn, err := dial(p.cfg, "publisher")
-	if err != nil {
-		return nil, err
-	}
-	ch, err := conn.Channel()
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("open channel: %w", err)
-	}
-	for _, q := range p.queues {
-		if err := declareWorkQueue(ch, q, p.cfg.DeliveryLimit); err != nil {
-			conn.Close()
-			return nil, err
-		}
-	}
-	if err := ch.Confirm(false); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("enable publisher confirms: %w", err)
-	}
-	return &pubSession{conn: conn, ch: ch}, nil
-}
-
-// discard closes sess if it is still the current session, so the next
-// publish dials anew.
-func (p *Publisher) discard(sess *pubSession, reason error) {
-	p.lock <- struct{}{}
-	defer func() { <-p.lock }()
-	if p.sess == sess {
-		p.sess = nil
-		p.setWaiting(reason)
-	}
-	// Closing the connection closes its channel; closing a channel of a dead
-	// connection can hang (amqp091-go#88).
-	sess.conn.Close()
-}
-
-// Close closes the connection. Publishes in progress fail. It is safe to call
-// more than once.
-func (p *Publisher) Close() error {
-	p.lock <- struct{}{}
-	defer func() { <-p.lock }()
-	if p.sess == nil {
-		return nil
-	}
-	err := p.sess.conn.Close()
-	p.sess = nil
-	if err != nil && !errors.Is(err, amqp.ErrClosed) {
-		return fmt.Errorf("close RabbitMQ publisher: %w", err)
-	}
-	return nil
-}
+// Close closes the connection; publishes in progress fail, and so do later
+// ones. It is safe to call more than once.
+func (p *Publisher) Close() error { return p.conn.Close() }
 
 func table(h map[string]string) amqp.Table {
 	if len(h) == 0 {
@@ -241,32 +166,4 @@ func table(h map[string]string) amqp.Table {
 		t[k] = v
 	}
 	return t
-}
-
-// state tracks whether a connection is up, for /healthz.
-type state struct {
-	mu  sync.Mutex
-	err error
-}
-
-func (s *state) setReady() {
-	s.mu.Lock()
-	s.err = nil
-	s.mu.Unlock()
-}
-
-func (s *state) setWaiting(err error) {
-	if err == nil {
-		err = errors.New("reconnecting")
-	}
-	s.mu.Lock()
-	s.err = err
-	s.mu.Unlock()
-}
-
-// Health returns nil while connected, or what the connection is waiting for.
-func (s *state) Health() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
 }

@@ -3,7 +3,10 @@
 // consumer with manual acks, prefetch and a worker pool. It owns reconnection:
 // each connection is redialled with capped, jittered backoff and the topology
 // redeclared; deliveries in flight on a lost channel are dropped unacked (the
-// broker requeues them) and are never acked on another channel.
+// broker requeues them) and are never acked on another channel. Given a
+// cluster's nodes, a connection starts at a random one and moves to the next
+// when its node is lost; quorum queues keep the messages on the surviving
+// replicas.
 //
 // amqp091-go's own Config.Recovery is deliberately left off: it restarts
 // delivery and confirm tags at 1, so an ack meant for a delivery of the old
@@ -14,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -23,7 +27,10 @@ import (
 
 // Config holds what both publishers and consumers need.
 type Config struct {
-	// URL is the broker's AMQP URL.
+	// URL is the broker's AMQP URL, or a comma-separated list of the URLs of
+	// a cluster's nodes ("amqp://u:p@mq1:5672/,amqp://u:p@mq2:5672/"). Each
+	// connection starts at a random node and, when that node is lost or
+	// refuses, moves on to the next one in the list. Required.
 	URL string
 	// Name identifies the process in the broker's connection list.
 	Name string
@@ -69,17 +76,82 @@ const (
 	HeaderDeadAt      = "x-portalwatch-dead-at"
 )
 
-func dial(c Config, role string) (*amqp.Connection, error) {
+// nodes rotates through the URLs of a cluster's nodes. A connection starts at
+// a random node, so that a fleet of processes spreads over the cluster, and
+// each attempt starts one node further, so that the node a lost connection
+// was on is tried last.
+type nodes struct {
+	urls []string
+	next int
+}
+
+// newNodes splits a comma-separated list of AMQP URLs; start picks the first
+// node to try (it is taken modulo the list's length). An empty or unparsable
+// entry is an error that names its position, never its password.
+func newNodes(list string, start int) (*nodes, error) {
+	parts := strings.Split(list, ",")
+	urls := make([]string, 0, len(parts))
+	for i, raw := range parts {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			return nil, fmt.Errorf("AMQP URL list %q: entry %d is empty", redactList(list), i+1)
+		}
+		if _, err := amqp.ParseURI(raw); err != nil {
+			return nil, fmt.Errorf("AMQP URL list: entry %d (%s) is not an AMQP URL: %w", i+1, redact(raw), err)
+		}
+		urls = append(urls, raw)
+	}
+	return &nodes{urls: urls, next: start % len(urls)}, nil
+}
+
+// order returns the URLs in the order of this attempt and moves the start of
+// the next attempt one node on.
+func (n *nodes) order() []string {
+	out := make([]string, 0, len(n.urls))
+	for i := range n.urls {
+		out = append(out, n.urls[(n.next+i)%len(n.urls)])
+	}
+	n.next = (n.next + 1) % len(n.urls)
+	return out
+}
+
+// connectedTo makes the attempt after this one start at the node after url,
+// so that losing the node a connection was on moves it to another at once.
+func (n *nodes) connectedTo(url string) {
+	for i, u := range n.urls {
+		if u == url {
+			n.next = (i + 1) % len(n.urls)
+			return
+		}
+	}
+}
+
+// dialAny connects to the first node of ns that accepts, trying each once.
+// It returns the connection and the URL of its node, or every node's error.
+func dialAny(c Config, role string, ns *nodes) (*amqp.Connection, string, error) {
+	var errs []error
+	for _, url := range ns.order() {
+		conn, err := dial(c, role, url)
+		if err == nil {
+			ns.connectedTo(url)
+			return conn, url, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, "", errors.Join(errs...)
+}
+
+func dial(c Config, role, url string) (*amqp.Connection, error) {
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName(c.Name + " " + role)
-	conn, err := amqp.DialConfig(c.URL, amqp.Config{
+	conn, err := amqp.DialConfig(url, amqp.Config{
 		Heartbeat:  c.Heartbeat,
 		Properties: props,
 		Locale:     "en_US",
 		Dial:       amqp.DefaultDial(5 * time.Second),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("connect to RabbitMQ at %s: %w", redact(c.URL), err)
+		return nil, fmt.Errorf("connect to RabbitMQ at %s: %w", redact(url), err)
 	}
 	return conn, nil
 }
@@ -106,6 +178,17 @@ func declareWorkQueue(ch *amqp.Channel, queue string, deliveryLimit int) error {
 		return fmt.Errorf("declare queue %s: %w", queue, err)
 	}
 	return nil
+}
+
+// redactList hides the credentials of every URL of a comma-separated list.
+func redactList(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			parts[i] = redact(p)
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // redact hides the password of an AMQP URL in messages.

@@ -349,12 +349,18 @@ func (r *PrivateRabbitMQ) Ctl(args ...string) (string, error) {
 // cores), with its own port, distribution port, data and logs.
 func StartRabbitMQ(t testing.TB) *PrivateRabbitMQ {
 	t.Helper()
+	r := newRabbitMQ(t, "pwtest"+ID(t)+"@localhost")
+	r.Start()
+	return r
+}
+
+// newRabbitMQ prepares, without starting, a RabbitMQ node named node.
+func newRabbitMQ(t testing.TB, node string) *PrivateRabbitMQ {
+	t.Helper()
 	// The inner script, not /usr/sbin's wrapper, which would su into a
 	// session of its own.
 	bin := need(t, "/usr/lib/rabbitmq/bin/rabbitmq-server", "rabbitmq-server")
 	s := newServer(t, "rabbitmq")
-	id := ID(t)
-	node := "pwtest" + id + "@localhost"
 	distPort := s.port + 1
 	if err := os.WriteFile(filepath.Join(s.dir, "rabbitmq.conf"),
 		fmt.Appendf(nil, "listeners.tcp.local = 127.0.0.1:%d\nloopback_users = none\n", s.port), 0o644); err != nil {
@@ -388,7 +394,6 @@ func StartRabbitMQ(t testing.TB) *PrivateRabbitMQ {
 		}
 		return nil
 	}
-	s.Start()
 	return &PrivateRabbitMQ{server: s, node: node}
 }
 
