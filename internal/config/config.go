@@ -121,7 +121,8 @@ type Processor struct {
 	// Prefetch is the task queue prefetch (PORTALWATCH_PROCESSOR_PREFETCH,
 	// default 4 × Concurrency).
 	Prefetch int
-	// SeenTTL is how long a page's Redis seen-set lives after its last write
+	// SeenTTL is the length of a page's Redis seen-set generation; its codes
+	// expire at most two generations after they were written
 	// (PORTALWATCH_SEEN_TTL, default 720h); PostgreSQL keeps the truth.
 	SeenTTL time.Duration
 }
