@@ -9,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -132,13 +130,27 @@ func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
 }
 
 func (s *Service) process(ctx context.Context, task watch.Task) (outcome string, err error) {
+	// Whatever a crawler sent came from the network: nothing of it is stored
+	// or logged uncleaned. An error that cleans to nothing is still an error.
+	failed := task.Failed()
+	task.Error = watch.CleanText(task.Error)
+	if failed && task.Error == "" {
+		task.Error = "the crawler's error text was nothing but control characters"
+	}
+	task.BaseURL, task.FinalURL = watch.CleanText(task.BaseURL), watch.CleanText(task.FinalURL)
+	if task.Status < 0 || task.Status > 999 {
+		// Not an HTTP status; the database could not even be asked to store it,
+		// and a client-side error would be retried forever.
+		s.log.Warn("task carries an impossible HTTP status; recorded as 0", "page_id", task.ID, "status", task.Status)
+		task.Status = 0
+	}
 	check := store.Check{
 		PageID:       task.ID,
 		FetchedAt:    task.FetchedAt,
 		Status:       task.Status,
 		Error:        task.Error,
-		ETag:         task.ETag,
-		LastModified: task.LastModified,
+		ETag:         watch.CleanText(task.ETag),
+		LastModified: watch.CleanText(task.LastModified),
 		Truncated:    task.Truncated,
 		Caps:         s.cfg.Caps,
 		FullSet:      !task.Failed() && !task.NotModified(),
@@ -164,7 +176,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		log.Info("task for a removed page dropped")
 		return "page_removed", nil
 	case err != nil && store.IsPermanent(err):
-		return "rejected", queue.Permanent(err)
+		return "rejected", s.recordRejection(ctx, check, err)
 	case err != nil:
 		return "interrupted", err
 	}
@@ -222,13 +234,13 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []stor
 		if l.URL == "" {
 			continue
 		}
-		url := clean(l.URL)
+		url := watch.CleanText(l.URL)
 		key := shortlink.Key(url)
 		if _, dup := keys[key]; dup {
 			continue
 		}
 		keys[key] = struct{}{}
-		links = append(links, store.NewLink{Key: key, URL: url, Text: clean(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
+		links = append(links, store.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
 		codes = append(codes, shortlink.CodeValue(key, s.cfg.CodeLength))
 	}
 	all = make([]uint64, 0, len(keys))
@@ -275,6 +287,32 @@ func recordedCodes(links []store.NewLink, codes []uint64, updates []watch.Update
 	return kept
 }
 
+// recordRejection records, when PostgreSQL refused a check for good, a
+// failure on the page in its place, which also frees the page's lease, and
+// returns the permanent error that dead-letters the task. Without it the
+// page would show nothing of the check and stay leased until the lease ran
+// out. An error while recording the failure is transient (the task returns
+// to its queue) or permanent too (it is logged, and the task dead-lettered).
+func (s *Service) recordRejection(ctx context.Context, c store.Check, rejected error) error {
+	// Only values the processor chose: any of the check's may be what was
+	// refused, its fetch time included.
+	failure := store.Check{
+		PageID:    c.PageID,
+		FetchedAt: time.Now(),
+		Error:     watch.CleanText("the database refused this check's data: " + rejected.Error()),
+	}
+	_, err := s.record(ctx, failure, nil)
+	switch {
+	case err == nil || errors.Is(err, watch.ErrPageNotFound):
+		return queue.Permanent(rejected)
+	case store.IsPermanent(err):
+		s.log.Error("the page's failure could not be recorded either", "page_id", c.PageID, "err", err)
+		return queue.Permanent(fmt.Errorf("%w (recording the failure on the page failed too: %v)", rejected, err))
+	default:
+		return fmt.Errorf("record the refused check of page %d as a failure: %w", c.PageID, err)
+	}
+}
+
 // record retries RecordCheck while the failure is transient.
 func (s *Service) record(ctx context.Context, c store.Check, links []store.NewLink) (store.Recorded, error) {
 	for attempt := 0; ; attempt++ {
@@ -287,12 +325,4 @@ func (s *Service) record(ctx context.Context, c store.Check, links []store.NewLi
 			return store.Recorded{}, fmt.Errorf("record check of page %d: %w (gave up: %v)", c.PageID, err, sleepErr)
 		}
 	}
-}
-
-// clean makes s valid UTF-8 without NUL bytes, which PostgreSQL text refuses.
-func clean(s string) string {
-	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
-		return s
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
