@@ -187,7 +187,11 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		codes = recordedCodes(links, codes, rec.Updates)
 	}
 	if rec.RefreshDue && check.FullSet {
-		if err := s.store.RefreshLinks(ctx, task.ID, keys, check.LinksDigest); err != nil {
+		digest := check.LinksDigest
+		if rec.Cut > 0 {
+			digest = "" // the set is not all recorded: no digest may say it is
+		}
+		if err := s.store.RefreshLinks(ctx, task.ID, keys, digest); err != nil {
 			log.Warn("links' last-seen times not refreshed; the next whole check tries again", "err", err)
 		}
 	}

@@ -127,8 +127,13 @@ type querier interface {
 // this check set the baseline: now() is the transaction's start, so it
 // equals only a value set here. When a link refresh is due and the check
 // lacks the whole link set, the validators and the digest are cleared so the
-// next check fetches and sends the whole page.
-const successSet = `
+// next check fetches and sends the whole page. cut is an SQL condition true
+// when the check's caps cut links: then the digest is cleared too, since a
+// digest promises that every link of its set is recorded, and the crawler
+// would otherwise report the same page as unchanged and the cut links would
+// never be recorded.
+func successSet(cut string) string {
+	return `
 	lease_until          = NULL,
 	baseline_at          = coalesce(baseline_at, now()),
 	last_checked_at      = CASE WHEN ` + fresh + ` THEN $2 ELSE last_checked_at END,
@@ -140,8 +145,9 @@ const successSet = `
 	                            WHEN ` + fresh + ` AND $3 <> 304 THEN nullif($4, '') ELSE etag END,
 	last_modified        = CASE WHEN ` + fresh + ` AND ` + askWhole + ` THEN NULL
 	                            WHEN ` + fresh + ` AND $3 <> 304 THEN nullif($5, '') ELSE last_modified END,
-	links_digest         = CASE WHEN ` + fresh + ` AND ` + askWhole + ` THEN NULL
+	links_digest         = CASE WHEN ` + fresh + ` AND (` + askWhole + ` OR ` + cut + `) THEN NULL
 	                            WHEN ` + fresh + ` AND $6 <> '' THEN $6 ELSE links_digest END`
+}
 
 // refreshDue is true when the page's links' last-seen times are older than
 // the refresh period $9 (zero: never).
@@ -194,7 +200,7 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 			ON CONFLICT DO NOTHING
 			RETURNING id, link_key
 		), status AS (
-			UPDATE pages SET `+successSet+`,
+			UPDATE pages SET `+successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`)+`,
 				last_cut        = CASE WHEN `+fresh+` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,
 				new_links_today = CASE WHEN page.is_first THEN new_links_today
 				                       ELSE `+today+` + (SELECT count(*) FROM fresh) END,
@@ -252,7 +258,7 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 func recordSuccess(ctx context.Context, q querier, c Check) (Recorded, error) {
 	var rec Recorded
 	err := q.QueryRow(ctx, `
-		UPDATE pages SET `+successSet+`,
+		UPDATE pages SET `+successSet("false")+`,
 			last_cut = CASE WHEN `+fresh+` THEN 0 ELSE last_cut END
 		WHERE id = $1
 		RETURNING baseline_at = now(), `+fresh+` AND `+refreshDue,

@@ -22,7 +22,7 @@ func numbered(prefix string, from, to int) []store.NewLink {
 // counted on the page and recorded by a later check if still there. The
 // baseline is never cut.
 func TestNewLinksAreCappedPerCheckAndPerDay(t *testing.T) {
-	st, _ := openStore(t)
+	st, pool := openStore(t)
 	ctx := context.Background()
 	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://rotating.example/"})
 	caps := store.Caps{PerCheck: 10, PerDay: 25}
@@ -31,7 +31,7 @@ func TestNewLinksAreCappedPerCheckAndPerDay(t *testing.T) {
 		t.Helper()
 		at = at.Add(time.Second)
 		c := ok(page.ID, at)
-		c.Caps, c.Truncated = caps, truncated
+		c.Caps, c.Truncated, c.LinksDigest = caps, truncated, fmt.Sprint("digest of ", len(ls))
 		rec, err := st.RecordCheck(ctx, c, ls)
 		if err != nil {
 			t.Fatal(err)
@@ -55,6 +55,15 @@ func TestNewLinksAreCappedPerCheckAndPerDay(t *testing.T) {
 	got, _ := st.Page(ctx, page.ID)
 	if got.LastCut != 5 || got.LastTruncated != 7 {
 		t.Fatalf("page shows cut %d, truncated %d; want 5 and 7", got.LastCut, got.LastTruncated)
+	}
+	// A digest promises every link of its set is recorded: after a cut the
+	// page has none, so the crawler sends the same page in full again.
+	var digest *string
+	if err := pool.QueryRow(ctx, `SELECT links_digest FROM pages WHERE id = $1`, page.ID).Scan(&digest); err != nil {
+		t.Fatal(err)
+	}
+	if digest != nil {
+		t.Fatalf("links digest after a cut check = %q, want none", *digest)
 	}
 	// The cut links are still new: the next check records them.
 	if rec := check(ls, 0); len(rec.Updates) != 5 || rec.Cut != 0 {
