@@ -163,10 +163,11 @@ const today = `CASE WHEN new_links_day = (now() AT TIME ZONE 'UTC')::date THEN n
 // statement. Locking the page row first (FOR UPDATE in the page CTE, which
 // every other part reads) serialises checks of one page, so two concurrent
 // first checks cannot both believe they are the baseline: the second waits,
-// and then reads the row the first committed. Outside the baseline, the
-// candidates not yet in links are numbered in page order and only the
-// first ones within the page's budget (Caps) are inserted; the rest are
-// counted as cut. The RETURNING rows of the links insert are exactly the new
+// and then reads the row the first committed. When the page's budget (Caps;
+// unlimited for the baseline) is below the number of candidates, the
+// candidates not yet in links are numbered in page order and only the first
+// ones within the budget are inserted; the rest are counted as cut. Within
+// the budget, the usual case, no candidate costs an extra lookup. The RETURNING rows of the links insert are exactly the new
 // links; those become updates unless this check is the baseline. The result
 // has one row per new link, or a single row without a link when none was
 // new, and no row when the page is gone.
@@ -188,7 +189,7 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 		), candidate AS (
 			SELECT l.k, l.u, l.t, l.c, row_number() OVER (ORDER BY l.n) AS n
 			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY AS l(k, u, t, c, n)
-			WHERE page.is_first OR NOT EXISTS (SELECT 1 FROM links WHERE links.page_id = page.id AND links.link_key = l.k)
+			WHERE page.budget >= $16 OR NOT EXISTS (SELECT 1 FROM links WHERE links.page_id = page.id AND links.link_key = l.k)
 		), fresh AS (
 			INSERT INTO links (page_id, link_key, url, text, code)
 			SELECT page.id, k, u, t, c FROM page, candidate WHERE candidate.n <= page.budget
@@ -213,7 +214,7 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at
 		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`,
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay))
+		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links))
 	if err != nil {
 		return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
 	}
