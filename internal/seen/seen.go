@@ -15,10 +15,10 @@
 // end of its generation plus one TTL, which writes never push back: a page
 // that keeps adding codes cannot keep its sets alive forever. A new
 // generation starts empty, and each old link costs one PostgreSQL lookup per
-// generation. A set that passes MaxPerBucket codes is dropped, so a page
-// rotating thousands of new links per check costs Redis at most Buckets ×
-// MaxPerBucket codes, all in the intset encoding, and PostgreSQL decides its
-// links.
+// generation. A set holds at most MaxPerBucket codes, so a page rotating
+// thousands of new links per check costs Redis at most Buckets ×
+// MaxPerBucket codes, all in the intset encoding; the codes that do not fit
+// are not cached, and PostgreSQL decides them.
 package seen
 
 import (
@@ -47,8 +47,9 @@ type Config struct {
 	TTL time.Duration
 	// MaxPerBucket caps the codes of one set. Default 512, Redis's default
 	// set-max-intset-entries, so that every set stays in the compact intset
-	// encoding (8 bytes per code instead of about 52). A set that passes it is
-	// dropped: its page's links go to PostgreSQL until the set fills again.
+	// encoding (8 bytes per code instead of about 52). Codes past it are not
+	// cached: PostgreSQL decides them. A page keeps every code cached up to
+	// about Buckets × 450 links (8 buckets: 3,600).
 	MaxPerBucket int
 	// Now returns the current time; default time.Now. Tests move it.
 	Now func() time.Time
@@ -169,10 +170,28 @@ func (s *Set) Seen(ctx context.Context, pageID int64, codes []uint64) ([]bool, e
 	return seen, nil
 }
 
+// addScript adds codes (ARGV[3:]) to a set (KEYS[1]) while it holds fewer
+// than ARGV[1], and sets its expiry to the time ARGV[2] (Unix seconds) when
+// it added any. As a script it is atomic: concurrent writers cannot push a
+// set past its cap. It returns how many codes it added.
+var addScript = redis.NewScript(`
+local room = tonumber(ARGV[1]) - redis.call('SCARD', KEYS[1])
+local added = 0
+for i = 3, #ARGV do
+	if room <= 0 then break end
+	local n = redis.call('SADD', KEYS[1], ARGV[i])
+	room = room - n
+	added = added + n
+end
+if added > 0 then redis.call('EXPIREAT', KEYS[1], ARGV[2]) end
+return added
+`)
+
 // Add records codes as seen for the page in its current generation. The sets
 // expire at the generation's fixed time, which Add never pushes back, and a
-// set that passes MaxPerBucket codes is dropped. Call it only after the links
-// are committed in PostgreSQL.
+// set holds at most MaxPerBucket codes: codes past that are not cached, and
+// PostgreSQL decides them. Call it only after the links are committed in
+// PostgreSQL.
 func (s *Set) Add(ctx context.Context, pageID int64, codes []uint64) error {
 	if len(codes) == 0 {
 		return nil
@@ -181,35 +200,30 @@ func (s *Set) Add(ctx context.Context, pageID int64, codes []uint64) error {
 	gen, expireAt := s.generation(pageID)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	sizes := make(map[string]*redis.IntCmd, len(byBucket))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b, idx := range byBucket {
-			members := make([]any, len(idx))
-			for i, j := range idx {
-				members[i] = codes[j]
+	add := func() error {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for b, idx := range byBucket {
+				args := make([]any, 2, 2+len(idx))
+				args[0], args[1] = s.cfg.MaxPerBucket, expireAt.Unix()
+				for _, j := range idx {
+					args = append(args, codes[j])
+				}
+				addScript.EvalSha(ctx, p, []string{s.key(pageID, gen, b)}, args...)
 			}
-			key := s.key(pageID, gen, b)
-			p.SAdd(ctx, key, members...)
-			p.ExpireAt(ctx, key, expireAt)
-			sizes[key] = p.SCard(ctx, key)
+			return nil
+		})
+		return err
+	}
+	err := add()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// A Redis that restarted or was flushed has forgotten the script;
+		// EvalSha in a pipeline cannot fall back to EVAL by itself.
+		if err = addScript.Load(ctx, s.rdb).Err(); err == nil {
+			err = add()
 		}
-		return nil
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("add %d codes of page %d to Redis: %w", len(codes), pageID, err)
-	}
-	var full []string
-	for key, n := range sizes {
-		if n.Val() > int64(s.cfg.MaxPerBucket) {
-			full = append(full, key)
-		}
-	}
-	if len(full) > 0 {
-		// Dropping, rather than keeping a full set, is what bounds memory
-		// without a script: the codes are only a cache of PostgreSQL.
-		if err := s.rdb.Del(ctx, full...).Err(); err != nil {
-			return fmt.Errorf("drop %d full seen-sets of page %d in Redis: %w", len(full), pageID, err)
-		}
 	}
 	return nil
 }

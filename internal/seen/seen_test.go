@@ -184,13 +184,17 @@ func TestNextGenerationStartsEmpty(t *testing.T) {
 func TestRotatingPageStaysBounded(t *testing.T) {
 	s, rdb := open(t, seen.Config{Epoch: "e", Buckets: 8})
 	ctx := context.Background()
-	for range 20 {
+	var first []uint64
+	for round := range 20 {
 		codes := make([]uint64, 5000)
 		for i := range codes {
 			codes[i] = rand.Uint64N(62 * 62 * 62 * 62 * 62 * 62 * 62 * 62)
 		}
 		if err := s.Add(ctx, 42, codes); err != nil {
 			t.Fatal(err)
+		}
+		if round == 0 {
+			first = codes
 		}
 	}
 	keys := rdb.Keys(ctx, "*:seen:e:42:*").Val()
@@ -207,5 +211,19 @@ func TestRotatingPageStaysBounded(t *testing.T) {
 	}
 	if total > 8*512 {
 		t.Fatalf("page holds %d codes after 100,000 adds, want at most %d", total, 8*512)
+	}
+	// A full set keeps what it holds: the codes cached are the first ones.
+	hits, err := s.Seen(ctx, 42, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, h := range hits {
+		if h {
+			n++
+		}
+	}
+	if n != total {
+		t.Fatalf("%d of the first round's codes are seen, want all %d codes the sets hold", n, total)
 	}
 }
