@@ -167,10 +167,11 @@ const today = `CASE WHEN new_links_day = (now() AT TIME ZONE 'UTC')::date THEN n
 // unlimited for the baseline) is below the number of candidates, the
 // candidates not yet in links are numbered in page order and only the first
 // ones within the budget are inserted; the rest are counted as cut. Within
-// the budget, the usual case, no candidate costs an extra lookup. The RETURNING rows of the links insert are exactly the new
-// links; those become updates unless this check is the baseline. The result
-// has one row per new link, or a single row without a link when none was
-// new, and no row when the page is gone.
+// the budget, the usual case, no candidate costs an extra lookup. The
+// RETURNING rows of the links insert are exactly the new links; those become
+// updates unless this check is the baseline. The result has one row per new
+// link, or a single row without a link when none was new, and no row when
+// the page is gone.
 func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Recorded, error) {
 	keys := make([]int64, len(links))
 	urls := make([]string, len(links))
