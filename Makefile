@@ -20,6 +20,7 @@ include bench.mk
 ## create and migrate the database, build, and (re)start the programs under
 ## supervisord with the current environment.
 up: services build
+	@scripts/services.sh redis-limits
 	@scripts/services.sh ensure-db $(DB_NAME)
 	@bin/watchctl migrate
 	@mkdir -p $(SUPERVISOR)/run $(SUPERVISOR)/logs

@@ -4,6 +4,7 @@
 #
 #   scripts/services.sh ensure [postgres|redis|rabbitmq|supervisor|all]  (default: all)
 #   scripts/services.sh ensure-db NAME
+#   scripts/services.sh redis-limits   apply maxmemory and eviction policy to a running Redis
 #   scripts/services.sh check-go
 #
 # Idempotent: when everything is already up it only checks (well under 2 s).
@@ -15,6 +16,10 @@
 #   PORTALWATCH_PG_CLUSTER=main     cluster name used when a cluster must be created
 #   PORTALWATCH_PG_VERSION=         cluster version to create (default: newest installed)
 #   PORTALWATCH_REDIS_PORT=6379     Redis port on 127.0.0.1
+#   PORTALWATCH_REDIS_MAXMEMORY=256mb  Redis memory cap, set when this script starts Redis,
+#                                   and by redis-limits on a running Redis that has none
+#                                   (or always, when this variable is set)
+#   PORTALWATCH_REDIS_POLICY=volatile-lru  Redis eviction policy applied with it
 #   PORTALWATCH_RABBITMQ_PORT=5672  RabbitMQ AMQP port on 127.0.0.1
 #   PORTALWATCH_RABBITMQ_WAIT=60    seconds to wait for RabbitMQ to come up
 #   PORTALWATCH_SERVICES_DIR=       where logs and the Redis pid file go
@@ -31,6 +36,8 @@ PG_CLUSTER=${PORTALWATCH_PG_CLUSTER:-main}
 PG_VERSION=${PORTALWATCH_PG_VERSION:-}
 REDIS_PORT=${PORTALWATCH_REDIS_PORT:-6379}
 RABBITMQ_PORT=${PORTALWATCH_RABBITMQ_PORT:-5672}
+REDIS_MAXMEMORY=${PORTALWATCH_REDIS_MAXMEMORY:-256mb}
+REDIS_POLICY=${PORTALWATCH_REDIS_POLICY:-volatile-lru}
 RABBITMQ_WAIT=${PORTALWATCH_RABBITMQ_WAIT:-60}
 SKIP_INSTALL=${PORTALWATCH_SKIP_INSTALL:-0}
 STATE_DIR=${PORTALWATCH_SERVICES_DIR:-${TMPDIR:-/tmp}/portalwatch-services-$(id -u)}
@@ -51,6 +58,7 @@ usage() {
 	cat <<'EOF'
 usage: scripts/services.sh ensure [postgres|redis|rabbitmq|supervisor|all]
        scripts/services.sh ensure-db NAME
+       scripts/services.sh redis-limits
        scripts/services.sh check-go
 EOF
 	exit "${1:-2}"
@@ -60,6 +68,12 @@ for _port in "$PG_PORT" "$REDIS_PORT" "$RABBITMQ_PORT" "$RABBITMQ_WAIT"; do
 	[[ $_port =~ ^[0-9]+$ ]] || die "port/wait settings must be numbers (got '$_port')"
 done
 unset _port
+[[ $REDIS_MAXMEMORY =~ ^[0-9]+([kKmMgG][bB]?)?$ ]] ||
+	die "PORTALWATCH_REDIS_MAXMEMORY must be a size such as 256mb or 1gb (got '$REDIS_MAXMEMORY')"
+case $REDIS_POLICY in
+volatile-lru | allkeys-lru | volatile-lfu | allkeys-lfu | volatile-random | allkeys-random | volatile-ttl | noeviction) ;;
+*) die "PORTALWATCH_REDIS_POLICY must be a Redis maxmemory-policy such as volatile-lru or allkeys-lru (got '$REDIS_POLICY')" ;;
+esac
 
 # ---------------------------------------------------------------- helpers
 
@@ -307,6 +321,7 @@ redis_start() {
 	pidfile="$dir/redis-$REDIS_PORT.pid"
 	say "starting redis-server on 127.0.0.1:$REDIS_PORT (pid file $pidfile)"
 	redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
+		--maxmemory "$REDIS_MAXMEMORY" --maxmemory-policy "$REDIS_POLICY" \
 		--pidfile "$pidfile" --logfile "$log" --dir "$dir" </dev/null >"$startlog" 2>&1 ||
 		die "redis-server failed to start: $(last_line "$startlog") (log: $startlog)"
 	for ((i = 0; i < 20; i++)); do
@@ -320,6 +335,25 @@ ensure_redis() {
 	redis_up && return 0
 	redis_installed || apt_install redis-server
 	redis_start
+}
+
+# Apply the memory cap and eviction policy to the running Redis. A Redis that
+# already has a cap keeps it unless PORTALWATCH_REDIS_MAXMEMORY asks for one:
+# it may serve others, and its operator chose it.
+cmd_redis_limits() {
+	redis_up || die "redis does not answer on 127.0.0.1:$REDIS_PORT: run scripts/services.sh ensure redis first"
+	local -a cli=(timeout 5 redis-cli -h 127.0.0.1 -p "$REDIS_PORT")
+	local current out
+	current=$("${cli[@]}" CONFIG GET maxmemory | sed -n 2p)
+	if [[ $current != 0 && -z ${PORTALWATCH_REDIS_MAXMEMORY:-} ]]; then
+		say "redis keeps its maxmemory of $current bytes (set PORTALWATCH_REDIS_MAXMEMORY to change it)"
+	else
+		out=$("${cli[@]}" CONFIG SET maxmemory "$REDIS_MAXMEMORY" 2>&1)
+		[[ $out == OK ]] || die "redis CONFIG SET maxmemory $REDIS_MAXMEMORY failed: $out"
+	fi
+	out=$("${cli[@]}" CONFIG SET maxmemory-policy "$REDIS_POLICY" 2>&1)
+	[[ $out == OK ]] || die "redis CONFIG SET maxmemory-policy $REDIS_POLICY failed: $out"
+	say "redis 127.0.0.1:$REDIS_PORT: maxmemory $("${cli[@]}" CONFIG GET maxmemory | sed -n 2p) bytes, policy $REDIS_POLICY"
 }
 
 # ---------------------------------------------------------------- rabbitmq
@@ -558,6 +592,10 @@ main() {
 	ensure-db)
 		(($# == 2)) || usage
 		cmd_ensure_db "$2"
+		;;
+	redis-limits)
+		(($# == 1)) || usage
+		cmd_redis_limits
 		;;
 	check-go)
 		(($# == 1)) || usage

@@ -39,6 +39,14 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ops.Serve(ctx, cfg.HTTPAddrOr("127.0.0.1:9103"), health, reg, log) })
 	g.Go(func() error {
+		return processor.NewPruner(processor.RetentionConfig{
+			Updates:  cfg.Processor.UpdatesRetention,
+			Links:    cfg.Processor.LinksRetention,
+			Interval: cfg.Processor.PruneInterval,
+			Batch:    cfg.Processor.PruneBatch,
+		}, st, log).Run(ctx)
+	})
+	g.Go(func() error {
 		if err := proc.PrepareStore(ctx, st, health, log); err != nil {
 			return nil // stopped while waiting
 		}
@@ -60,6 +68,11 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		svc := processor.New(processor.Config{
 			CodeLength: cfg.CodeLength,
 			Backoff:    backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second},
+			Caps: store.Caps{
+				PerCheck: cfg.Processor.MaxNewLinksPerCheck,
+				PerDay:   cfg.Processor.MaxNewLinksPerDay,
+			},
+			LinkRefresh: processor.LinkRefreshFor(cfg.Processor.LinksRetention),
 		}, st, set, log, reg)
 		consumer := queue.NewConsumer(queue.ConsumerConfig{
 			Config:       qcfg,

@@ -151,9 +151,33 @@ type Processor struct {
 	// Prefetch is the task queue prefetch (PORTALWATCH_PROCESSOR_PREFETCH,
 	// default 4 × Concurrency).
 	Prefetch int
-	// SeenTTL is how long a page's Redis seen-set lives after its last write
+	// SeenTTL is the length of a page's Redis seen-set generation; its codes
+	// expire at most two generations after they were written
 	// (PORTALWATCH_SEEN_TTL, default 720h); PostgreSQL keeps the truth.
 	SeenTTL time.Duration
+	// MaxNewLinksPerCheck caps the new links one check of a page records
+	// (PORTALWATCH_MAX_NEW_LINKS_PER_CHECK, default 1000, 0 = no cap). The
+	// rest are counted on the page (last_cut) and recorded by a later check
+	// if still there. A page's baseline is never capped.
+	MaxNewLinksPerCheck int
+	// MaxNewLinksPerDay caps the new links one page records per UTC day
+	// (PORTALWATCH_MAX_NEW_LINKS_PER_DAY, default 20000, 0 = no cap).
+	MaxNewLinksPerDay int
+	// UpdatesRetention deletes updates discovered longer ago than this
+	// (PORTALWATCH_UPDATES_RETENTION, default 0 = keep forever, else at
+	// least 1h). Their links stay known and are never reported again.
+	UpdatesRetention time.Duration
+	// LinksRetention forgets links absent from their page for this long
+	// (PORTALWATCH_LINKS_RETENTION, default 2160h = 90 days, 0 = keep
+	// forever, else at least 1h); a forgotten link that comes back is
+	// reported as new again.
+	LinksRetention time.Duration
+	// PruneInterval is the pause between retention rounds
+	// (PORTALWATCH_PRUNE_INTERVAL, default 10m).
+	PruneInterval time.Duration
+	// PruneBatch is how many rows one retention statement deletes
+	// (PORTALWATCH_PRUNE_BATCH, default 1000, range 1..100000).
+	PruneBatch int
 }
 
 // Getenv looks up one environment variable; os.Getenv fits.
@@ -203,6 +227,13 @@ func Load(getenv Getenv) (Config, error) {
 		Processor: Processor{
 			Concurrency: r.integer("PORTALWATCH_PROCESSOR_CONCURRENCY", 8, 1, 1000),
 			SeenTTL:     r.duration("PORTALWATCH_SEEN_TTL", 720*time.Hour, time.Minute),
+
+			MaxNewLinksPerCheck: r.integer("PORTALWATCH_MAX_NEW_LINKS_PER_CHECK", 1000, 0, 1000000),
+			MaxNewLinksPerDay:   r.integer("PORTALWATCH_MAX_NEW_LINKS_PER_DAY", 20000, 0, 100000000),
+			UpdatesRetention:    r.retention("PORTALWATCH_UPDATES_RETENTION", 0),
+			LinksRetention:      r.retention("PORTALWATCH_LINKS_RETENTION", 90*24*time.Hour),
+			PruneInterval:       r.duration("PORTALWATCH_PRUNE_INTERVAL", 10*time.Minute, time.Second),
+			PruneBatch:          r.integer("PORTALWATCH_PRUNE_BATCH", 1000, 1, 100000),
 		},
 	}
 	c.Processor.Prefetch = r.integer("PORTALWATCH_PROCESSOR_PREFETCH", 4*c.Processor.Concurrency, 1, 2000)
@@ -283,6 +314,24 @@ func (r *reader) duration(name string, def, min time.Duration) time.Duration {
 	d, err := time.ParseDuration(v)
 	if err != nil || d < min {
 		r.check(fmt.Errorf("%s=%q: want a duration of at least %s, such as 30s or 5m", name, v, min))
+		return def
+	}
+	return d
+}
+
+// retention reads a retention period: 0 keeps forever, anything else must be
+// at least an hour, so that a typo such as 90s cannot empty a table.
+func (r *reader) retention(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if v == "0" || (err == nil && d == 0) {
+		return 0
+	}
+	if err != nil || d < time.Hour {
+		r.check(fmt.Errorf("%s=%q: want 0 (keep forever) or a duration of at least 1h, such as 720h", name, v))
 		return def
 	}
 	return d

@@ -144,3 +144,32 @@ func TestAMQPURLListIsValidatedNodeByNode(t *testing.T) {
 		}
 	}
 }
+
+func TestGrowthSettings(t *testing.T) {
+	c, err := Load(envOf(map[string]string{
+		"PORTALWATCH_MAX_NEW_LINKS_PER_CHECK": "0",
+		"PORTALWATCH_UPDATES_RETENTION":       "720h",
+		"PORTALWATCH_LINKS_RETENTION":         "0",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Processor
+	if p.MaxNewLinksPerCheck != 0 || p.MaxNewLinksPerDay != 20000 || p.UpdatesRetention != 720*time.Hour ||
+		p.LinksRetention != 0 || p.PruneInterval != 10*time.Minute || p.PruneBatch != 1000 {
+		t.Fatalf("growth settings = %+v", p)
+	}
+	_, err = Load(envOf(map[string]string{
+		"PORTALWATCH_UPDATES_RETENTION":     "90s",
+		"PORTALWATCH_LINKS_RETENTION":       "forever",
+		"PORTALWATCH_MAX_NEW_LINKS_PER_DAY": "-1",
+	}))
+	if err == nil {
+		t.Fatal("Load accepted a 90s retention, a non-duration and a negative cap")
+	}
+	for _, name := range []string{"PORTALWATCH_UPDATES_RETENTION", "PORTALWATCH_LINKS_RETENTION", "PORTALWATCH_MAX_NEW_LINKS_PER_DAY"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s:\n%v", name, err)
+		}
+	}
+}

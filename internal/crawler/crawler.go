@@ -174,10 +174,11 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	if task.FetchedAt.IsZero() {
 		task.FetchedAt = time.Now().UTC()
 	}
+	// Response strings came from the network: cleaned before they travel.
 	if res.FinalURL != nil {
-		task.FinalURL = res.FinalURL.String()
+		task.FinalURL = watch.CleanText(res.FinalURL.String())
 	}
-	task.ETag, task.LastModified = res.ETag, res.LastModified
+	task.ETag, task.LastModified = watch.CleanText(res.ETag), watch.CleanText(res.LastModified)
 	defer func() { s.metrics.duration.Observe(time.Since(start).Seconds()) }()
 	if until, ok := deferredUntil(err); ok {
 		// Not a failure: the page is checked at until, and nothing is
@@ -188,9 +189,9 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 		return task
 	}
 	if err != nil {
-		task.Error = err.Error()
+		task.Error = watch.CleanText(err.Error())
 		s.metrics.checks.WithLabelValues("fetch_failed").Inc()
-		log.Info("fetch failed", "status", res.Status, "err", err, "kind", fetch.KindOf(err).String())
+		log.Info("fetch failed", "status", res.Status, "err", task.Error, "kind", fetch.KindOf(err).String())
 		return task
 	}
 	if res.NotModified {

@@ -130,3 +130,16 @@ func TestUnchangedLinkSetIsNotSentAgain(t *testing.T) {
 		t.Fatalf("a different link set: %+v, want both links sent", task)
 	}
 }
+
+// Response strings come from the server: the task carries them cleaned.
+func TestTaskCarriesResponseStringsCleaned(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("ETag", "\"v1\u202Eexe\u0085\"")
+		w.Write([]byte(`<a href="/a">A</a>`))
+	})
+	task := newService(t, &recorder{}).Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/"})
+	if task.Failed() || task.ETag != `"v1exe"` {
+		t.Fatalf("task ETag = %q (error %q), want \"v1exe\" without the bidi override and the C1 control", task.ETag, task.Error)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // Kind classifies a failed fetch or a refused URL. Whether a kind is
@@ -104,13 +106,15 @@ type Error struct {
 }
 
 // Error returns "URL: description"; a URL with whitespace or control
-// characters is quoted so that the message stays on one line.
+// characters is quoted so that the message stays on one line. The
+// description is cleaned (watch.CleanText): it may quote the network, such as
+// a TLS certificate's names, which can hold NUL bytes or bidi overrides.
 func (e *Error) Error() string {
 	u := e.URL
 	if strings.ContainsFunc(u, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
 		u = strconv.Quote(u)
 	}
-	return u + ": " + e.Err.Error()
+	return u + ": " + watch.CleanText(e.Err.Error())
 }
 
 // Unwrap returns the underlying error.

@@ -9,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,6 +25,7 @@ import (
 type Recorder interface {
 	RecordCheck(ctx context.Context, c store.Check, links []store.NewLink) (store.Recorded, error)
 	DeferCheck(ctx context.Context, pageID int64, decidedAt, until time.Time) error
+	RefreshLinks(ctx context.Context, pageID int64, keys []uint64, digest string) error
 }
 
 // SeenSet is the cache of each page's known link codes.
@@ -42,6 +41,24 @@ type Config struct {
 	CodeLength int
 	// Backoff spaces retries while the database is unavailable.
 	Backoff backoff.Policy
+	// Caps bound the new links one check of a page records; zero fields
+	// mean no cap. What is cut shows on the page (watch.Page.LastCut).
+	Caps store.Caps
+	// LinkRefresh is how often a page's links' last-seen times are refreshed
+	// from a whole link set, which link retention needs; zero never. One
+	// refresh costs one statement over the page's links (RefreshLinks), so
+	// it runs once per period per page, not on every check.
+	LinkRefresh time.Duration
+}
+
+// LinkRefreshFor returns the refresh period that link retention needs: often
+// enough that a link still on its page is never older than the retention
+// period, at most daily. Zero retention needs none.
+func LinkRefreshFor(retention time.Duration) time.Duration {
+	if retention <= 0 {
+		return 0
+	}
+	return min(24*time.Hour, retention/8)
 }
 
 // Service is the processor.
@@ -59,6 +76,7 @@ type metrics struct {
 	cacheHits  prometheus.Counter
 	cacheMiss  prometheus.Counter
 	cacheFails prometheus.Counter
+	cut        prometheus.Counter
 	duration   prometheus.Histogram
 }
 
@@ -83,12 +101,15 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 		cacheFails: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portalwatch_processor_seen_cache_errors_total", Help: "Redis calls that failed (treated as misses).",
 		}),
+		cut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_processor_links_cut_total", Help: "New links not recorded because their page reached a cap.",
+		}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "portalwatch_processor_task_seconds", Help: "Time to handle one task.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}
-	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.duration)
+	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.duration)
 	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}
 }
 
@@ -111,6 +132,20 @@ func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
 }
 
 func (s *Service) process(ctx context.Context, task watch.Task) (outcome string, err error) {
+	// Whatever a crawler sent came from the network: nothing of it is stored
+	// or logged uncleaned. An error that cleans to nothing is still an error.
+	failed := task.Failed()
+	task.Error = watch.CleanText(task.Error)
+	if failed && task.Error == "" {
+		task.Error = "the crawler's error text was nothing but control characters"
+	}
+	task.BaseURL, task.FinalURL = watch.CleanText(task.BaseURL), watch.CleanText(task.FinalURL)
+	if task.Status < 0 || task.Status > 999 {
+		// Not an HTTP status; the database could not even be asked to store it,
+		// and a client-side error would be retried forever.
+		s.log.Warn("task carries an impossible HTTP status; recorded as 0", "page_id", task.ID, "status", task.Status)
+		task.Status = 0
+	}
 	if !task.DeferredUntil.IsZero() {
 		return s.deferCheck(ctx, task)
 	}
@@ -119,8 +154,12 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		FetchedAt:    task.FetchedAt,
 		Status:       task.Status,
 		Error:        task.Error,
-		ETag:         task.ETag,
-		LastModified: task.LastModified,
+		ETag:         watch.CleanText(task.ETag),
+		LastModified: watch.CleanText(task.LastModified),
+		Truncated:    task.Truncated,
+		Caps:         s.cfg.Caps,
+		FullSet:      !task.Failed() && !task.NotModified(),
+		RefreshEvery: s.cfg.LinkRefresh,
 	}
 	if check.FetchedAt.IsZero() {
 		check.FetchedAt = time.Now()
@@ -130,9 +169,10 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	var (
 		links []store.NewLink
 		codes []uint64 // codes of links, the candidates PostgreSQL decides
+		keys  []uint64 // keys of the task's whole link set
 	)
-	if !task.Failed() && !task.NotModified() {
-		links, codes, check.LinksDigest = s.candidates(ctx, task)
+	if check.FullSet {
+		links, codes, keys, check.LinksDigest = s.candidates(ctx, task)
 	}
 
 	rec, err := s.record(ctx, check, links)
@@ -141,9 +181,24 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		log.Info("task for a removed page dropped")
 		return "page_removed", nil
 	case err != nil && store.IsPermanent(err):
-		return "rejected", queue.Permanent(err)
+		return "rejected", s.recordRejection(ctx, check, err)
 	case err != nil:
 		return "interrupted", err
+	}
+
+	if rec.Cut > 0 {
+		s.metrics.cut.Add(float64(rec.Cut))
+		log.Info("new links cut by the page's caps; a later check records them if they stay", "cut", rec.Cut)
+		codes = recordedCodes(links, codes, rec.Updates)
+	}
+	if rec.RefreshDue && check.FullSet {
+		digest := check.LinksDigest
+		if rec.Cut > 0 {
+			digest = "" // the set is not all recorded: no digest may say it is
+		}
+		if err := s.store.RefreshLinks(ctx, task.ID, keys, digest); err != nil {
+			log.Warn("links' last-seen times not refreshed; the next whole check tries again", "err", err)
+		}
 	}
 
 	// Only now, with the links committed, may the cache say "seen".
@@ -177,37 +232,37 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 }
 
 // candidates returns the task's links that the seen-set does not know, with
-// their codes, and the digest of the task's whole link set. Links are
-// deduplicated by key, and their text made safe for PostgreSQL, whatever the
-// crawler sent.
-func (s *Service) candidates(ctx context.Context, task watch.Task) ([]store.NewLink, []uint64, string) {
-	links := make([]store.NewLink, 0, len(task.Context))
-	codes := make([]uint64, 0, len(task.Context))
+// their codes, and the keys and digest of the task's whole link set. Links
+// are deduplicated by key, and their text made safe for PostgreSQL, whatever
+// the crawler sent.
+func (s *Service) candidates(ctx context.Context, task watch.Task) (links []store.NewLink, codes, all []uint64, digest string) {
+	links = make([]store.NewLink, 0, len(task.Context))
+	codes = make([]uint64, 0, len(task.Context))
 	keys := make(map[uint64]struct{}, len(task.Context))
 	for _, l := range task.Context {
 		if l.URL == "" {
 			continue
 		}
-		url := clean(l.URL)
+		url := watch.CleanText(l.URL)
 		key := shortlink.Key(url)
 		if _, dup := keys[key]; dup {
 			continue
 		}
 		keys[key] = struct{}{}
-		links = append(links, store.NewLink{Key: key, URL: url, Text: clean(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
+		links = append(links, store.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
 		codes = append(codes, shortlink.CodeValue(key, s.cfg.CodeLength))
 	}
-	all := make([]uint64, 0, len(keys))
+	all = make([]uint64, 0, len(keys))
 	for k := range keys {
 		all = append(all, k)
 	}
-	digest := shortlink.KeySetDigest(all)
+	digest = shortlink.KeySetDigest(all)
 	seen, err := s.seen.Seen(ctx, task.ID, codes)
 	if err != nil {
 		s.metrics.cacheFails.Inc()
 		s.log.Warn("seen-set unavailable; PostgreSQL decides every link", "page_id", task.ID, "err", err)
 		s.metrics.cacheMiss.Add(float64(len(links)))
-		return links, codes, digest
+		return links, codes, all, digest
 	}
 	n := 0
 	for i := range links {
@@ -219,7 +274,52 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) ([]store.NewL
 	}
 	s.metrics.cacheHits.Add(float64(len(links) - n))
 	s.metrics.cacheMiss.Add(float64(n))
-	return links[:n], codes[:n], digest
+	return links[:n], codes[:n], all, digest
+}
+
+// recordedCodes returns the codes of the links that went into updates. After
+// a check whose caps cut links, only those may enter the seen-set: a cut link
+// is not in PostgreSQL, and a cache that called it seen would keep it from
+// ever being recorded. The old links among the candidates stay out of the
+// cache until a check without cuts; they only cost PostgreSQL a lookup.
+func recordedCodes(links []store.NewLink, codes []uint64, updates []watch.Update) []uint64 {
+	recorded := make(map[string]struct{}, len(updates))
+	for _, u := range updates {
+		recorded[u.Code] = struct{}{}
+	}
+	kept := make([]uint64, 0, len(updates))
+	for i, l := range links {
+		if _, ok := recorded[l.Code]; ok {
+			kept = append(kept, codes[i])
+		}
+	}
+	return kept
+}
+
+// recordRejection records, when PostgreSQL refused a check for good, a
+// failure on the page in its place, which also frees the page's lease, and
+// returns the permanent error that dead-letters the task. Without it the
+// page would show nothing of the check and stay leased until the lease ran
+// out. An error while recording the failure is transient (the task returns
+// to its queue) or permanent too (it is logged, and the task dead-lettered).
+func (s *Service) recordRejection(ctx context.Context, c store.Check, rejected error) error {
+	// Only values the processor chose: any of the check's may be what was
+	// refused, its fetch time included.
+	failure := store.Check{
+		PageID:    c.PageID,
+		FetchedAt: time.Now(),
+		Error:     watch.CleanText("the database refused this check's data: " + rejected.Error()),
+	}
+	_, err := s.record(ctx, failure, nil)
+	switch {
+	case err == nil || errors.Is(err, watch.ErrPageNotFound):
+		return queue.Permanent(rejected)
+	case store.IsPermanent(err):
+		s.log.Error("the page's failure could not be recorded either", "page_id", c.PageID, "err", err)
+		return queue.Permanent(fmt.Errorf("%w (recording the failure on the page failed too: %v)", rejected, err))
+	default:
+		return fmt.Errorf("record the refused check of page %d as a failure: %w", c.PageID, err)
+	}
 }
 
 // record retries RecordCheck while the failure is transient.
@@ -234,12 +334,4 @@ func (s *Service) record(ctx context.Context, c store.Check, links []store.NewLi
 			return store.Recorded{}, fmt.Errorf("record check of page %d: %w (gave up: %v)", c.PageID, err, sleepErr)
 		}
 	}
-}
-
-// clean makes s valid UTF-8 without NUL bytes, which PostgreSQL text refuses.
-func clean(s string) string {
-	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
-		return s
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }

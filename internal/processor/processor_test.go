@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -22,6 +23,7 @@ import (
 type fixture struct {
 	svc   *processor.Service
 	st    *store.Store
+	db    *pgxpool.Pool // for what watch.Page does not show
 	rdb   *redis.Client
 	pfx   string
 	page  watch.Page
@@ -30,8 +32,14 @@ type fixture struct {
 
 func newFixture(t *testing.T, redisURL string) *fixture {
 	t.Helper()
+	return newFixtureWith(t, redisURL, processor.Config{})
+}
+
+func newFixtureWith(t *testing.T, redisURL string, cfg processor.Config) *fixture {
+	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, testsvc.Postgres(t))
+	dsn := testsvc.Postgres(t)
+	st, err := store.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +63,13 @@ func newFixture(t *testing.T, redisURL string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := processor.New(processor.Config{}, st, set, testsvc.Logger(t), prometheus.NewRegistry())
-	return &fixture{svc: svc, st: st, rdb: rdb, pfx: prefix, page: page, clock: time.Now()}
+	svc := processor.New(cfg, st, set, testsvc.Logger(t), prometheus.NewRegistry())
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return &fixture{svc: svc, st: st, db: pool, rdb: rdb, pfx: prefix, page: page, clock: time.Now()}
 }
 
 func (f *fixture) deliver(t *testing.T, task watch.Task) {

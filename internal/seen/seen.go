@@ -9,6 +9,16 @@
 // at most set-max-intset-entries (512 by default) members, so a page keeps the
 // compact form up to about Buckets × 450 links; with 8 buckets that is about
 // 3,600 links, far above a portal's homepage.
+//
+// Growth: a page's sets belong to a generation, TTL long (offset per page so
+// that pages do not all roll over at once). A set expires at a fixed time, the
+// end of its generation plus one TTL, which writes never push back: a page
+// that keeps adding codes cannot keep its sets alive forever. A new
+// generation starts empty, and each old link costs one PostgreSQL lookup per
+// generation. A set holds at most MaxPerBucket codes, so a page rotating
+// thousands of new links per check costs Redis at most Buckets ×
+// MaxPerBucket codes, all in the intset encoding; the codes that do not fit
+// are not cached, and PostgreSQL decides them.
 package seen
 
 import (
@@ -32,10 +42,19 @@ type Config struct {
 	// Buckets is how many sets hold one page's codes. Default 8. Changing it
 	// only costs cache misses: old keys are never read and expire.
 	Buckets int
-	// TTL is how long a page's sets live after their last write. Default 30
-	// days; a page not checked for that long rebuilds its cache from
-	// PostgreSQL.
+	// TTL is the length of a page's seen-set generation. Default 30 days. A
+	// set is written during its generation only and expires one TTL after it
+	// ends, so codes live at most two TTLs; then the page rebuilds its cache
+	// from PostgreSQL, one lookup per link.
 	TTL time.Duration
+	// MaxPerBucket caps the codes of one set. Default 512, Redis's default
+	// set-max-intset-entries, so that every set stays in the compact intset
+	// encoding (8 bytes per code instead of about 52). Codes past it are not
+	// cached: PostgreSQL decides them. A page keeps every code cached up to
+	// about Buckets × 450 links (8 buckets: 3,600).
+	MaxPerBucket int
+	// Now returns the current time; default time.Now. Tests move it.
+	Now func() time.Time
 	// Timeout bounds each Redis round trip, so a hung Redis only delays a
 	// task by this much before it is treated as a miss. Default 2s.
 	Timeout time.Duration
@@ -61,6 +80,12 @@ func Open(url string, cfg Config) (*Set, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 2 * time.Second
+	}
+	if cfg.MaxPerBucket <= 0 {
+		cfg.MaxPerBucket = 512
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	opts.DialTimeout = cfg.Timeout
 	opts.ReadTimeout = cfg.Timeout
@@ -92,8 +117,24 @@ func (s *Set) Ping(ctx context.Context) error {
 	return nil
 }
 
-func (s *Set) key(pageID int64, bucket int) string {
-	return s.cfg.Prefix + ":seen:" + s.cfg.Epoch + ":" + strconv.FormatInt(pageID, 10) + ":" + strconv.Itoa(bucket)
+// generation returns the page's current generation and the time its sets
+// expire. Each page's generations are shifted by an offset drawn from its id,
+// so that pages registered together do not all start over at once.
+func (s *Set) generation(pageID int64) (gen int64, expireAt time.Time) {
+	ttl := int64(s.cfg.TTL / time.Second)
+	if ttl < 1 {
+		ttl = 1
+	}
+	offset := int64(uint64(pageID)*0x9E3779B97F4A7C15>>1) % ttl
+	shifted := s.cfg.Now().Unix() + offset
+	gen = shifted / ttl
+	end := (gen+1)*ttl - offset
+	return gen, time.Unix(end+ttl, 0)
+}
+
+func (s *Set) key(pageID, gen int64, bucket int) string {
+	return s.cfg.Prefix + ":seen:" + s.cfg.Epoch + ":" + strconv.FormatInt(pageID, 10) + ":" +
+		strconv.FormatInt(gen, 10) + ":" + strconv.Itoa(bucket)
 }
 
 func (s *Set) bucket(code uint64) int { return int(code % uint64(s.cfg.Buckets)) }
@@ -105,6 +146,7 @@ func (s *Set) Seen(ctx context.Context, pageID int64, codes []uint64) ([]bool, e
 		return nil, nil
 	}
 	byBucket := s.group(codes)
+	gen, _ := s.generation(pageID)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	cmds := make(map[int]*redis.BoolSliceCmd, len(byBucket))
@@ -114,7 +156,7 @@ func (s *Set) Seen(ctx context.Context, pageID int64, codes []uint64) ([]bool, e
 			for i, j := range idx {
 				members[i] = codes[j]
 			}
-			cmds[b] = p.SMIsMember(ctx, s.key(pageID, b), members...)
+			cmds[b] = p.SMIsMember(ctx, s.key(pageID, gen, b), members...)
 		}
 		return nil
 	})
@@ -130,38 +172,71 @@ func (s *Set) Seen(ctx context.Context, pageID int64, codes []uint64) ([]bool, e
 	return seen, nil
 }
 
-// Add records codes as seen for the page and renews the TTL of the sets it
-// touches. Call it only after the links are committed in PostgreSQL.
+// addScript adds codes (ARGV[3:]) to a set (KEYS[1]) while it holds fewer
+// than ARGV[1], and sets its expiry to the time ARGV[2] (Unix seconds) when
+// it added any. As a script it is atomic: concurrent writers cannot push a
+// set past its cap. It returns how many codes it added.
+var addScript = redis.NewScript(`
+local room = tonumber(ARGV[1]) - redis.call('SCARD', KEYS[1])
+local added = 0
+for i = 3, #ARGV do
+	if room <= 0 then break end
+	local n = redis.call('SADD', KEYS[1], ARGV[i])
+	room = room - n
+	added = added + n
+end
+if added > 0 then redis.call('EXPIREAT', KEYS[1], ARGV[2]) end
+return added
+`)
+
+// Add records codes as seen for the page in its current generation. The sets
+// expire at the generation's fixed time, which Add never pushes back, and a
+// set holds at most MaxPerBucket codes: codes past that are not cached, and
+// PostgreSQL decides them. Call it only after the links are committed in
+// PostgreSQL.
 func (s *Set) Add(ctx context.Context, pageID int64, codes []uint64) error {
 	if len(codes) == 0 {
 		return nil
 	}
 	byBucket := s.group(codes)
+	gen, expireAt := s.generation(pageID)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b, idx := range byBucket {
-			members := make([]any, len(idx))
-			for i, j := range idx {
-				members[i] = codes[j]
+	add := func() error {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for b, idx := range byBucket {
+				args := make([]any, 2, 2+len(idx))
+				args[0], args[1] = s.cfg.MaxPerBucket, expireAt.Unix()
+				for _, j := range idx {
+					args = append(args, codes[j])
+				}
+				addScript.EvalSha(ctx, p, []string{s.key(pageID, gen, b)}, args...)
 			}
-			key := s.key(pageID, b)
-			p.SAdd(ctx, key, members...)
-			p.Expire(ctx, key, s.cfg.TTL)
+			return nil
+		})
+		return err
+	}
+	err := add()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// A Redis that restarted or was flushed has forgotten the script;
+		// EvalSha in a pipeline cannot fall back to EVAL by itself.
+		if err = addScript.Load(ctx, s.rdb).Err(); err == nil {
+			err = add()
 		}
-		return nil
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("add %d codes of page %d to Redis: %w", len(codes), pageID, err)
 	}
 	return nil
 }
 
-// Forget drops a page's sets, as when the page is removed.
+// Forget drops a page's sets of the current generation, as when the page is
+// removed; older generations expire by themselves.
 func (s *Set) Forget(ctx context.Context, pageID int64) error {
+	gen, _ := s.generation(pageID)
 	keys := make([]string, s.cfg.Buckets)
 	for b := range keys {
-		keys[b] = s.key(pageID, b)
+		keys[b] = s.key(pageID, gen, b)
 	}
 	if err := s.rdb.Del(ctx, keys...).Err(); err != nil {
 		return fmt.Errorf("forget page %d in Redis: %w", pageID, err)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -134,5 +135,103 @@ func TestOpenErrorHidesThePassword(t *testing.T) {
 	_, err := seen.Open("redis://:s3cr3t@127.0.0.1:63x79/0", seen.Config{Prefix: "t"})
 	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
 		t.Fatalf("Open error = %v, want one without the password", err)
+	}
+}
+
+// A page that keeps adding codes must not keep its sets alive forever: a set
+// expires at a time fixed by its generation, and a later write does not move it.
+func TestWritesDoNotRenewTheExpiry(t *testing.T) {
+	now := time.Now()
+	s, rdb := open(t, seen.Config{Epoch: "e", Buckets: 1, TTL: 30 * 24 * time.Hour, Now: func() time.Time { return now }})
+	ctx := context.Background()
+	if err := s.Add(ctx, 5, []uint64{1}); err != nil {
+		t.Fatal(err)
+	}
+	keys := rdb.Keys(ctx, "*:seen:e:5:*").Val()
+	if len(keys) != 1 {
+		t.Fatalf("keys = %v, want one set", keys)
+	}
+	// Millisecond precision: a relative EXPIRE on each write would move the
+	// expiry by the time between writes.
+	first := rdb.PExpireTime(ctx, keys[0]).Val()
+	if first <= 0 {
+		t.Fatalf("set %s has no expiry (%v)", keys[0], first)
+	}
+	for i := range 50 {
+		now = now.Add(time.Hour) // the first generation's writes, or the next's
+		if err := s.Add(ctx, 5, []uint64{uint64(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if again := rdb.PExpireTime(ctx, keys[0]).Val(); again != first {
+			t.Fatalf("expiry of %s moved from %v to %v after a later write", keys[0], first, again)
+		}
+	}
+	if left := time.Until(time.Unix(0, 0).Add(first)); left > 2*30*24*time.Hour {
+		t.Fatalf("set expires in %v, want at most two generations", left)
+	}
+}
+
+// A generation starts empty: the codes of the last one read as unseen, so
+// PostgreSQL decides them again once per generation.
+func TestNextGenerationStartsEmpty(t *testing.T) {
+	now := time.Now()
+	s, _ := open(t, seen.Config{Epoch: "e", TTL: time.Hour, Now: func() time.Time { return now }})
+	ctx := context.Background()
+	if err := s.Add(ctx, 5, []uint64{7}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Hour)
+	got, err := s.Seen(ctx, 5, []uint64{7})
+	if err != nil || got[0] {
+		t.Fatalf("Seen two generations later = %v, %v; want unseen", got, err)
+	}
+}
+
+// A page rotating thousands of new links per check stays within Buckets ×
+// MaxPerBucket codes, every set in the intset encoding.
+func TestRotatingPageStaysBounded(t *testing.T) {
+	s, rdb := open(t, seen.Config{Epoch: "e", Buckets: 8})
+	ctx := context.Background()
+	var first []uint64
+	for round := range 20 {
+		codes := make([]uint64, 5000)
+		for i := range codes {
+			codes[i] = rand.Uint64N(62 * 62 * 62 * 62 * 62 * 62 * 62 * 62)
+		}
+		if err := s.Add(ctx, 42, codes); err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			first = codes
+		}
+	}
+	keys := rdb.Keys(ctx, "*:seen:e:42:*").Val()
+	var total int64
+	for _, k := range keys {
+		n := rdb.SCard(ctx, k).Val()
+		total += n
+		if n > 512 {
+			t.Errorf("%s holds %d codes, want at most 512", k, n)
+		}
+		if enc := rdb.ObjectEncoding(ctx, k).Val(); enc != "intset" {
+			t.Errorf("%s is encoded as %s, want intset", k, enc)
+		}
+	}
+	if total > 8*512 {
+		t.Fatalf("page holds %d codes after 100,000 adds, want at most %d", total, 8*512)
+	}
+	// A full set keeps what it holds: the codes cached are the first ones.
+	hits, err := s.Seen(ctx, 42, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, h := range hits {
+		if h {
+			n++
+		}
+	}
+	if n != total {
+		t.Fatalf("%d of the first round's codes are seen, want all %d codes the sets hold", n, total)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,6 +23,39 @@ type Check struct {
 	// LinksDigest is the digest of the check's whole link set
 	// (shortlink.KeySetDigest); empty keeps the page's digest.
 	LinksDigest string
+	// Truncated counts the links the crawler left out of the check (link
+	// cap, task byte budget); it is shown on the page as LastTruncated.
+	Truncated int
+	// Caps bound the new links this check may record.
+	Caps Caps
+	// FullSet says the check carries the page's whole link set, so the
+	// caller can refresh the links' last-seen times (RefreshLinks) when
+	// Recorded.RefreshDue says so. A check without it (304, unchanged,
+	// failed) that finds a refresh due makes the page's next job ask for the
+	// whole set: it clears the page's validators and links digest.
+	FullSet bool
+	// RefreshEvery is how often a page's links' last-seen times are
+	// refreshed; zero never (link retention off).
+	RefreshEvery time.Duration
+}
+
+// Caps bound the new links one check of a page records. Zero means no cap.
+// The page's baseline is never capped: its links are the page as it was, and
+// leaving some out would report them as new later. A new link that is cut is
+// not recorded at all, so a later check may record it if it is still there.
+type Caps struct {
+	// PerCheck caps the new links of one check.
+	PerCheck int
+	// PerDay caps the new links of one page on one UTC day.
+	PerDay int
+}
+
+// budget returns a cap for SQL, where a huge number stands for none.
+func budget(n int) int32 {
+	if n <= 0 {
+		return math.MaxInt32
+	}
+	return int32(min(n, math.MaxInt32))
 }
 
 // NewLink is a link to record: its 64-bit key (internal/shortlink), URL, text
@@ -42,6 +76,11 @@ type Recorded struct {
 	Updates []watch.Update
 	// Inserted counts links that were new to the seen-set, baseline included.
 	Inserted int
+	// Cut counts the new links that Caps left out; they are not recorded.
+	Cut int
+	// RefreshDue says the page's links' last-seen times are older than
+	// Check.RefreshEvery: call RefreshLinks with the check's whole link set.
+	RefreshDue bool
 }
 
 // RecordCheck records one check of a page: the candidate links go into links
@@ -62,7 +101,7 @@ func (s *Store) RecordCheck(ctx context.Context, c Check, links []NewLink) (Reco
 	case c.Error != "":
 		err = recordFailure(ctx, s.pool, c)
 	case len(links) == 0:
-		rec.Baseline, err = recordSuccess(ctx, s.pool, c)
+		rec, err = recordSuccess(ctx, s.pool, c)
 	default:
 		rec, err = recordLinks(ctx, s.pool, c, links)
 	}
@@ -79,32 +118,60 @@ type querier interface {
 }
 
 // successSet is the SET list of a successful check: $1 page id, $2 fetched
-// at, $3 status, $4 ETag, $5 Last-Modified, $6 links digest. A stale check
-// (fetched before the page's last recorded one, as with a late redelivery)
-// only clears the lease: it must not roll back newer validators. Every
-// expression reads the row as it was before the statement, so the statement
-// is consistent on its own. baseline_at = now() afterwards says this check
-// set the baseline: now() is the transaction's start, so it equals only a
-// value set here.
-const successSet = `
+// at, $3 status, $4 ETag, $5 Last-Modified, $6 links digest, $7 links the
+// crawler left out, $8 full link set, $9 refresh period in milliseconds. A
+// stale check (fetched before the page's last recorded one, as with a late
+// redelivery) only clears the lease: it must not roll back newer validators.
+// Every expression reads the row as it was before the statement, so the
+// statement is consistent on its own. baseline_at = now() afterwards says
+// this check set the baseline: now() is the transaction's start, so it
+// equals only a value set here. When a link refresh is due and the check
+// lacks the whole link set, the validators and the digest are cleared so the
+// next check fetches and sends the whole page. cut is an SQL condition true
+// when the check's caps cut links: then the digest is cleared too, since a
+// digest promises that every link of its set is recorded, and the crawler
+// would otherwise report the same page as unchanged and the cut links would
+// never be recorded.
+func successSet(cut string) string {
+	return `
 	lease_until          = NULL,
 	baseline_at          = coalesce(baseline_at, now()),
 	last_checked_at      = CASE WHEN ` + fresh + ` THEN $2 ELSE last_checked_at END,
 	last_status          = CASE WHEN ` + fresh + ` THEN $3 ELSE last_status END,
 	last_error           = CASE WHEN ` + fresh + ` THEN NULL ELSE last_error END,
 	consecutive_failures = CASE WHEN ` + fresh + ` THEN 0 ELSE consecutive_failures END,
-	etag                 = CASE WHEN ` + fresh + ` AND $3 <> 304 THEN nullif($4, '') ELSE etag END,
-	last_modified        = CASE WHEN ` + fresh + ` AND $3 <> 304 THEN nullif($5, '') ELSE last_modified END,
-	links_digest         = CASE WHEN ` + fresh + ` AND $6 <> '' THEN $6 ELSE links_digest END`
+	last_truncated       = CASE WHEN ` + fresh + ` THEN $7 ELSE last_truncated END,
+	etag                 = CASE WHEN ` + fresh + ` AND ` + askWhole + ` THEN NULL
+	                            WHEN ` + fresh + ` AND $3 <> 304 THEN nullif($4, '') ELSE etag END,
+	last_modified        = CASE WHEN ` + fresh + ` AND ` + askWhole + ` THEN NULL
+	                            WHEN ` + fresh + ` AND $3 <> 304 THEN nullif($5, '') ELSE last_modified END,
+	links_digest         = CASE WHEN ` + fresh + ` AND (` + askWhole + ` OR ` + cut + `) THEN NULL
+	                            WHEN ` + fresh + ` AND $6 <> '' THEN $6 ELSE links_digest END`
+}
+
+// refreshDue is true when the page's links' last-seen times are older than
+// the refresh period $9 (zero: never).
+const refreshDue = `($9::bigint > 0 AND (links_seen_at IS NULL OR links_seen_at < now() - $9::bigint * interval '1 millisecond'))`
+
+// askWhole is true when a refresh is due but this check cannot do it.
+const askWhole = `(NOT $8 AND ` + refreshDue + `)`
+
+// today is the page's count of new links recorded on the current UTC day.
+const today = `CASE WHEN new_links_day = (now() AT TIME ZONE 'UTC')::date THEN new_links_today ELSE 0 END`
 
 // recordLinks records a successful check with candidate links in one
 // statement. Locking the page row first (FOR UPDATE in the page CTE, which
 // every other part reads) serialises checks of one page, so two concurrent
 // first checks cannot both believe they are the baseline: the second waits,
-// and then reads the row the first committed. The RETURNING rows of the links
-// insert are exactly the new links; those become updates unless this check
-// is the baseline. The result has one row per new link, or a single row
-// without a link when none was new, and no row when the page is gone.
+// and then reads the row the first committed. When the page's budget (Caps;
+// unlimited for the baseline) is below the number of candidates, the
+// candidates not yet in links are numbered in page order and only the first
+// ones within the budget are inserted; the rest are counted as cut. Within
+// the budget, the usual case, no candidate costs an extra lookup. The
+// RETURNING rows of the links insert are exactly the new links; those become
+// updates unless this check is the baseline. The result has one row per new
+// link, or a single row without a link when none was new, and no row when
+// the page is gone.
 func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Recorded, error) {
 	keys := make([]int64, len(links))
 	urls := make([]string, len(links))
@@ -116,11 +183,17 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 	}
 	rows, err := q.Query(ctx, `
 		WITH page AS (
-			SELECT id, baseline_at IS NULL AS is_first FROM pages WHERE id = $1 FOR UPDATE
+			SELECT id, baseline_at IS NULL AS is_first,
+				CASE WHEN baseline_at IS NULL THEN `+fmt.Sprint(math.MaxInt32)+`
+				     ELSE greatest(0, least($14, $15 - `+today+`)) END AS budget
+			FROM pages WHERE id = $1 FOR UPDATE
+		), candidate AS (
+			SELECT l.k, l.u, l.t, l.c, row_number() OVER (ORDER BY l.n) AS n
+			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY AS l(k, u, t, c, n)
+			WHERE page.budget >= $16 OR NOT EXISTS (SELECT 1 FROM links WHERE links.page_id = page.id AND links.link_key = l.k)
 		), fresh AS (
 			INSERT INTO links (page_id, link_key, url, text, code)
-			SELECT page.id, k, u, t, c
-			FROM page, unnest($7::bigint[], $8::text[], $9::text[], $10::text[]) AS l(k, u, t, c)
+			SELECT page.id, k, u, t, c FROM page, candidate WHERE candidate.n <= page.budget
 			ON CONFLICT DO NOTHING
 			RETURNING link_key, url, text, code, first_seen_at
 		), news AS (
@@ -129,14 +202,20 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 			ON CONFLICT DO NOTHING
 			RETURNING id, link_key
 		), status AS (
-			UPDATE pages SET `+successSet+`
+			UPDATE pages SET `+successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`)+`,
+				last_cut        = CASE WHEN `+fresh+` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,
+				new_links_today = CASE WHEN page.is_first THEN new_links_today
+				                       ELSE `+today+` + (SELECT count(*) FROM fresh) END,
+				new_links_day   = CASE WHEN page.is_first THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END
 			FROM page WHERE pages.id = page.id
-			RETURNING baseline_at = now() AS baseline
+			RETURNING baseline_at = now() AS baseline, `+fresh+` AND `+refreshDue+` AS refresh,
+				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut
 		)
-		SELECT status.baseline, fresh.link_key IS NOT NULL, news.id,
+		SELECT status.baseline, status.refresh, status.cut, fresh.link_key IS NOT NULL, news.id,
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at
 		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`,
-		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, keys, urls, texts, codes)
+		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
+		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links))
 	if err != nil {
 		return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
 	}
@@ -150,11 +229,13 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 			inserted bool
 			id       *int64
 			at       *time.Time
+			cut      int64
 			u        watch.Update
 		)
-		if err := rows.Scan(&rec.Baseline, &inserted, &id, &u.URL, &u.Text, &u.Code, &at); err != nil {
+		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &inserted, &id, &u.URL, &u.Text, &u.Code, &at); err != nil {
 			return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
 		}
+		rec.Cut = int(cut)
 		found = true
 		if !inserted {
 			continue
@@ -176,16 +257,22 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 
 // recordSuccess updates the page's status after a check without candidate
 // links and reports whether this check set the page's baseline.
-func recordSuccess(ctx context.Context, q querier, c Check) (baseline bool, err error) {
-	err = q.QueryRow(ctx, `UPDATE pages SET `+successSet+` WHERE id = $1 RETURNING baseline_at = now()`,
-		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest).Scan(&baseline)
+func recordSuccess(ctx context.Context, q querier, c Check) (Recorded, error) {
+	var rec Recorded
+	err := q.QueryRow(ctx, `
+		UPDATE pages SET `+successSet("false")+`,
+			last_cut = CASE WHEN `+fresh+` THEN 0 ELSE last_cut END
+		WHERE id = $1
+		RETURNING baseline_at = now(), `+fresh+` AND `+refreshDue,
+		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
+		c.RefreshEvery.Milliseconds()).Scan(&rec.Baseline, &rec.RefreshDue)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
+		return Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
 	if err != nil {
-		return false, fmt.Errorf("update page status: %w", err)
+		return Recorded{}, fmt.Errorf("update page status: %w", err)
 	}
-	return baseline, nil
+	return rec, nil
 }
 
 // fresh is true when the check being recorded is not older than the page's
@@ -210,4 +297,60 @@ func recordFailure(ctx context.Context, q querier, c Check) error {
 		return fmt.Errorf("record failure: %w", err)
 	}
 	return nil
+}
+
+// RefreshLinks marks every link of keys, the whole link set of a check of the
+// page, as seen now, and records the refresh on the page along with the set's
+// digest (empty keeps the page's). It costs one statement over the page's
+// links, which the processor spends once per Check.RefreshEvery per page
+// rather than on every check. A link whose last-seen time is older than its
+// page's last refresh was absent from the page then; PruneLinks forgets such
+// links once they are older than the retention period.
+func (s *Store) RefreshLinks(ctx context.Context, pageID int64, keys []uint64, digest string) error {
+	ks := make([]int64, len(keys))
+	for i, k := range keys {
+		ks[i] = int64(k)
+	}
+	_, err := s.pool.Exec(ctx, `
+		WITH touched AS (
+			UPDATE links SET last_seen_at = now()
+			WHERE page_id = $1 AND link_key = ANY($2::bigint[]) AND last_seen_at < now()
+		)
+		UPDATE pages SET links_seen_at = now(), links_digest = coalesce(nullif($3, ''), links_digest)
+		WHERE id = $1`, pageID, ks, digest)
+	if err != nil {
+		return fmt.Errorf("refresh last-seen times of %d links of page %d: %w", len(keys), pageID, err)
+	}
+	return nil
+}
+
+// PruneUpdates deletes up to limit updates discovered more than olderThan
+// ago, oldest first, and returns how many it deleted. The links stay: a link
+// whose update is gone is still known, never reported again.
+func (s *Store) PruneUpdates(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM updates WHERE id IN (
+			SELECT id FROM updates WHERE discovered_at < now() - $1 * interval '1 millisecond'
+			ORDER BY discovered_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, olderThan.Milliseconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("delete updates older than %s: %w", olderThan, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// PruneLinks deletes up to limit links that were absent from their page at
+// its last link refresh (RefreshLinks) and have not been seen for olderThan,
+// oldest first, and returns how many it deleted. Such a link, should it come
+// back, is reported as new again. Links of a page never refreshed are kept.
+func (s *Store) PruneLinks(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM links USING (
+			SELECT l.page_id, l.link_key FROM links l JOIN pages p ON p.id = l.page_id
+			WHERE l.last_seen_at < now() - $1 * interval '1 millisecond' AND l.last_seen_at < p.links_seen_at
+			ORDER BY l.last_seen_at LIMIT $2 FOR UPDATE OF l SKIP LOCKED) old
+		WHERE links.page_id = old.page_id AND links.link_key = old.link_key`, olderThan.Milliseconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("delete links unseen for %s: %w", olderThan, err)
+	}
+	return tag.RowsAffected(), nil
 }

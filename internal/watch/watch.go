@@ -163,6 +163,13 @@ type Page struct {
 	BaselineAt          time.Time // zero until the first successful check
 	Options             LinkOptions
 	CreatedAt           time.Time
+	// LastTruncated counts the links the crawler left out of the last
+	// successful check (the link cap or the task's byte budget was reached).
+	LastTruncated int
+	// LastCut counts the new links the last successful check did not record
+	// because the page reached its cap of new links per check or per day;
+	// they are recorded by a later check if they are still on the page.
+	LastCut int
 }
 
 // Update is a link that appeared on a watched page for the first time.

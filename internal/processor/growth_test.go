@@ -1,0 +1,61 @@
+package processor_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/processor"
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+)
+
+// A link cut by the caps must not enter the seen-set: the next check, when
+// there is room, records it.
+func TestCutLinksAreRecordedLater(t *testing.T) {
+	f := newFixtureWith(t, "", processor.Config{Caps: store.Caps{PerCheck: 2}})
+	f.deliver(t, f.task("/a"))
+	task := f.task("/a", "/b", "/c", "/d")
+	task.Truncated = 9
+	f.deliver(t, task)
+	p, _ := f.st.Page(context.Background(), f.page.ID)
+	if p.LastCut != 1 || p.LastTruncated != 9 {
+		t.Fatalf("page shows cut %d, truncated %d; want 1 and 9", p.LastCut, p.LastTruncated)
+	}
+	f.deliver(t, f.task("/a", "/b", "/c", "/d"))
+	if got := fmt.Sprint(f.updates(t)); got != "[https://portal.example/d https://portal.example/c https://portal.example/b]" {
+		t.Fatalf("updates = %s, want /b and /c, then the cut /d", got)
+	}
+	p, _ = f.st.Page(context.Background(), f.page.ID)
+	if p.LastCut != 0 || p.LastTruncated != 0 {
+		t.Fatalf("page after a check within the caps shows cut %d, truncated %d; want 0 and 0", p.LastCut, p.LastTruncated)
+	}
+}
+
+// With link retention on, a whole check refreshes the page's links, and a
+// retention round then forgets only the link that left the page.
+func TestLinkRetentionForgetsOnlyLinksGoneFromThePage(t *testing.T) {
+	f := newFixtureWith(t, "", processor.Config{LinkRefresh: processor.LinkRefreshFor(90 * 24 * time.Hour)})
+	ctx := context.Background()
+	f.deliver(t, f.task("/stays", "/gone"))
+	if _, err := f.db.Exec(ctx, `UPDATE links SET last_seen_at = now() - interval '100 days'; UPDATE pages SET links_seen_at = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	f.deliver(t, f.task("/stays")) // refresh due: /stays is seen now, /gone is not
+	pruner := processor.NewPruner(processor.RetentionConfig{Links: 90 * 24 * time.Hour, Batch: 1}, f.st, testsvc.Logger(t))
+	updates, links, err := pruner.Round(ctx)
+	if err != nil || updates != 0 || links != 1 {
+		t.Fatalf("Round = %d updates, %d links, %v; want one link", updates, links, err)
+	}
+	var left []string
+	rows, _ := f.db.Query(ctx, `SELECT url FROM links`)
+	for rows.Next() {
+		var u string
+		rows.Scan(&u)
+		left = append(left, u)
+	}
+	if fmt.Sprint(left) != "[https://portal.example/stays]" {
+		t.Fatalf("links left = %v, want only /stays", left)
+	}
+}
