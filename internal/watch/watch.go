@@ -160,6 +160,13 @@ type Page struct {
 	BaselineAt          time.Time // zero until the first successful check
 	Options             LinkOptions
 	CreatedAt           time.Time
+	// Name is what people call the page; empty means DisplayName falls
+	// back to Title, then to the host.
+	Name string
+	// Tags group pages for feeds and filters (see NormalizeTags).
+	Tags []string
+	// Title is the page's <title> as last seen; empty until it is recorded.
+	Title string
 }
 
 // Update is a link that appeared on a watched page for the first time.
@@ -170,4 +177,7 @@ type Update struct {
 	Text         string    `json:"text"`
 	Code         string    `json:"code"`
 	DiscoveredAt time.Time `json:"discovered_at"`
+	// PageName is the DisplayName of the update's page, when the query
+	// that read the update joined its page.
+	PageName string `json:"page_name,omitempty"`
 }
