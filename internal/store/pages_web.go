@@ -54,10 +54,10 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 		p.Interval = watch.DefaultInterval
 	}
 	page, err := scanPage(q.QueryRow(ctx, `
-		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags)
-		VALUES ($1, $2 * interval '1 millisecond', $3, $4, $5, $6)
+		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled)
+		VALUES ($1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7)
 		RETURNING `+pageColumns,
-		p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags)))
+		p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused))
 	if isUniqueViolation(err) {
 		return watch.Page{}, watch.ErrDuplicatePage
 	}

@@ -92,6 +92,7 @@ type PageSpec struct {
 	Options  LinkOptions
 	Name     string
 	Tags     []string
+	Paused   bool // registered but not checked until enabled
 }
 
 // PageEdit changes a registered page; a nil field stays as it is. Check it
