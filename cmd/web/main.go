@@ -69,20 +69,17 @@ func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Lo
 		ln.Close()
 		return err
 	}
+	schema := schemaHealth(st, health)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { watchSchema(gctx, st, health, log); return nil })
+	g.Go(func() error { watchSchema(gctx, st, schema, log); return nil })
 	g.Go(func() error { return web.ServeListener(gctx, ln, srv.Handler(), cfg.ShutdownTimeout, log) })
 	return g.Wait()
 }
 
-// watchSchema reports on /healthz whether the database answers and holds
-// the schema this program was built for; it returns once it does, or when
-// ctx ends. The web program does not migrate
-// (its role may be read-only); the pipeline programs and `watchctl migrate`
-// do. Requests made meanwhile fail with 500 and a logged reason.
-func watchSchema(ctx context.Context, st *store.Store, health *ops.Health, log *slog.Logger) {
-	want := newestMigration()
-	var state atomic.Pointer[error]
+// schemaHealth puts the database on /healthz: not ready until watchSchema
+// has seen the schema this program was built for, then a ping.
+func schemaHealth(st *store.Store, health *ops.Health) *atomic.Pointer[error] {
+	state := new(atomic.Pointer[error])
 	waiting := errors.New("connecting")
 	state.Store(&waiting)
 	health.Set("postgres", func() error {
@@ -93,6 +90,16 @@ func watchSchema(ctx context.Context, st *store.Store, health *ops.Health, log *
 		defer cancel()
 		return st.Ping(ctx)
 	})
+	return state
+}
+
+// watchSchema waits until the database holds the schema this program was
+// built for, keeping state (shown on /healthz) on what it waits for; it
+// returns once it does, or when ctx ends. The web program does not migrate
+// (its role may be read-only); the pipeline programs and `watchctl migrate`
+// do. Requests made meanwhile fail with 500 and a logged reason.
+func watchSchema(ctx context.Context, st *store.Store, state *atomic.Pointer[error], log *slog.Logger) {
+	want := newestMigration()
 	policy := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second}
 	for attempt := 0; ; attempt++ {
 		v, err := st.SchemaVersion(ctx)

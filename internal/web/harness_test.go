@@ -220,10 +220,12 @@ func (e *env) insertUpdates(page int64, n int, last time.Time, prefix string) {
 	e.t.Helper()
 	_, err := e.pool.Exec(context.Background(), `
 		INSERT INTO updates (page_id, url, text, code, link_key, discovered_at)
-		SELECT $1::bigint, 'https://example.com/'||$1::bigint||'/'||i, $3::text||' '||i, 'c'||i, $1::bigint*1000000+i,
+		SELECT $1::bigint, 'https://example.com/'||$1::bigint||'/'||i, $3::text||' '||i, 'c'||i, $1::bigint*1000000 + i + (SELECT coalesce(max(id), 0) FROM updates),
 			$2::timestamptz - (($4::int - i) * interval '1 second')
 		FROM generate_series(1, $4) i`, page, last, prefix, n)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 }
+
+func timeNow() time.Time { return time.Now().UTC().Truncate(time.Second) }

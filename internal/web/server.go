@@ -289,8 +289,7 @@ func (s *Server) denied(w http.ResponseWriter, r *http.Request, rt route, status
 		http.Redirect(w, r, "/signin", http.StatusSeeOther)
 		return
 	}
-	w.WriteHeader(status)
-	s.render(w, r, "signin", signinView{Error: detail})
+	s.render(w, r, status, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: detail})
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

@@ -38,7 +38,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 	}
 	out := map[string]*template.Template{}
 	for _, name := range templateNames {
-		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/forms.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parse template %s: %w", name, err)
 		}
@@ -63,7 +63,7 @@ func (s *Server) viewOf(r *http.Request, title string) view {
 
 // render executes a template into a buffer first, so a failure shows an
 // error page instead of half a page.
-func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, data any) {
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
 	var buf bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
 		s.log.Error("render page", "template", name, "err", err)
@@ -72,6 +72,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, dat
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }
 
@@ -106,8 +107,7 @@ func (s *Server) showPages(w http.ResponseWriter, r *http.Request, status int, f
 			v.Dead = []DeadQueue{{Queue: "dead letters", Error: err.Error()}}
 		}
 	}
-	w.WriteHeader(status)
-	s.render(w, r, "pages", v)
+	s.render(w, r, status, "pages", v)
 }
 
 // formPage reads the add form into a registration page.
@@ -224,8 +224,7 @@ func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p 
 	if len(updates) == f.Limit {
 		v.Next = encodeCursor(watch.CursorOf(updates[len(updates)-1]))
 	}
-	w.WriteHeader(status)
-	s.render(w, r, "page", v)
+	s.render(w, r, status, "page", v)
 }
 
 func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
@@ -322,8 +321,7 @@ func (s *Server) uiUpdates(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFilter(q)
 	if err != nil {
 		v.Error = err.Error()
-		w.WriteHeader(http.StatusBadRequest)
-		s.render(w, r, "updates", v)
+		s.render(w, r, http.StatusBadRequest, "updates", v)
 		return
 	}
 	if v.Updates, err = s.deps.Updates.QueryUpdates(r.Context(), f); err != nil {
@@ -340,7 +338,7 @@ func (s *Server) uiUpdates(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Next = "/updates?" + next.Encode()
 	}
-	s.render(w, r, "updates", v)
+	s.render(w, r, http.StatusOK, "updates", v)
 }
 
 type signinView struct {
@@ -349,20 +347,18 @@ type signinView struct {
 }
 
 func (s *Server) uiSignInForm(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, "signin", signinView{view: s.viewOf(r, "Sign in")})
+	s.render(w, r, http.StatusOK, "signin", signinView{view: s.viewOf(r, "Sign in")})
 }
 
 func (s *Server) uiSignIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	secret := strings.TrimSpace(r.PostFormValue("token"))
 	if secret == "" {
-		w.WriteHeader(http.StatusUnprocessableEntity)
-		s.render(w, r, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: "paste a token: `watchctl token create NAME` makes one"})
+		s.render(w, r, http.StatusUnprocessableEntity, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: "paste a token: `watchctl token create NAME` makes one"})
 		return
 	}
 	if _, err := s.deps.Tokens.VerifyToken(r.Context(), secret); errors.Is(err, watch.ErrTokenNotFound) {
-		w.WriteHeader(http.StatusUnauthorized)
-		s.render(w, r, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: "that token is not valid (revoked, or mistyped)"})
+		s.render(w, r, http.StatusUnauthorized, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: "that token is not valid (revoked, or mistyped)"})
 		return
 	} else if err != nil {
 		s.fail(w, r, err)
