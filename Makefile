@@ -8,7 +8,7 @@ SUPERVISOR := deploy/supervisor
 SUPCONF    := $(SUPERVISOR)/supervisord.conf
 SUPCTL     := supervisorctl -c $(SUPCONF)
 DB_NAME    ?= portalwatch
-PROGRAMS   := scheduler crawler processor watchctl
+PROGRAMS   := scheduler crawler processor watchctl web
 FUZZTIME   ?= 5s
 
 .PHONY: up down status build services test vet fuzz chaos chaos-short clean

@@ -26,7 +26,7 @@ import (
 )
 
 // Programs are the binaries Build makes.
-var Programs = []string{"scheduler", "crawler", "processor", "watchctl"}
+var Programs = []string{"scheduler", "crawler", "processor", "watchctl", "web"}
 
 // Build builds the programs into a new folder and returns it. race adds the
 // race detector. Call it from TestMain; remove the folder afterwards.
