@@ -60,10 +60,12 @@ vet:
 	$(GO) vet ./...
 
 ## test: the whole suite against the real services (started if needed):
-## vet, unit and integration tests with the race detector, the end-to-end
+## vet, unit and integration tests with the race detector (Chromium is installed
+## for the web page's browser test), the end-to-end
 ## tests that run the real programs, short fuzz runs, and then, on their own,
 ## a short fault-injection run with its negative controls.
 test: services vet
+	@scripts/services.sh ensure chromium
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	$(MAKE) --no-print-directory chaos-short
