@@ -79,9 +79,9 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 			if !p.Enabled {
 				o.Enabled = "false"
 			}
-			if p.Name != "" {
-				o.Name = p.Name
-			}
+			// Always written, so that an empty name (the page is shown by
+			// its title or host, the outline's text) comes back empty.
+			o.Name = &p.Name
 			for _, t := range p.Tags {
 				o.Category = append(o.Category, "/"+t)
 			}
@@ -117,7 +117,7 @@ type outline struct {
 	HTMLURL  string    `xml:"htmlUrl,attr,omitempty"`
 	XMLURL   string    `xml:"xmlUrl,attr,omitempty"`
 	Category catList   `xml:"category,attr,omitempty"`
-	Name     string    `xml:"pwName,attr,omitempty"`
+	Name     *string   `xml:"pwName,attr,omitempty"` // nil: absent, as in other programs' OPML
 	Interval string    `xml:"pwInterval,attr,omitempty"`
 	Enabled  string    `xml:"pwEnabled,attr,omitempty"`
 	SameSite bool      `xml:"pwSameSite,attr,omitempty"`
@@ -223,7 +223,6 @@ func readCSV(r io.Reader) ([]Row, []RowError, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
@@ -231,6 +230,7 @@ func readCSV(r io.Reader) ([]Row, []RowError, error) {
 			}
 			return nil, nil, fmt.Errorf("read CSV: %w", err)
 		}
+		line, _ := cr.FieldPos(0)
 		get := func(name string) string {
 			if i, ok := col[name]; ok && i < len(rec) {
 				return strings.TrimSpace(rec[i])
@@ -272,9 +272,12 @@ func readOPML(r io.Reader) ([]Row, []RowError, error) {
 			for _, c := range o.Category {
 				tags = append(tags, strings.Trim(c, "/"))
 			}
-			name := o.Name
-			if name == "" && o.Text != url {
-				name = o.Text
+			// Another program's OPML names a page by the outline's text.
+			name := o.Text
+			if o.Name != nil {
+				name = *o.Name
+			} else if name == url {
+				name = ""
 			}
 			row, err := makeRow(n, url, name, tags, o.Interval, o.Enabled, strconv.FormatBool(o.SameSite), o.Ignore)
 			if err != nil {

@@ -112,6 +112,9 @@ func TestAPIPagesCRUDAndBadInput(t *testing.T) {
 		{`{"url":"http://127.0.0.1:9/","ignore":["("]}`, 422, "ignore", "missing closing"},
 		{`{"url":"http://127.0.0.1:9/","tags":["a/b"]}`, 422, "tags", "letters, digits"},
 		{`{"url":"http://127.0.0.1:9/","name":"` + strings.Repeat("n", 201) + `"}`, 422, "name", "the longest is 200"},
+		{`{"url":"http://127.0.0.1:9/","tags":["` + strings.Repeat("t", 51) + `"]}`, 422, "tags", "the longest is 50"},
+		{`{"url":"http://127.0.0.1:9/","tags":[` + manyTags(21) + `]}`, 422, "tags", "at most 20"},
+		{`{"url":"http://127.0.0.1:9/","name":"` + strings.Repeat("n", maxBodyBytes) + `"}`, 413, "", "larger than"},
 	} {
 		resp, b := e.do("POST", "/api/v1/pages", w, tt.body)
 		p := decode[problemDetails](t, b)
@@ -278,4 +281,13 @@ func TestAPIUpdatesFiltersAndCursor(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), "job is not JSON") {
 		t.Errorf("dead letters: %d %s", resp.StatusCode, b)
 	}
+}
+
+// manyTags returns n distinct tags as JSON strings.
+func manyTags(n int) string {
+	tags := make([]string, n)
+	for i := range tags {
+		tags[i] = fmt.Sprintf(`"t%d"`, i)
+	}
+	return strings.Join(tags, ",")
 }
