@@ -96,7 +96,7 @@ func (s *Server) apiListPages(w http.ResponseWriter, r *http.Request) {
 func (s *Server) pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		s.problem(w, r, http.StatusNotFound, "page not found", fmt.Sprintf("%q is not a page id: ids are positive whole numbers", r.PathValue("id")))
+		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("%q is not a page id: ids are positive whole numbers", r.PathValue("id")))
 		return 0, false
 	}
 	return id, true
@@ -145,7 +145,7 @@ type createPageJSON struct {
 // most maxBodyBytes. It answers 400 itself and returns false on a bad body.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
-		s.problem(w, r, http.StatusUnsupportedMediaType, "unsupported media type", "send the body as application/json")
+		s.problem(w, r, http.StatusUnsupportedMediaType, "send the body as application/json")
 		return false
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
@@ -157,10 +157,10 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool 
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.problem(w, r, http.StatusRequestEntityTooLarge, "body too large", fmt.Sprintf("the body is larger than %d bytes", maxBodyBytes))
+			s.problem(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxBodyBytes))
 			return false
 		}
-		s.problem(w, r, http.StatusBadRequest, "bad JSON body", err.Error())
+		s.problem(w, r, http.StatusBadRequest, err.Error())
 		return false
 	}
 	return true
@@ -224,7 +224,7 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 		edit.Interval = &d
 	}
 	if edit.IsZero() {
-		s.problem(w, r, http.StatusBadRequest, "nothing to change", "give at least one of interval, enabled, same_site_only, ignore, name, tags")
+		s.problem(w, r, http.StatusBadRequest, "give at least one of interval, enabled, same_site_only, ignore, name, tags")
 		return
 	}
 	p, err := s.editPage(r, id, edit)
@@ -277,7 +277,7 @@ func listFormat(r *http.Request) (string, error) {
 func (s *Server) apiImport(w http.ResponseWriter, r *http.Request) {
 	format, err := listFormat(r)
 	if err != nil {
-		s.problem(w, r, http.StatusBadRequest, "unknown list format", err.Error())
+		s.problem(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	pages, err := s.importList(r, http.MaxBytesReader(w, r.Body, pagefile.MaxBytes+1), format)
@@ -319,7 +319,7 @@ func (s *Server) importList(r *http.Request, body io.Reader, format string) ([]w
 
 func (s *Server) importError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, errUnreadableList) {
-		s.problem(w, r, http.StatusBadRequest, "unreadable list", strings.TrimPrefix(err.Error(), errUnreadableList.Error()+": "))
+		s.problem(w, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), errUnreadableList.Error()+": "))
 		return
 	}
 	s.writeError(w, r, err)
@@ -331,7 +331,7 @@ func (s *Server) apiExport(w http.ResponseWriter, r *http.Request) {
 		format = pagefile.CSV
 	}
 	if format != pagefile.CSV && format != pagefile.OPML {
-		s.problem(w, r, http.StatusBadRequest, "unknown list format", fmt.Sprintf("format %q: want csv or opml", format))
+		s.problem(w, r, http.StatusBadRequest, fmt.Sprintf("format %q: want csv or opml", format))
 		return
 	}
 	pages, err := s.deps.Pages.Pages(r.Context())
@@ -437,7 +437,7 @@ func decodeCursor(s string) (watch.Cursor, error) {
 func (s *Server) apiUpdates(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFilter(r.URL.Query())
 	if err != nil {
-		s.problem(w, r, http.StatusBadRequest, "bad query", err.Error())
+		s.problem(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	updates, err := s.deps.Updates.QueryUpdates(r.Context(), f)

@@ -36,7 +36,7 @@ func (s *Server) feedPage(w http.ResponseWriter, r *http.Request) {
 	stem, format, _ := strings.Cut(r.PathValue("file"), ".")
 	id, err := strconv.ParseInt(stem, 10, 64)
 	if err != nil || id <= 0 {
-		s.problem(w, r, http.StatusNotFound, "feed not found", fmt.Sprintf("%q is not a page id: use /feeds/pages/{id}.atom, .rss or .json", stem))
+		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("%q is not a page id: use /feeds/pages/{id}.atom, .rss or .json", stem))
 		return
 	}
 	s.serveFeed(w, r, watch.FeedScope{PageID: id}, format)
@@ -46,7 +46,7 @@ func (s *Server) feedTag(w http.ResponseWriter, r *http.Request) {
 	stem, format, _ := strings.Cut(r.PathValue("file"), ".")
 	tags, err := watch.NormalizeTags([]string{stem})
 	if err != nil || len(tags) != 1 {
-		s.problem(w, r, http.StatusNotFound, "feed not found", fmt.Sprintf("%q is not a tag: use /feeds/tags/{tag}.atom, .rss or .json", stem))
+		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("%q is not a tag: use /feeds/tags/{tag}.atom, .rss or .json", stem))
 		return
 	}
 	s.serveFeed(w, r, watch.FeedScope{Tag: tags[0]}, format)
@@ -58,7 +58,7 @@ func (s *Server) feedTag(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, scope watch.FeedScope, format string) {
 	ctype, ok := feedTypes[format]
 	if !ok {
-		s.problem(w, r, http.StatusNotFound, "feed not found", fmt.Sprintf("format %q: feeds end in .atom, .rss or .json", format))
+		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("format %q: feeds end in .atom, .rss or .json", format))
 		return
 	}
 	stamp, err := s.deps.Updates.FeedStamp(r.Context(), scope)

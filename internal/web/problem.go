@@ -30,8 +30,10 @@ type fieldError struct {
 	Detail string `json:"detail"`
 }
 
-func (s *Server) problem(w http.ResponseWriter, r *http.Request, status int, title, detail string, errs ...fieldError) {
-	writeProblem(w, r, problemDetails{Type: "about:blank", Title: title, Status: status, Detail: detail, Errors: errs})
+// problem answers with an RFC 9457 problem of type about:blank: the title is
+// the status's phrase, detail says what was wrong and what to do.
+func (s *Server) problem(w http.ResponseWriter, r *http.Request, status int, detail string, errs ...fieldError) {
+	writeProblem(w, r, problemDetails{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Errors: errs})
 }
 
 func writeProblem(w http.ResponseWriter, r *http.Request, p problemDetails) {
@@ -46,7 +48,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p problemDetails) {
 // not the client's (the database is down, say), and logs it once.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	s.problem(w, r, http.StatusInternalServerError, "internal error", "the request could not be carried out; the server's log says why")
+	s.problem(w, r, http.StatusInternalServerError, "the request could not be carried out; the server's log says why")
 }
 
 // writeError answers err from a page write or read with the status it
@@ -59,19 +61,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	)
 	switch {
 	case errors.Is(err, watch.ErrPageNotFound):
-		s.problem(w, r, http.StatusNotFound, "page not found", err.Error())
+		s.problem(w, r, http.StatusNotFound, err.Error())
 	case errors.Is(err, watch.ErrDuplicatePage):
-		s.problem(w, r, http.StatusConflict, "page already watched", err.Error())
+		s.problem(w, r, http.StatusConflict, err.Error())
 	case errors.As(err, &refused):
-		s.problem(w, r, http.StatusUnprocessableEntity, "refused", refused.Error(), fieldError{Field: refused.Field, Detail: refused.Error()})
+		s.problem(w, r, http.StatusUnprocessableEntity, refused.Error(), fieldError{Field: refused.Field, Detail: refused.Error()})
 	case errors.As(err, &bad):
 		errs := make([]fieldError, len(bad.Rows))
 		for i, row := range bad.Rows {
 			errs[i] = fieldError{Row: row.Line, Detail: row.Err.Error()}
 		}
-		s.problem(w, r, http.StatusUnprocessableEntity, "bad rows, nothing imported", bad.Error(), errs...)
+		s.problem(w, r, http.StatusUnprocessableEntity, bad.Error(), errs...)
 	case fetch.KindOf(err) == fetch.KindDNS || fetch.KindOf(err) == fetch.KindTimeout:
-		s.problem(w, r, http.StatusServiceUnavailable, "could not check the URL now", err.Error()+"; try again")
+		s.problem(w, r, http.StatusServiceUnavailable, err.Error()+"; try again")
 	default:
 		s.fail(w, r, err)
 	}

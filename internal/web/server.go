@@ -182,14 +182,14 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(rt.method+" "+rt.pattern, s.guard(rt))
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		s.problem(w, r, http.StatusNotFound, "no such API route", r.Method+" "+r.URL.Path+" is not part of the API (see /api/v1/openapi.json)")
+		s.problem(w, r, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not part of the API (see /api/v1/openapi.json)")
 	})
 	// Forms post same-origin; a cross-site POST (a CSRF attempt) is
 	// refused before any handler runs. API clients send no browser
 	// headers and pass.
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.problem(w, r, http.StatusForbidden, "cross-origin request refused", "this form can only be sent from the portalwatch page itself")
+		s.problem(w, r, http.StatusForbidden, "this form can only be sent from the portalwatch page itself")
 	}))
 	return securityHeaders(cop.Handler(mux))
 }
@@ -278,11 +278,11 @@ func (s *Server) credential(r *http.Request, rt route) string {
 // denied answers a request the guard refuses: problem details for the API
 // and feeds, the sign-in page for the web page.
 func (s *Server) denied(w http.ResponseWriter, r *http.Request, rt route, status int, detail string) {
-	if rt.api || strings.HasPrefix(rt.pattern, "/feeds/") || rt.pattern == "/healthz" {
+	if rt.api || strings.HasPrefix(rt.pattern, "/feeds/") {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="portalwatch"`)
 		}
-		s.problem(w, r, status, http.StatusText(status), detail)
+		s.problem(w, r, status, detail)
 		return
 	}
 	if r.Method == http.MethodGet && status == http.StatusUnauthorized {
