@@ -150,6 +150,9 @@ func TestUpdatesPageSearches(t *testing.T) {
 	if resp.StatusCode != 200 || strings.Count(body, "Budget &lt;vote&gt;") != 3 || strings.Contains(body, "Weather") {
 		t.Errorf("search: %d\n%s", resp.StatusCode, body)
 	}
+	if _, body := e.get("/updates?tag=local", ""); !strings.Contains(body, `href="/feeds/tags/local.atom"`) {
+		t.Error("a tag's updates do not link the tag's feed")
+	}
 	if resp, _ := e.get("/updates?since=yesterday", ""); resp.StatusCode != 400 {
 		t.Errorf("bad filter: %d, want 400", resp.StatusCode)
 	}
