@@ -61,6 +61,7 @@ func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Lo
 		Policy:     registration.Policy{AllowPrivate: cfg.AllowPrivate},
 		Health:     health,
 		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Registerer: reg,
 	}, web.Deps{
 		Pages: st, Writer: st, Updates: st, Tokens: st,
 		Dead: newDeadLetters(queue.NewDead(proc.QueueConfig(cfg, "web")), []string{cfg.JobQueue, cfg.TaskQueue}),

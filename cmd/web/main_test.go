@@ -86,8 +86,8 @@ func TestServesUntilStoppedAndWaitsForTheSchema(t *testing.T) {
 	if code, body := get("/api/v1/pages"); code != 200 || !strings.Contains(body, `"pages":[]`) {
 		t.Errorf("pages: %d %s", code, body)
 	}
-	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "go_goroutines") {
-		t.Errorf("metrics: %d", code)
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, `portalwatch_web_requests_total{code="200",route="GET /api/v1/pages"} 1`) {
+		t.Errorf("metrics: %d, without the request counted:\n%s", code, body)
 	}
 	if code, body := get("/api/v1/dead-letters"); code != 200 || !strings.Contains(body, `"queue":"`+jobs+`.dlq","count":0`) {
 		t.Errorf("dead letters: %d %s", code, body)

@@ -26,6 +26,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -86,6 +89,10 @@ type Config struct {
 	Policy registration.Policy
 	// Health and Metrics serve /healthz and /metrics; nil answers 404.
 	Health, Metrics http.Handler
+	// Registerer, when set, gets the request metrics:
+	// portalwatch_web_requests_total{route,code} and
+	// portalwatch_web_request_duration_seconds{route}.
+	Registerer prometheus.Registerer
 }
 
 // Deps are the adapters the server reads and writes through.
@@ -100,21 +107,38 @@ type Deps struct {
 // Server serves the API, the feeds and the web page. It is safe for
 // concurrent use.
 type Server struct {
-	cfg   Config
-	deps  Deps
-	log   *slog.Logger
-	pages map[string]*template.Template
+	cfg      Config
+	deps     Deps
+	log      *slog.Logger
+	pages    map[string]*template.Template
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
 }
 
 //go:embed templates/*.html static/* openapi.json
 var assets embed.FS
 
-// New returns a Server; it fails only if the embedded templates do not parse.
+// New returns a Server. It fails if the embedded templates do not parse or
+// the metrics are already registered with cfg.Registerer.
 func New(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	s := &Server{cfg: cfg, deps: deps, log: log}
 	var err error
 	if s.pages, err = parseTemplates(); err != nil {
 		return nil, err
+	}
+	if cfg.Registerer != nil {
+		s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portalwatch_web_requests_total", Help: "Requests answered, by route and status code.",
+		}, []string{"route", "code"})
+		s.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "portalwatch_web_request_duration_seconds", Help: "Time to answer a request, by route.",
+			Buckets: []float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route"})
+		for _, c := range []prometheus.Collector{s.requests, s.duration} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("register web metrics: %w", err)
+			}
+		}
 	}
 	return s, nil
 }
@@ -179,7 +203,7 @@ func (s *Server) routes() []route {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
-		mux.Handle(rt.method+" "+rt.pattern, s.guard(rt))
+		mux.Handle(rt.method+" "+rt.pattern, s.instrument(rt, s.guard(rt)))
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not part of the API (see /api/v1/openapi.json)")
@@ -192,6 +216,16 @@ func (s *Server) Handler() http.Handler {
 		s.problem(w, r, http.StatusForbidden, "this form can only be sent from the portalwatch page itself")
 	}))
 	return securityHeaders(cop.Handler(mux))
+}
+
+// instrument counts and times h's requests under rt's pattern.
+func (s *Server) instrument(rt route, h http.Handler) http.Handler {
+	if s.requests == nil {
+		return h
+	}
+	label := prometheus.Labels{"route": rt.method + " " + rt.pattern}
+	return promhttp.InstrumentHandlerCounter(s.requests.MustCurryWith(label),
+		promhttp.InstrumentHandlerDuration(s.duration.MustCurryWith(label), h))
 }
 
 // securityHeaders sets what every response carries: a strict
