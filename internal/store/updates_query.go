@@ -21,7 +21,9 @@ import (
 // The statement holds only the conditions f sets, so PostgreSQL plans each
 // shape on its own: the newest-first walk of updates_newest (or of
 // updates_page_since for one page) stops after Limit rows; a text filter
-// that few rows match is answered from the trigram index instead.
+// that few rows match is answered from the trigram index instead; a tag's
+// pages are looked up first (pages_tags) and, when they are few, read one
+// by one (see tagPagesMerged).
 func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch.Update, error) {
 	switch {
 	case f.Limit <= 0:
@@ -37,11 +39,18 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
+	var tagPages []int64
+	if f.Tag != "" {
+		if err := s.pool.QueryRow(ctx, `SELECT coalesce(array_agg(id), '{}') FROM pages WHERE tags @> ARRAY[$1::text]`,
+			f.Tag).Scan(&tagPages); err != nil {
+			return nil, fmt.Errorf("query updates: pages of tag %q: %w", f.Tag, err)
+		}
+		if len(tagPages) == 0 {
+			return []watch.Update{}, nil
+		}
+	}
 	if f.PageID != 0 {
 		where = append(where, "u.page_id = "+arg(f.PageID))
-	}
-	if f.Tag != "" {
-		where = append(where, "u.page_id IN (SELECT id FROM pages WHERE tags @> ARRAY["+arg(f.Tag)+"::text])")
 	}
 	if !f.Since.IsZero() {
 		where = append(where, "u.discovered_at >= "+arg(f.Since))
@@ -55,12 +64,29 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	if !f.After.IsZero() {
 		where = append(where, "(u.discovered_at, u.id) < ("+arg(f.After.DiscoveredAt)+"::timestamptz, "+arg(f.After.ID)+"::bigint)")
 	}
-	sql := `SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL + `
-		FROM updates u JOIN pages p ON p.id = u.page_id`
-	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
+	const columns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL
+	const order = ` ORDER BY u.discovered_at DESC, u.id DESC LIMIT `
+	var sql string
+	switch {
+	case len(tagPages) > 0 && len(tagPages) <= tagPagesMerged:
+		// A tag of few pages: the newest rows of each page from
+		// updates_page_since, merged. Walking the newest of all updates
+		// for a rare tag's rows would read most of the table.
+		where = append(where, "u.page_id = t.page_id")
+		limit := arg(f.Limit)
+		sql = `SELECT ` + columns + ` FROM unnest(` + arg(tagPages) + `::bigint[]) AS t(page_id)
+			CROSS JOIN LATERAL (SELECT * FROM updates u WHERE ` + strings.Join(where, " AND ") + order + limit + `) u
+			JOIN pages p ON p.id = u.page_id` + order + limit
+	default:
+		if len(tagPages) > 0 {
+			where = append(where, "u.page_id = ANY("+arg(tagPages)+"::bigint[])")
+		}
+		sql = `SELECT ` + columns + ` FROM updates u JOIN pages p ON p.id = u.page_id`
+		if len(where) > 0 {
+			sql += " WHERE " + strings.Join(where, " AND ")
+		}
+		sql += order + arg(f.Limit)
 	}
-	sql += " ORDER BY u.discovered_at DESC, u.id DESC LIMIT " + arg(f.Limit)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query updates: %w", err)
@@ -75,6 +101,11 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	}
 	return updates, nil
 }
+
+// tagPagesMerged is the most pages a tag may have for its updates to be
+// read page by page and merged; a tag on more pages is read from the
+// newest-first walk of all updates, filtered by page.
+const tagPagesMerged = 100
 
 // displayNameSQL is watch.Page.DisplayName in SQL, over pages p.
 const displayNameSQL = `coalesce(nullif(p.name, ''), nullif(p.title, ''),

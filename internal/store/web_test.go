@@ -205,3 +205,35 @@ func TestTokensStoreOnlyAHash(t *testing.T) {
 		t.Fatalf("a revoked token still verifies: %v", err)
 	}
 }
+
+func TestQueryUpdatesOfATagOnManyPages(t *testing.T) {
+	st, pool := openStore(t)
+	ctx := context.Background()
+	// More pages than are merged one by one: the other plan answers.
+	if _, err := pool.Exec(ctx, `INSERT INTO pages (base_url, tags) SELECT 'https://p'||i||'.example/', '{wide}' FROM generate_series(1, 150) i`); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://other.example/"})
+	now := time.Now()
+	for _, id := range []int64{1, 75, 150, other.ID} {
+		insertUpdates(t, pool, id, 3, now, "x")
+	}
+	for _, tt := range []struct {
+		f    watch.UpdateFilter
+		want int
+	}{
+		{watch.UpdateFilter{Tag: "wide"}, 9},
+		{watch.UpdateFilter{Tag: "wide", Limit: 4}, 4},
+		{watch.UpdateFilter{Tag: "wide", Text: "x 3"}, 3},
+	} {
+		got, err := st.QueryUpdates(ctx, tt.f)
+		if err != nil || len(got) != tt.want {
+			t.Errorf("%+v: %d updates, %v; want %d", tt.f, len(got), err, tt.want)
+		}
+		for _, u := range got {
+			if u.PageID == other.ID {
+				t.Errorf("%+v: an update of an untagged page", tt.f)
+			}
+		}
+	}
+}
