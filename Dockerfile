@@ -1,11 +1,11 @@
-# Builds the four portalwatch programs into one small image; docker-compose.yml
+# Builds the five portalwatch programs into one small image; docker-compose.yml
 # runs each program in its own container from it.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/scheduler ./cmd/crawler ./cmd/processor ./cmd/watchctl
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/scheduler ./cmd/crawler ./cmd/processor ./cmd/watchctl ./cmd/web
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates && rm -rf /var/lib/apt/lists/* \

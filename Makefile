@@ -8,7 +8,7 @@ SUPERVISOR := deploy/supervisor
 SUPCONF    := $(SUPERVISOR)/supervisord.conf
 SUPCTL     := supervisorctl -c $(SUPCONF)
 DB_NAME    ?= portalwatch
-PROGRAMS   := scheduler crawler processor watchctl
+PROGRAMS   := scheduler crawler processor watchctl web
 FUZZTIME   ?= 5s
 
 .PHONY: up down status build services test vet fuzz chaos chaos-short clean
@@ -61,10 +61,12 @@ vet:
 	$(GO) vet ./...
 
 ## test: the whole suite against the real services (started if needed):
-## vet, unit and integration tests with the race detector, the end-to-end
+## vet, unit and integration tests with the race detector (Chromium is installed
+## for the web page's browser test), the end-to-end
 ## tests that run the real programs, short fuzz runs, and then, on their own,
 ## a short fault-injection run with its negative controls.
 test: services vet
+	@scripts/services.sh ensure chromium
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	$(MAKE) --no-print-directory chaos-short

@@ -57,3 +57,10 @@ bench-go: services
 ## bench-hostile: crawler peak RSS and normal-page recall under hostile pages.
 bench-hostile: services
 	$(GO) run ./bench/hostile -repo . $(BENCH_FLAGS)
+
+## bench-web: the web program's reads over 10,000 pages and 1,000,000 updates
+## (p50/p99 of each request kind, and the plans PostgreSQL chose).
+.PHONY: bench-web
+bench-web: services
+	PORTALWATCH_WEB_BENCH=1 $(GO) test -count=1 -timeout 15m -run '^TestReadLatencyAtScale$$' -v ./internal/web 2>&1 | \
+		grep -vE 'level=INFO|migration applied'; exit $${PIPESTATUS[0]}

@@ -54,12 +54,13 @@ func startSupervisor(t *testing.T, env []string) *supervisor {
 	conf = strings.ReplaceAll(conf, "%(here)s/../..", root)
 	base := 20000 + int(time.Now().UnixNano()%10000)
 	s := &supervisor{t: t, dir: dir, ports: map[string]int{
-		"scheduler": base, "crawler_00": base + 1, "crawler_01": base + 2, "processor": base + 3,
+		"scheduler": base, "crawler_00": base + 1, "crawler_01": base + 2, "processor": base + 3, "web": base + 4,
 	}}
 	conf = strings.Replace(conf, `"127.0.0.1:9101"`, fmt.Sprintf(`"127.0.0.1:%d"`, base), 1)
 	conf = strings.Replace(conf, `"127.0.0.1:92%(process_num)02d"`, fmt.Sprintf(`"127.0.0.1:%d%%(process_num)01d"`, (base+1)/10), 1)
 	s.ports["crawler_00"], s.ports["crawler_01"] = (base+1)/10*10, (base+1)/10*10+1
 	conf = strings.Replace(conf, `"127.0.0.1:9103"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+3), 1)
+	conf = strings.Replace(conf, `"127.0.0.1:8080"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+4), 1)
 	if regexp.MustCompile(`(?m)^[^;\n]*%\(here\)s`).MatchString(conf) {
 		t.Fatalf("supervisord.conf has a path this test does not move:\n%s", conf)
 	}

@@ -4,7 +4,7 @@
 # program keeps this process's pid and receives supervisord's signals directly.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-program=${1:?usage: run-program.sh scheduler|crawler|processor}
+program=${1:?usage: run-program.sh scheduler|crawler|processor|web}
 if [ -f "$root/deploy/portalwatch.env" ]; then
   set -a
   # shellcheck disable=SC1091

@@ -3,6 +3,7 @@
 # loopback, on a Debian/Ubuntu machine without systemd (containers, CI).
 #
 #   scripts/services.sh ensure [postgres|redis|rabbitmq|supervisor|all]  (default: all)
+#   scripts/services.sh ensure chromium    (the browser test's headless Chromium; not in all)
 #   scripts/services.sh ensure-db NAME
 #   scripts/services.sh redis-limits   apply maxmemory and eviction policy to a running Redis
 #   scripts/services.sh check-go
@@ -57,6 +58,7 @@ die() {
 usage() {
 	cat <<'EOF'
 usage: scripts/services.sh ensure [postgres|redis|rabbitmq|supervisor|all]
+       scripts/services.sh ensure chromium
        scripts/services.sh ensure-db NAME
        scripts/services.sh redis-limits
        scripts/services.sh check-go
@@ -441,6 +443,15 @@ ensure_supervisor() {
 	fi
 }
 
+# The web program's browser test drives Debian's chromium headless.
+chromium_installed() { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; }
+
+ensure_chromium() {
+	chromium_installed && return 0
+	apt_install chromium
+	chromium_installed || die "chromium not found after installing it"
+}
+
 # ---------------------------------------------------------------- commands
 
 # Packages missing for the given services that are not already reachable,
@@ -454,6 +465,7 @@ preinstall() {
 		redis) if redis_up; then UP[$svc]=1; elif ! redis_installed; then pkgs+=(redis-server); fi ;;
 		rabbitmq) if rabbitmq_up; then UP[$svc]=1; elif ! rabbitmq_installed; then pkgs+=(rabbitmq-server); fi ;;
 		supervisor) ;; # installed on its own: its default daemon must be stopped afterwards
+		chromium) if chromium_installed; then UP[$svc]=1; fi ;;
 		esac
 	done
 	apt_install "${pkgs[@]}"
@@ -465,6 +477,7 @@ status_of() {
 	redis) printf 'redis 127.0.0.1:%s' "$REDIS_PORT" ;;
 	rabbitmq) printf 'rabbitmq 127.0.0.1:%s' "$RABBITMQ_PORT" ;;
 	supervisor) printf 'supervisord installed' ;;
+	chromium) printf 'chromium installed' ;;
 	esac
 }
 
@@ -473,7 +486,7 @@ cmd_ensure() {
 	local -a svcs
 	case $what in
 	all) svcs=(postgres redis rabbitmq supervisor) ;;
-	postgres | redis | rabbitmq | supervisor) svcs=("$what") ;;
+	postgres | redis | rabbitmq | supervisor | chromium) svcs=("$what") ;;
 	*) usage ;;
 	esac
 	preinstall "${svcs[@]}"

@@ -46,6 +46,9 @@ type commandLine struct {
 	Remove  removeCmd  `cmd:"" help:"Stop watching a page and delete its links and updates."`
 	Updates updatesCmd `cmd:"" help:"Print new links, newest first."`
 	Dead    deadCmd    `cmd:"" help:"Show, retry or drop dead-lettered messages."`
+	Token   tokenCmd   `cmd:"" help:"Create, list and revoke the web API's tokens."`
+	Import  importCmd  `cmd:"" help:"Watch every page of a CSV or OPML list: all of them, or none if any row is bad."`
+	Export  exportCmd  `cmd:"" help:"Print the watched pages as CSV or OPML."`
 }
 
 // cli is what every command runs with.
@@ -245,12 +248,15 @@ type addCmd struct {
 	Interval time.Duration `default:"${default_interval}" placeholder:"D" help:"Time between checks, at least ${min_interval} (default ${default})."`
 	SameSite bool          `name:"same-site" help:"Keep only links to the page's host and its subdomains."`
 	Ignore   []string      `sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this regular expression (RE2; repeatable)."`
+	Name     string        `placeholder:"NAME" help:"What to call the page (default: its <title>, else its host)."`
+	Tag      []string      `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters: letters, digits, '-', '_' (repeatable)."`
 }
 
 func (a *addCmd) Run(c *cli) error {
 	p, err := c.policy.CheckPage(c.ctx, registration.Page{
 		URL: a.URL, Interval: a.Interval,
 		Options: watch.LinkOptions{SameSiteOnly: a.SameSite, Ignore: a.Ignore},
+		Name:    a.Name, Tags: a.Tag,
 	})
 	if err != nil {
 		return err
@@ -260,7 +266,7 @@ func (a *addCmd) Run(c *cli) error {
 		return err
 	}
 	defer st.Close()
-	page, err := st.AddPage(c.ctx, store.NewPage{URL: p.URL, Interval: p.Interval, Options: p.Options})
+	page, err := st.CreatePage(c.ctx, watch.PageSpec{URL: p.URL, Interval: p.Interval, Options: p.Options, Name: p.Name, Tags: p.Tags})
 	if errors.Is(err, watch.ErrDuplicatePage) {
 		return usagef("%s is already watched (see `watchctl list`)", p.URL)
 	}
@@ -295,14 +301,14 @@ func (l *listCmd) Run(c *cli) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tINTERVAL\tENABLED\tLAST CHECK\tSTATUS\tURL\tERROR")
+	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tLAST CHECK\tSTATUS\tURL\tERROR")
 	for _, p := range pages {
 		last, status := "never", "-"
 		if !p.LastCheckedAt.IsZero() {
 			last = p.LastCheckedAt.Local().Format("2006-01-02 15:04:05")
 			status = strconv.Itoa(p.LastStatus)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%t\t%s\t%s\t%s\t%s\n", p.ID, p.Interval, p.Enabled, last, status, p.BaseURL, oneLine(p.LastError))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), p.Interval, p.Enabled, last, status, p.BaseURL, oneLine(p.LastError))
 	}
 	return tw.Flush()
 }
@@ -312,7 +318,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"id": p.ID, "base_url": p.BaseURL, "interval": p.Interval.String(), "enabled": p.Enabled,
 		"next_check_at": p.NextCheckAt, "last_status": p.LastStatus, "last_error": p.LastError,
 		"consecutive_failures": p.ConsecutiveFailures, "same_site_only": p.Options.SameSiteOnly,
-		"ignore": p.Options.Ignore, "created_at": p.CreatedAt,
+		"ignore": p.Options.Ignore, "created_at": p.CreatedAt, "name": p.Name, "tags": p.Tags,
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -346,6 +352,9 @@ type setCmd struct {
 	SameSite    *bool          `name:"same-site" placeholder:"true|false" help:"Keep only links to the page's host and its subdomains."`
 	Ignore      []string       `sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this regular expression (RE2; repeatable; replaces the list)."`
 	ClearIgnore bool           `name:"clear-ignore" help:"Remove every ignore pattern."`
+	Name        *string        `placeholder:"NAME" help:"What to call the page (\"\" goes back to its <title>, else its host)."`
+	Tag         []string       `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters (repeatable; replaces the list)."`
+	ClearTags   bool           `name:"clear-tags" help:"Remove every tag."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -353,31 +362,36 @@ func (s *setCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	change := store.PageChange{Interval: s.Interval, Enabled: s.Enabled, SameSiteOnly: s.SameSite}
+	change := watch.PageEdit{Interval: s.Interval, Enabled: s.Enabled, SameSiteOnly: s.SameSite, Name: s.Name}
 	if len(s.Ignore) > 0 || s.ClearIgnore {
 		list := s.Ignore
 		change.Ignore = &list
 	}
-	if err := registration.CheckChange(registration.Change{Interval: change.Interval, Ignore: change.Ignore}); err != nil {
+	if len(s.Tag) > 0 || s.ClearTags {
+		list := s.Tag
+		change.Tags = &list
+	}
+	change, err = registration.CheckEdit(change)
+	if err != nil {
 		return err
 	}
-	if change == (store.PageChange{}) {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore or --clear-ignore")
+	if change.IsZero() {
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag or --clear-tags")
 	}
 	st, err := c.open()
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	page, err := st.SetPage(c.ctx, id, change)
+	page, err := st.EditPage(c.ctx, id, change)
 	if errors.Is(err, watch.ErrPageNotFound) {
 		return usagef("no page has id %d (see `watchctl list`)", id)
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "page %d: %s every %s, enabled %t, same-site %t, ignore %q\n",
-		page.ID, page.BaseURL, page.Interval, page.Enabled, page.Options.SameSiteOnly, page.Options.Ignore)
+	fmt.Fprintf(c.stdout, "page %d: %s every %s, enabled %t, same-site %t, ignore %q, name %q, tags %q\n",
+		page.ID, page.BaseURL, page.Interval, page.Enabled, page.Options.SameSiteOnly, page.Options.Ignore, page.Name, page.Tags)
 	return nil
 }
 

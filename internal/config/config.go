@@ -7,6 +7,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"runtime"
@@ -65,6 +66,18 @@ type Config struct {
 	Scheduler Scheduler
 	Crawler   Crawler
 	Processor Processor
+	Web       Web
+}
+
+// Web holds the web program's settings.
+type Web struct {
+	// Addr is where the API, the feeds, the web page, /healthz and /metrics
+	// are served (PORTALWATCH_WEB_ADDR, default 127.0.0.1:8080): host:port.
+	Addr string
+	// PublicRead lets anyone read pages, updates and feeds without a token
+	// (PORTALWATCH_WEB_PUBLIC_READ=true). Off by default; writes always need
+	// a write token.
+	PublicRead bool
 }
 
 // Scheduler holds the scheduler's settings.
@@ -236,6 +249,11 @@ func Load(getenv Getenv) (Config, error) {
 			PruneBatch:          r.integer("PORTALWATCH_PRUNE_BATCH", 1000, 1, 100000),
 		},
 	}
+	c.Web = Web{
+		Addr:       r.str("PORTALWATCH_WEB_ADDR", "127.0.0.1:8080"),
+		PublicRead: r.boolean("PORTALWATCH_WEB_PUBLIC_READ", false),
+	}
+	r.check(validAddr("PORTALWATCH_WEB_ADDR", c.Web.Addr))
 	c.Processor.Prefetch = r.integer("PORTALWATCH_PROCESSOR_PREFETCH", 4*c.Processor.Concurrency, 1, 2000)
 	r.check(validURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql"))
 	r.check(validURLList("AMQP_URL", c.AMQPURL, "amqp", "amqps"))
@@ -446,6 +464,21 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
 func validName(name, v string) error {
 	if !nameRE.MatchString(v) {
 		return fmt.Errorf("%s=%q: use 1 to 200 letters, digits, '_', '.', ':' or '-'", name, v)
+	}
+	return nil
+}
+
+func validAddr(name, v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err == nil {
+		var n int
+		n, err = strconv.Atoi(port)
+		if err == nil && (n < 0 || n > 65535) {
+			err = errors.New("port out of range")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s=%q: want host:port, such as 127.0.0.1:8080 or :8080", name, v)
 	}
 	return nil
 }

@@ -46,6 +46,10 @@ type Page struct {
 	Interval time.Duration
 	// Options are the page's link filters.
 	Options watch.LinkOptions
+	// Name and Tags are what people call and group the page by; CheckPage
+	// returns them normalised (watch.NormalizeName, watch.NormalizeTags).
+	Name string
+	Tags []string
 }
 
 // Change is a change to a registered page's settings; a nil field is left
@@ -60,7 +64,8 @@ type Change struct {
 // Any other error from this package means the input could not be checked
 // (a name lookup timed out, ctx ended), which a retry may cure.
 type RefusedError struct {
-	// Field names what was refused: "url", "interval" or "ignore".
+	// Field names what was refused: "url", "interval", "ignore", "name"
+	// or "tags".
 	Field string
 	Err   error
 }
@@ -88,6 +93,12 @@ func (pol Policy) CheckPage(ctx context.Context, p Page) (Page, error) {
 	}
 	if err := p.Options.Validate(); err != nil {
 		return Page{}, refused("ignore", err)
+	}
+	if p.Name, err = checkName(p.Name); err != nil {
+		return Page{}, err
+	}
+	if p.Tags, err = checkTags(p.Tags); err != nil {
+		return Page{}, err
 	}
 	p.URL = u
 	return p, nil
@@ -137,4 +148,44 @@ func checkInterval(d time.Duration) error {
 		return refused("interval", fmt.Errorf("interval %s is too short: the shortest is %s", d, watch.MinInterval))
 	}
 	return nil
+}
+
+// CheckEdit checks the settings e changes, as CheckPage checks a new
+// page's, and returns e with its name and tags normalised; every error is
+// a *RefusedError.
+func CheckEdit(e watch.PageEdit) (watch.PageEdit, error) {
+	if err := CheckChange(Change{Interval: e.Interval, Ignore: e.Ignore}); err != nil {
+		return watch.PageEdit{}, err
+	}
+	if e.Name != nil {
+		name, err := checkName(*e.Name)
+		if err != nil {
+			return watch.PageEdit{}, err
+		}
+		e.Name = &name
+	}
+	if e.Tags != nil {
+		tags, err := checkTags(*e.Tags)
+		if err != nil {
+			return watch.PageEdit{}, err
+		}
+		e.Tags = &tags
+	}
+	return e, nil
+}
+
+func checkName(name string) (string, error) {
+	name, err := watch.NormalizeName(name)
+	if err != nil {
+		return "", refused("name", err)
+	}
+	return name, nil
+}
+
+func checkTags(tags []string) ([]string, error) {
+	tags, err := watch.NormalizeTags(tags)
+	if err != nil {
+		return nil, refused("tags", err)
+	}
+	return tags, nil
 }

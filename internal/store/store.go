@@ -252,7 +252,7 @@ func (s *Store) Updates(ctx context.Context, q UpdatesQuery) ([]watch.Update, er
 
 const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::bigint, enabled, next_check_at,
 	last_checked_at, coalesce(last_status, 0), coalesce(last_error, ''), consecutive_failures, baseline_at,
-	same_site_only, ignore_patterns, created_at, last_truncated, last_cut`
+	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, '')`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -263,7 +263,7 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 	)
 	err := row.Scan(&p.ID, &p.BaseURL, &intervalMS, &p.Enabled, &p.NextCheckAt, &checked, &p.LastStatus,
 		&p.LastError, &p.ConsecutiveFailures, &baseline, &p.Options.SameSiteOnly, &p.Options.Ignore, &p.CreatedAt,
-		&p.LastTruncated, &p.LastCut)
+		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title)
 	if err != nil {
 		return watch.Page{}, err
 	}

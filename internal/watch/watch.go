@@ -170,6 +170,13 @@ type Page struct {
 	// because the page reached its cap of new links per check or per day;
 	// they are recorded by a later check if they are still on the page.
 	LastCut int
+	// Name is what people call the page; empty means DisplayName falls
+	// back to Title, then to the host.
+	Name string
+	// Tags group pages for feeds and filters (see NormalizeTags).
+	Tags []string
+	// Title is the page's <title> as last seen; empty until it is recorded.
+	Title string
 }
 
 // Update is a link that appeared on a watched page for the first time.
@@ -180,4 +187,7 @@ type Update struct {
 	Text         string    `json:"text"`
 	Code         string    `json:"code"`
 	DiscoveredAt time.Time `json:"discovered_at"`
+	// PageName is the DisplayName of the update's page, when the query
+	// that read the update joined its page.
+	PageName string `json:"page_name,omitempty"`
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/config"
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+)
+
+func TestServesUntilStoppedAndWaitsForTheSchema(t *testing.T) {
+	dsn := testsvc.Postgres(t)
+	// Queue names of the test's own, never declared: read-only dead-letter
+	// counts of queues that do not exist are 0.
+	jobs := "webtest_" + testsvc.ID(t)
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"DATABASE_URL": dsn, "PORTALWATCH_WEB_PUBLIC_READ": "true", "AMQP_URL": testsvc.AMQPURL(),
+			"PORTALWATCH_JOB_QUEUE": jobs, "PORTALWATCH_TASK_QUEUE": jobs + "_tasks"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, ln, testsvc.Logger(t)) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		case <-time.After(cfg.ShutdownTimeout + 5*time.Second):
+			t.Error("the program did not stop")
+		}
+	}()
+
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	// The database is empty: the program does not migrate it, and says so.
+	if code, body := get("/healthz"); code == 200 || !strings.Contains(body, "postgres") {
+		t.Errorf("healthz before migrations: %d %s", code, body)
+	}
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx, testsvc.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, _ := get("/healthz")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz still %d 30 s after the migration", code)
+		}
+		select {
+		case <-time.After(100 * time.Millisecond): // poll: the program backs off on its own clock
+		case err := <-done:
+			t.Fatalf("the program stopped: %v", err)
+		}
+	}
+	if code, body := get("/api/v1/pages"); code != 200 || !strings.Contains(body, `"pages":[]`) {
+		t.Errorf("pages: %d %s", code, body)
+	}
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, `portalwatch_web_requests_total{code="200",route="GET /api/v1/pages"} 1`) {
+		t.Errorf("metrics: %d, without the request counted:\n%s", code, body)
+	}
+	if code, body := get("/api/v1/dead-letters"); code != 200 || !strings.Contains(body, `"queue":"`+jobs+`.dlq","count":0`) {
+		t.Errorf("dead letters: %d %s", code, body)
+	}
+}

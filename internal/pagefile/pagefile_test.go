@@ -1,0 +1,127 @@
+package pagefile
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/registration"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+func TestFormatOf(t *testing.T) {
+	for name, want := range map[string]string{"a.csv": CSV, "A.CSV": CSV, "feeds.opml": OPML, "x.xml": OPML, "list.txt": ""} {
+		got, err := FormatOf(name)
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("FormatOf(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+}
+
+func TestReadCSV(t *testing.T) {
+	rows, err := Read(strings.NewReader("URL,Tags,Interval,Enabled,Ignore\n"+
+		"https://a.example/,x y,1m,false,\"a\nb\"\n"+
+		"https://b.example/,,,,\n"+
+		"https://c.example/,,soon,,\n"+
+		"https://d.example/,,,maybe,\n"+
+		",,,,\n"), CSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 5 {
+		t.Fatalf("%d rows, want 5", len(rows))
+	}
+	a := rows[0]
+	if a.Line != 2 || a.Err != nil || a.Enabled || a.Page.Interval != time.Minute || strings.Join(a.Page.Tags, ",") != "x,y" || len(a.Page.Options.Ignore) != 2 {
+		t.Errorf("row a: %+v", a)
+	}
+	if b := rows[1]; b.Err != nil || !b.Enabled || b.Page.Interval != watch.DefaultInterval {
+		t.Errorf("row b takes the defaults: %+v", b)
+	}
+	for i, want := range map[int]string{2: `interval "soon"`, 3: `enabled "maybe"`, 4: "no url"} {
+		if rows[i].Err == nil || !strings.Contains(rows[i].Err.Error(), want) {
+			t.Errorf("row %d: error %v, want %q", rows[i].Line, rows[i].Err, want)
+		}
+	}
+	if rows[2].Line != 5 {
+		t.Errorf("a row spanning two lines moved the next row's number: %d, want 5", rows[2].Line)
+	}
+	for _, bad := range []string{"", "name\nx\n", "url\n\"unterminated\n"} {
+		if _, err := Read(strings.NewReader(bad), CSV); err == nil {
+			t.Errorf("Read(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestReadRefusesListsOverTheBounds(t *testing.T) {
+	var many strings.Builder
+	many.WriteString("url\n")
+	for i := range MaxRows + 1 {
+		fmt.Fprintf(&many, "https://p%d.example/\n", i)
+	}
+	if _, err := Read(strings.NewReader(many.String()), CSV); err == nil || !strings.Contains(err.Error(), "at most 10000") {
+		t.Errorf("%d rows: %v, want refused", MaxRows+1, err)
+	}
+	big := "url\nhttps://a.example/" + strings.Repeat("x", MaxBytes) + "\n"
+	if _, err := Read(strings.NewReader(big), CSV); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a list over %d bytes: %v, want refused", MaxBytes, err)
+	}
+}
+
+func TestOPMLRoundTrip(t *testing.T) {
+	pages := []watch.Page{
+		{BaseURL: "https://a.example/", Name: "A & B", Tags: []string{"x", "y"}, Interval: time.Minute, Enabled: true,
+			Options: watch.LinkOptions{SameSiteOnly: true, Ignore: []string{`\?page=\d+`, "b"}}},
+		{BaseURL: "https://c.example/", Interval: watch.DefaultInterval, Enabled: false},
+	}
+	for _, format := range []string{CSV, OPML} {
+		var buf bytes.Buffer
+		if err := Write(&buf, format, pages); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := Read(&buf, format)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", format, err, buf.String())
+		}
+		for i, p := range pages {
+			r := rows[i]
+			if r.Err != nil || r.Page.URL != p.BaseURL || r.Page.Name != p.Name || strings.Join(r.Page.Tags, ",") != strings.Join(p.Tags, ",") ||
+				r.Page.Interval != p.Interval || r.Enabled != p.Enabled || r.Page.Options.SameSiteOnly != p.Options.SameSiteOnly ||
+				strings.Join(r.Page.Options.Ignore, "|") != strings.Join(p.Options.Ignore, "|") {
+				t.Errorf("%s round trip of %+v gave %+v", format, p, r)
+			}
+		}
+	}
+}
+
+func TestCheckNamesEveryBadRow(t *testing.T) {
+	rows := []Row{
+		{Line: 2, Enabled: true, Page: registration.Page{URL: "http://127.0.0.1:9/a", Interval: time.Minute}},
+		{Line: 3, Err: errors.New("interval \"soon\": want a duration")},
+		{Line: 4, Enabled: true, Page: registration.Page{URL: "HTTP://127.0.0.1:9/a", Interval: time.Minute}},
+		{Line: 5, Enabled: true, Page: registration.Page{URL: "http://127.0.0.1:9/old", Interval: time.Minute}},
+		{Line: 6, Enabled: true, Page: registration.Page{URL: "http://127.0.0.1:9/t", Interval: time.Minute, Tags: []string{"no/slash"}}},
+		{Line: 7, Enabled: false, Page: registration.Page{URL: "http://127.0.0.1:9/ok", Interval: time.Minute}},
+	}
+	pol := registration.Policy{AllowPrivate: true}
+	_, err := Check(context.Background(), pol, rows, func(u string) bool { return u == "http://127.0.0.1:9/old" })
+	var bad *BadRowsError
+	if !errors.As(err, &bad) {
+		t.Fatalf("Check: %v, want *BadRowsError", err)
+	}
+	var lines []int
+	for _, r := range bad.Rows {
+		lines = append(lines, r.Line)
+	}
+	if fmt.Sprint(lines) != "[3 4 5 6]" || !strings.Contains(err.Error(), "also on row 2") || !strings.Contains(err.Error(), "already watched") {
+		t.Errorf("bad rows %v: %v", lines, err)
+	}
+	specs, err := Check(context.Background(), pol, []Row{rows[0], rows[5]}, func(string) bool { return false })
+	if err != nil || len(specs) != 2 || specs[0].Paused || !specs[1].Paused {
+		t.Errorf("good rows: %+v %v", specs, err)
+	}
+}

@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// CreatePage registers a page with its name and tags, due at once. p must
+// have passed registration.Policy.CheckPage. It returns
+// watch.ErrDuplicatePage when the URL is already registered.
+func (s *Store) CreatePage(ctx context.Context, p watch.PageSpec) (watch.Page, error) {
+	page, err := createPage(ctx, s.pool, p)
+	if err != nil {
+		return watch.Page{}, fmt.Errorf("add %s: %w", p.URL, err)
+	}
+	return page, nil
+}
+
+// CreatePages registers every page of ps in one transaction: all of them or,
+// on any error, none. A URL already registered, or given twice, yields an
+// error wrapping watch.ErrDuplicatePage that names its position in ps
+// (from 1).
+func (s *Store) CreatePages(ctx context.Context, ps []watch.PageSpec) ([]watch.Page, error) {
+	var pages []watch.Page
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		pages = make([]watch.Page, 0, len(ps))
+		for i, p := range ps {
+			page, err := createPage(ctx, tx, p)
+			if err != nil {
+				return fmt.Errorf("row %d: %s: %w", i+1, p.URL, err)
+			}
+			pages = append(pages, page)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("import pages: %w", err)
+	}
+	return pages, nil
+}
+
+// rowQuerier is a pool or a transaction.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page, error) {
+	if p.Interval == 0 {
+		p.Interval = watch.DefaultInterval
+	}
+	page, err := scanPage(q.QueryRow(ctx, `
+		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled)
+		VALUES ($1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7)
+		RETURNING `+pageColumns,
+		p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused))
+	if isUniqueViolation(err) {
+		return watch.Page{}, watch.ErrDuplicatePage
+	}
+	return page, err
+}
+
+// EditPage changes a page's settings, name and tags and returns the page as
+// it now is, or watch.ErrPageNotFound. e must have passed
+// registration.CheckEdit.
+func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch.Page, error) {
+	var intervalMS *int64
+	if e.Interval != nil {
+		ms := e.Interval.Milliseconds()
+		intervalMS = &ms
+	}
+	var ignore, tags []string
+	if e.Ignore != nil {
+		ignore = nonNil(*e.Ignore)
+	}
+	if e.Tags != nil {
+		tags = nonNil(*e.Tags)
+	}
+	page, err := scanPage(s.pool.QueryRow(ctx, `
+		UPDATE pages SET
+			check_interval  = coalesce($2 * interval '1 millisecond', check_interval),
+			enabled         = coalesce($3, enabled),
+			same_site_only  = coalesce($4, same_site_only),
+			ignore_patterns = coalesce($5, ignore_patterns),
+			name            = coalesce($6, name),
+			tags            = coalesce($7, tags),
+			changed_at      = now()
+		WHERE id = $1
+		RETURNING `+pageColumns,
+		id, intervalMS, e.Enabled, e.SameSiteOnly, ignore, e.Name, tags))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return watch.Page{}, fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
+	}
+	if err != nil {
+		return watch.Page{}, fmt.Errorf("change page %d: %w", id, err)
+	}
+	return page, nil
+}

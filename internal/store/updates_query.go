@@ -1,0 +1,170 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// QueryUpdates returns the updates f selects, newest first by
+// (discovered_at, id), each with its page's display name. Paging is by
+// keyset: f.After is the cursor of the last update of the previous call,
+// so a page of results costs the same however deep it is. Limit is capped
+// at watch.MaxUpdatesLimit; 0 means 100.
+//
+// The statement holds only the conditions f sets, so PostgreSQL plans each
+// shape on its own: the newest-first walk of updates_newest (or of
+// updates_page_since for one page) stops after Limit rows; a text filter
+// that few rows match is answered from the trigram index instead; a tag's
+// pages are looked up first (pages_tags) and, when they are few, read one
+// by one (see tagPagesMerged).
+func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch.Update, error) {
+	switch {
+	case f.Limit <= 0:
+		f.Limit = 100
+	case f.Limit > watch.MaxUpdatesLimit:
+		f.Limit = watch.MaxUpdatesLimit
+	}
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	var tagPages []int64
+	if f.Tag != "" {
+		if err := s.pool.QueryRow(ctx, `SELECT coalesce(array_agg(id), '{}') FROM pages WHERE tags @> ARRAY[$1::text]`,
+			f.Tag).Scan(&tagPages); err != nil {
+			return nil, fmt.Errorf("query updates: pages of tag %q: %w", f.Tag, err)
+		}
+		if len(tagPages) == 0 {
+			return []watch.Update{}, nil
+		}
+	}
+	if f.PageID != 0 {
+		where = append(where, "u.page_id = "+arg(f.PageID))
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "u.discovered_at >= "+arg(f.Since))
+	}
+	if !f.Until.IsZero() {
+		where = append(where, "u.discovered_at < "+arg(f.Until))
+	}
+	if f.Text != "" {
+		where = append(where, "u.text ILIKE "+arg("%"+escapeLike(f.Text)+"%"))
+	}
+	if !f.After.IsZero() {
+		where = append(where, "(u.discovered_at, u.id) < ("+arg(f.After.DiscoveredAt)+"::timestamptz, "+arg(f.After.ID)+"::bigint)")
+	}
+	const columns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL
+	const order = ` ORDER BY u.discovered_at DESC, u.id DESC LIMIT `
+	var sql string
+	switch {
+	case len(tagPages) > 0 && len(tagPages) <= tagPagesMerged:
+		// A tag of few pages: the newest rows of each page from
+		// updates_page_since, merged. Walking the newest of all updates
+		// for a rare tag's rows would read most of the table.
+		where = append(where, "u.page_id = t.page_id")
+		limit := arg(f.Limit)
+		sql = `SELECT ` + columns + ` FROM unnest(` + arg(tagPages) + `::bigint[]) AS t(page_id)
+			CROSS JOIN LATERAL (SELECT * FROM updates u WHERE ` + strings.Join(where, " AND ") + order + limit + `) u
+			JOIN pages p ON p.id = u.page_id` + order + limit
+	default:
+		if len(tagPages) > 0 {
+			where = append(where, "u.page_id = ANY("+arg(tagPages)+"::bigint[])")
+		}
+		sql = `SELECT ` + columns + ` FROM updates u JOIN pages p ON p.id = u.page_id`
+		if len(where) > 0 {
+			sql += " WHERE " + strings.Join(where, " AND ")
+		}
+		sql += order + arg(f.Limit)
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query updates: %w", err)
+	}
+	updates, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Update, error) {
+		var u watch.Update
+		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName)
+		return u, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query updates: %w", err)
+	}
+	return updates, nil
+}
+
+// tagPagesMerged is the most pages a tag may have for its updates to be
+// read page by page and merged; a tag on more pages is read from the
+// newest-first walk of all updates, filtered by page.
+const tagPagesMerged = 100
+
+// displayNameSQL is watch.Page.DisplayName in SQL, over pages p.
+const displayNameSQL = `coalesce(nullif(p.name, ''), nullif(p.title, ''),
+	substring(p.base_url FROM '^[a-zA-Z]+://(?:[^@/]*@)?([^/?#]+)'), p.base_url)`
+
+// escapeLike makes s match itself in a LIKE pattern.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// FeedStamp returns what identifies the content of scope's feed without
+// reading updates' rows: the newest update comes from the top entry of an
+// index (updates_newest, or updates_page_since per page of the scope, read
+// index-only when the visibility map allows), the rest from pages. A page
+// scope that names no page yields watch.ErrPageNotFound.
+func (s *Store) FeedStamp(ctx context.Context, scope watch.FeedScope) (watch.FeedStamp, error) {
+	var (
+		st     watch.FeedStamp
+		newest *time.Time
+		newID  *int64
+		chg    *time.Time
+	)
+	var err error
+	switch {
+	case scope.PageID != 0:
+		err = s.pool.QueryRow(ctx, `
+			SELECT t.id, t.discovered_at, 1, p.id, p.changed_at
+			FROM pages p LEFT JOIN LATERAL (
+				SELECT id, discovered_at FROM updates WHERE page_id = p.id
+				ORDER BY discovered_at DESC, id DESC LIMIT 1) t ON true
+			WHERE p.id = $1`, scope.PageID).Scan(&newID, &newest, &st.Pages, &st.PageSum, &chg)
+		if err == pgx.ErrNoRows {
+			return watch.FeedStamp{}, fmt.Errorf("page %d: %w", scope.PageID, watch.ErrPageNotFound)
+		}
+	case scope.Tag != "":
+		err = s.pool.QueryRow(ctx, `
+			WITH scoped AS (SELECT id, changed_at FROM pages WHERE tags @> ARRAY[$1::text]),
+			tops AS (
+				SELECT t.id, t.discovered_at FROM scoped p CROSS JOIN LATERAL (
+					SELECT id, discovered_at FROM updates WHERE page_id = p.id
+					ORDER BY discovered_at DESC, id DESC LIMIT 1) t
+				ORDER BY t.discovered_at DESC, t.id DESC LIMIT 1)
+			SELECT (SELECT id FROM tops), (SELECT discovered_at FROM tops),
+				count(*), coalesce(sum(id), 0), max(changed_at) FROM scoped`,
+			scope.Tag).Scan(&newID, &newest, &st.Pages, &st.PageSum, &chg)
+	default:
+		err = s.pool.QueryRow(ctx, `
+			WITH top AS (SELECT id, discovered_at FROM updates ORDER BY discovered_at DESC, id DESC LIMIT 1)
+			SELECT (SELECT id FROM top), (SELECT discovered_at FROM top),
+				count(*), coalesce(sum(id), 0), max(changed_at) FROM pages`).Scan(&newID, &newest, &st.Pages, &st.PageSum, &chg)
+	}
+	if err != nil {
+		return watch.FeedStamp{}, fmt.Errorf("read feed stamp: %w", err)
+	}
+	if newID != nil {
+		st.NewestID, st.Newest = *newID, *newest
+	}
+	if chg != nil {
+		st.Changed = *chg
+	}
+	return st, nil
+}

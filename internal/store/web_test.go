@@ -1,0 +1,239 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// insertUpdates writes n updates of page at one-second steps ending at last,
+// texts "<prefix> i".
+func insertUpdates(t *testing.T, pool *pgxpool.Pool, page int64, n int, last time.Time, prefix string) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `
+		INSERT INTO updates (page_id, url, text, code, link_key, discovered_at)
+		SELECT $1::bigint, 'https://example.com/'||$1::bigint||'/'||i, $3::text||' '||i, 'c'||i, $1::bigint*1000000+i,
+			$2::timestamptz - (($4::int - i) * interval '1 second')
+		FROM generate_series(1, $4) i`, page, last, prefix, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCreateEditPageKeepsNameAndTags(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	p, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://news.example/", Name: "News", Tags: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "News" || strings.Join(p.Tags, ",") != "a,b" || p.Interval != watch.DefaultInterval {
+		t.Fatalf("created %+v", p)
+	}
+	if _, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://news.example/"}); !errors.Is(err, watch.ErrDuplicatePage) {
+		t.Fatalf("second create: %v, want ErrDuplicatePage", err)
+	}
+	name, tags, off := "", []string{"c"}, false
+	p, err = st.EditPage(ctx, p.ID, watch.PageEdit{Name: &name, Tags: &tags, Enabled: &off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "" || p.DisplayName() != "news.example" || strings.Join(p.Tags, ",") != "c" || p.Enabled {
+		t.Fatalf("edited %+v", p)
+	}
+	if _, err := st.EditPage(ctx, p.ID+100, watch.PageEdit{Name: &name}); !errors.Is(err, watch.ErrPageNotFound) {
+		t.Fatalf("edit of a missing page: %v", err)
+	}
+}
+
+func TestCreatePagesWritesAllOrNothing(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	_, err := st.CreatePages(ctx, []watch.PageSpec{{URL: "https://a.example/"}, {URL: "https://b.example/"}, {URL: "https://a.example/"}})
+	if !errors.Is(err, watch.ErrDuplicatePage) || !strings.Contains(err.Error(), "row 3") {
+		t.Fatalf("import with a repeated URL: %v, want ErrDuplicatePage naming row 3", err)
+	}
+	if pages, _ := st.Pages(ctx); len(pages) != 0 {
+		t.Fatalf("a failed import left %d pages", len(pages))
+	}
+	pages, err := st.CreatePages(ctx, []watch.PageSpec{{URL: "https://a.example/"}, {URL: "https://b.example/", Tags: []string{"x"}}})
+	if err != nil || len(pages) != 2 {
+		t.Fatalf("import: %v %v", pages, err)
+	}
+}
+
+func TestQueryUpdatesFiltersAndPagesByKeyset(t *testing.T) {
+	st, pool := openStore(t)
+	ctx := context.Background()
+	a, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://a.example/", Tags: []string{"news"}})
+	b, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://b.example/", Name: "Bee"})
+	now := time.Now().Truncate(time.Second)
+	insertUpdates(t, pool, a.ID, 25, now, "Alpha")
+	insertUpdates(t, pool, b.ID, 25, now.Add(-500*time.Millisecond), "Beta 50%_off")
+
+	// Keyset pages of 7 walk all 50 in order, none twice.
+	var all []watch.Update
+	var after watch.Cursor
+	for range 10 {
+		got, err := st.QueryUpdates(ctx, watch.UpdateFilter{Limit: 7, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		all = append(all, got...)
+		after = watch.CursorOf(got[len(got)-1])
+	}
+	if len(all) != 50 {
+		t.Fatalf("paged through %d updates, want 50", len(all))
+	}
+	for i := 1; i < len(all); i++ {
+		p, c := all[i-1], all[i]
+		if c.DiscoveredAt.After(p.DiscoveredAt) || (c.DiscoveredAt.Equal(p.DiscoveredAt) && c.ID >= p.ID) {
+			t.Fatalf("updates %d and %d out of order", p.ID, c.ID)
+		}
+	}
+	if all[0].PageName != "a.example" || all[1].PageName != "Bee" {
+		t.Errorf("page names %q %q, want the host and the name", all[0].PageName, all[1].PageName)
+	}
+
+	count := func(f watch.UpdateFilter) int {
+		t.Helper()
+		got, err := st.QueryUpdates(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got)
+	}
+	for name, tt := range map[string]struct {
+		f    watch.UpdateFilter
+		want int
+	}{
+		"page":           {watch.UpdateFilter{PageID: b.ID}, 25},
+		"tag":            {watch.UpdateFilter{Tag: "news"}, 25},
+		"unknown tag":    {watch.UpdateFilter{Tag: "none"}, 0},
+		"since":          {watch.UpdateFilter{PageID: a.ID, Since: now.Add(-4 * time.Second)}, 5},
+		"until":          {watch.UpdateFilter{PageID: a.ID, Until: now.Add(-19 * time.Second)}, 5},
+		"text":           {watch.UpdateFilter{Text: "alpha 2"}, 7}, // 2, 20..25
+		"literal %":      {watch.UpdateFilter{Text: "50%_"}, 25},
+		"wildcard _":     {watch.UpdateFilter{Text: "a_p"}, 0},
+		"limit capped":   {watch.UpdateFilter{Limit: 5000}, 50},
+		"limit":          {watch.UpdateFilter{Limit: 3}, 3},
+		"page and text":  {watch.UpdateFilter{PageID: b.ID, Text: "alpha"}, 0},
+		"tag and cursor": {watch.UpdateFilter{Tag: "news", After: watch.CursorOf(all[0])}, 24},
+	} {
+		if got := count(tt.f); got != tt.want {
+			t.Errorf("%s: %d updates, want %d", name, got, tt.want)
+		}
+	}
+}
+
+func TestFeedStampChangesWithItsScope(t *testing.T) {
+	st, pool := openStore(t)
+	ctx := context.Background()
+	a, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://a.example/", Tags: []string{"news"}})
+	b, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://b.example/"})
+	stamp := func(s watch.FeedScope) watch.FeedStamp {
+		t.Helper()
+		got, err := st.FeedStamp(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	all, tag, pageA := stamp(watch.FeedScope{}), stamp(watch.FeedScope{Tag: "news"}), stamp(watch.FeedScope{PageID: a.ID})
+	if all.NewestID != 0 || all.Pages != 2 || tag.Pages != 1 || pageA.PageSum != a.ID {
+		t.Fatalf("empty stamps: all %+v tag %+v page %+v", all, tag, pageA)
+	}
+	insertUpdates(t, pool, b.ID, 3, time.Now(), "b")
+	if s := stamp(watch.FeedScope{}); s == all || s.NewestID == 0 {
+		t.Errorf("an update of b left the all stamp as it was: %+v", s)
+	}
+	if s := stamp(watch.FeedScope{Tag: "news"}); s != tag {
+		t.Errorf("an update of b changed the news tag's stamp: %+v -> %+v", tag, s)
+	}
+	name := "A"
+	if _, err := st.EditPage(ctx, a.ID, watch.PageEdit{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	if s := stamp(watch.FeedScope{PageID: a.ID}); s == pageA {
+		t.Errorf("renaming a left its stamp as it was")
+	}
+	if _, err := st.FeedStamp(ctx, watch.FeedScope{PageID: b.ID + 10}); !errors.Is(err, watch.ErrPageNotFound) {
+		t.Errorf("stamp of a missing page: %v", err)
+	}
+}
+
+func TestTokensStoreOnlyAHash(t *testing.T) {
+	st, pool := openStore(t)
+	ctx := context.Background()
+	if _, err := st.CreateToken(ctx, "reader", "secret-1", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateToken(ctx, "reader", "secret-2", true); !errors.Is(err, watch.ErrDuplicateToken) {
+		t.Fatalf("second token of one name: %v", err)
+	}
+	var stored int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM api_tokens WHERE position('secret-1'::bytea IN hash) > 0`).Scan(&stored); err != nil || stored != 0 {
+		t.Fatalf("the secret is stored: %d %v", stored, err)
+	}
+	tok, err := st.VerifyToken(ctx, "secret-1")
+	if err != nil || tok.Name != "reader" || tok.Write {
+		t.Fatalf("verify: %+v %v", tok, err)
+	}
+	if _, err := st.VerifyToken(ctx, "secret-2"); !errors.Is(err, watch.ErrTokenNotFound) {
+		t.Fatalf("verify of an unknown secret: %v", err)
+	}
+	list, err := st.Tokens(ctx)
+	if err != nil || len(list) != 1 || list[0].LastUsedAt.IsZero() {
+		t.Fatalf("list: %+v %v (want one token, used)", list, err)
+	}
+	if err := st.RevokeToken(ctx, "reader"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RevokeToken(ctx, "reader"); !errors.Is(err, watch.ErrTokenNotFound) {
+		t.Fatalf("second revoke: %v", err)
+	}
+	if _, err := st.VerifyToken(ctx, "secret-1"); !errors.Is(err, watch.ErrTokenNotFound) {
+		t.Fatalf("a revoked token still verifies: %v", err)
+	}
+}
+
+func TestQueryUpdatesOfATagOnManyPages(t *testing.T) {
+	st, pool := openStore(t)
+	ctx := context.Background()
+	// More pages than are merged one by one: the other plan answers.
+	if _, err := pool.Exec(ctx, `INSERT INTO pages (base_url, tags) SELECT 'https://p'||i||'.example/', '{wide}' FROM generate_series(1, 150) i`); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://other.example/"})
+	now := time.Now()
+	for _, id := range []int64{1, 75, 150, other.ID} {
+		insertUpdates(t, pool, id, 3, now, "x")
+	}
+	for _, tt := range []struct {
+		f    watch.UpdateFilter
+		want int
+	}{
+		{watch.UpdateFilter{Tag: "wide"}, 9},
+		{watch.UpdateFilter{Tag: "wide", Limit: 4}, 4},
+		{watch.UpdateFilter{Tag: "wide", Text: "x 3"}, 3},
+	} {
+		got, err := st.QueryUpdates(ctx, tt.f)
+		if err != nil || len(got) != tt.want {
+			t.Errorf("%+v: %d updates, %v; want %d", tt.f, len(got), err, tt.want)
+		}
+		for _, u := range got {
+			if u.PageID == other.ID {
+				t.Errorf("%+v: an update of an untagged page", tt.f)
+			}
+		}
+	}
+}

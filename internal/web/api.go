@@ -1,0 +1,468 @@
+package web
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/pagefile"
+	"github.com/portalwatch/portalwatch/internal/registration"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// maxBodyBytes bounds a JSON request body.
+const maxBodyBytes = 1 << 20
+
+// pageJSON is a page as the API shows it.
+type pageJSON struct {
+	ID                  int64      `json:"id"`
+	URL                 string     `json:"url"`
+	Name                string     `json:"name"`
+	DisplayName         string     `json:"display_name"`
+	Tags                []string   `json:"tags"`
+	Interval            string     `json:"interval"`
+	IntervalSeconds     float64    `json:"interval_seconds"`
+	Enabled             bool       `json:"enabled"`
+	SameSiteOnly        bool       `json:"same_site_only"`
+	Ignore              []string   `json:"ignore"`
+	Status              string     `json:"status"`
+	LastCheckedAt       *time.Time `json:"last_checked_at,omitempty"`
+	LastStatus          int        `json:"last_status"`
+	LastError           string     `json:"last_error"`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	NextCheckAt         time.Time  `json:"next_check_at"`
+	CreatedAt           time.Time  `json:"created_at"`
+}
+
+// pageStatus sums a page's state up in one word: paused, pending (never
+// checked), failing (the last check failed) or ok.
+func pageStatus(p watch.Page) string {
+	switch {
+	case !p.Enabled:
+		return "paused"
+	case p.ConsecutiveFailures > 0:
+		return "failing"
+	case p.LastCheckedAt.IsZero():
+		return "pending"
+	}
+	return "ok"
+}
+
+func toPageJSON(p watch.Page) pageJSON {
+	out := pageJSON{
+		ID: p.ID, URL: p.BaseURL, Name: p.Name, DisplayName: p.DisplayName(), Tags: nonNil(p.Tags),
+		Interval: p.Interval.String(), IntervalSeconds: p.Interval.Seconds(), Enabled: p.Enabled,
+		SameSiteOnly: p.Options.SameSiteOnly, Ignore: nonNil(p.Options.Ignore), Status: pageStatus(p),
+		LastStatus: p.LastStatus, LastError: p.LastError, ConsecutiveFailures: p.ConsecutiveFailures,
+		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(),
+	}
+	if !p.LastCheckedAt.IsZero() {
+		t := p.LastCheckedAt.UTC()
+		out.LastCheckedAt = &t
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (s *Server) apiListPages(w http.ResponseWriter, r *http.Request) {
+	pages, err := s.deps.Pages.Pages(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]pageJSON, len(pages))
+	for i, p := range pages {
+		out[i] = toPageJSON(p)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pages": out})
+}
+
+// pathID reads the {id} of the path: a positive whole number, else 404 (no
+// page can have it).
+func (s *Server) pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("%q is not a page id: ids are positive whole numbers", r.PathValue("id")))
+		return 0, false
+	}
+	return id, true
+}
+
+func (s *Server) apiGetPage(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.deps.Pages.Page(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toPageJSON(p))
+}
+
+// duration is a JSON duration: a Go duration string ("5m", "1h30m").
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New(`want a duration string such as "5m"`)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf(`%q is not a duration: want one such as "5m" or "1h30m"`, s)
+	}
+	*d = duration(v)
+	return nil
+}
+
+type createPageJSON struct {
+	URL          string    `json:"url"`
+	Interval     *duration `json:"interval"`
+	Name         string    `json:"name"`
+	Tags         []string  `json:"tags"`
+	Enabled      *bool     `json:"enabled"`
+	SameSiteOnly bool      `json:"same_site_only"`
+	Ignore       []string  `json:"ignore"`
+}
+
+// decodeJSON reads a JSON body into v: one object, known fields only, at
+// most maxBodyBytes. It answers 400 itself and returns false on a bad body.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+		s.problem(w, r, http.StatusUnsupportedMediaType, "send the body as application/json")
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.problem(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxBodyBytes))
+			return false
+		}
+		s.problem(w, r, http.StatusBadRequest, err.Error())
+		return false
+	}
+	return true
+}
+
+func (s *Server) apiCreatePage(w http.ResponseWriter, r *http.Request) {
+	var in createPageJSON
+	if !s.decodeJSON(w, r, &in) {
+		return
+	}
+	p, err := s.createPage(r, in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", fmt.Sprintf("/api/v1/pages/%d", p.ID))
+	writeJSON(w, http.StatusCreated, toPageJSON(p))
+}
+
+// createPage checks in through registration, exactly as watchctl add does,
+// and stores it.
+func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, error) {
+	interval := watch.DefaultInterval
+	if in.Interval != nil {
+		interval = time.Duration(*in.Interval)
+	}
+	p, err := s.cfg.Policy.CheckPage(r.Context(), registration.Page{
+		URL: in.URL, Interval: interval, Name: in.Name, Tags: in.Tags,
+		Options: watch.LinkOptions{SameSiteOnly: in.SameSiteOnly, Ignore: in.Ignore},
+	})
+	if err != nil {
+		return watch.Page{}, err
+	}
+	return s.deps.Writer.CreatePage(r.Context(), watch.PageSpec{
+		URL: p.URL, Interval: p.Interval, Options: p.Options, Name: p.Name, Tags: p.Tags,
+		Paused: in.Enabled != nil && !*in.Enabled,
+	})
+}
+
+type editPageJSON struct {
+	Interval     *duration `json:"interval"`
+	Enabled      *bool     `json:"enabled"`
+	SameSiteOnly *bool     `json:"same_site_only"`
+	Ignore       *[]string `json:"ignore"`
+	Name         *string   `json:"name"`
+	Tags         *[]string `json:"tags"`
+}
+
+func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	var in editPageJSON
+	if !s.decodeJSON(w, r, &in) {
+		return
+	}
+	edit := watch.PageEdit{Enabled: in.Enabled, SameSiteOnly: in.SameSiteOnly, Ignore: in.Ignore, Name: in.Name, Tags: in.Tags}
+	if in.Interval != nil {
+		d := time.Duration(*in.Interval)
+		edit.Interval = &d
+	}
+	if edit.IsZero() {
+		s.problem(w, r, http.StatusBadRequest, "give at least one of interval, enabled, same_site_only, ignore, name, tags")
+		return
+	}
+	p, err := s.editPage(r, id, edit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toPageJSON(p))
+}
+
+func (s *Server) editPage(r *http.Request, id int64, edit watch.PageEdit) (watch.Page, error) {
+	edit, err := registration.CheckEdit(edit)
+	if err != nil {
+		return watch.Page{}, err
+	}
+	return s.deps.Writer.EditPage(r.Context(), id, edit)
+}
+
+func (s *Server) apiDeletePage(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	if err := s.deps.Writer.RemovePage(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// listFormat picks CSV or OPML from ?format=, else from the Content-Type.
+func listFormat(r *http.Request) (string, error) {
+	switch f := r.URL.Query().Get("format"); f {
+	case pagefile.CSV, pagefile.OPML:
+		return f, nil
+	case "":
+	default:
+		return "", fmt.Errorf("format %q: want csv or opml", f)
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "text/csv":
+		return pagefile.CSV, nil
+	case "text/x-opml", "application/xml", "text/xml":
+		return pagefile.OPML, nil
+	}
+	return "", errors.New("say the format: ?format=csv|opml, or Content-Type text/csv or text/x-opml")
+}
+
+func (s *Server) apiImport(w http.ResponseWriter, r *http.Request) {
+	format, err := listFormat(r)
+	if err != nil {
+		s.problem(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	pages, err := s.importList(r, http.MaxBytesReader(w, r.Body, pagefile.MaxBytes+1), format)
+	if err != nil {
+		s.importError(w, r, err)
+		return
+	}
+	out := make([]pageJSON, len(pages))
+	for i, p := range pages {
+		out[i] = toPageJSON(p)
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"pages": out})
+}
+
+// errUnreadableList marks a list that could not be read at all.
+var errUnreadableList = errors.New("unreadable list")
+
+// importList reads a list, checks every row through registration and
+// stores all of them, or none.
+func (s *Server) importList(r *http.Request, body io.Reader, format string) ([]watch.Page, error) {
+	rows, err := pagefile.Read(body, format)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUnreadableList, err)
+	}
+	existing, err := s.deps.Pages.Pages(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	registered := make(map[string]bool, len(existing))
+	for _, p := range existing {
+		registered[p.BaseURL] = true
+	}
+	specs, err := pagefile.Check(r.Context(), s.cfg.Policy, rows, func(u string) bool { return registered[u] })
+	if err != nil {
+		return nil, err
+	}
+	return s.deps.Writer.CreatePages(r.Context(), specs)
+}
+
+func (s *Server) importError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errUnreadableList) {
+		s.problem(w, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), errUnreadableList.Error()+": "))
+		return
+	}
+	s.writeError(w, r, err)
+}
+
+func (s *Server) apiExport(w http.ResponseWriter, r *http.Request) {
+	format := r.URL.Query().Get("format")
+	if format == "" {
+		format = pagefile.CSV
+	}
+	if format != pagefile.CSV && format != pagefile.OPML {
+		s.problem(w, r, http.StatusBadRequest, fmt.Sprintf("format %q: want csv or opml", format))
+		return
+	}
+	pages, err := s.deps.Pages.Pages(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var buf bytes.Buffer
+	if err := pagefile.Write(&buf, format, pages); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ct := "text/csv; charset=utf-8"
+	if format == pagefile.OPML {
+		ct = "text/x-opml; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Disposition", "attachment; filename=portalwatch-pages."+format)
+	w.Write(buf.Bytes())
+}
+
+// updateJSON is an update as the API shows it.
+type updateJSON struct {
+	ID           int64     `json:"id"`
+	PageID       int64     `json:"page_id"`
+	PageName     string    `json:"page_name"`
+	URL          string    `json:"url"`
+	Text         string    `json:"text"`
+	Code         string    `json:"code"`
+	DiscoveredAt time.Time `json:"discovered_at"`
+}
+
+// parseFilter reads the update filters of a query string: page, tag, since,
+// until (RFC 3339), q (text), limit (1..1000) and cursor.
+func parseFilter(q map[string][]string) (watch.UpdateFilter, error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return strings.TrimSpace(v[0])
+		}
+		return ""
+	}
+	var f watch.UpdateFilter
+	var err error
+	if v := get("page"); v != "" {
+		if f.PageID, err = strconv.ParseInt(v, 10, 64); err != nil || f.PageID <= 0 {
+			return f, fmt.Errorf("page %q: want a page id (a positive whole number)", v)
+		}
+	}
+	if v := get("tag"); v != "" {
+		tags, err := watch.NormalizeTags([]string{v})
+		if err != nil {
+			return f, err
+		}
+		f.Tag = tags[0]
+	}
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := get(t.name); v != "" {
+			if *t.dst, err = time.Parse(time.RFC3339, v); err != nil {
+				return f, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-11-30T08:00:00Z", t.name, v)
+			}
+		}
+	}
+	f.Text = get("q")
+	if len(f.Text) > 200 {
+		return f, errors.New("q is longer than 200 bytes")
+	}
+	f.Limit = 100
+	if v := get("limit"); v != "" {
+		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 1 || f.Limit > watch.MaxUpdatesLimit {
+			return f, fmt.Errorf("limit %q: want a whole number from 1 to %d", v, watch.MaxUpdatesLimit)
+		}
+	}
+	if v := get("cursor"); v != "" {
+		if f.After, err = decodeCursor(v); err != nil {
+			return f, fmt.Errorf("cursor %q: %w (use the next_cursor of a previous answer)", v, err)
+		}
+	}
+	return f, nil
+}
+
+// encodeCursor writes c as an opaque URL-safe string.
+func encodeCursor(c watch.Cursor) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d.%d", c.DiscoveredAt.UnixMicro(), c.ID))
+}
+
+func decodeCursor(s string) (watch.Cursor, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return watch.Cursor{}, errors.New("not a cursor")
+	}
+	at, id, ok := strings.Cut(string(raw), ".")
+	micros, err1 := strconv.ParseInt(at, 10, 64)
+	n, err2 := strconv.ParseInt(id, 10, 64)
+	if !ok || err1 != nil || err2 != nil || n <= 0 {
+		return watch.Cursor{}, errors.New("not a cursor")
+	}
+	return watch.Cursor{DiscoveredAt: time.UnixMicro(micros), ID: n}, nil
+}
+
+func (s *Server) apiUpdates(w http.ResponseWriter, r *http.Request) {
+	f, err := parseFilter(r.URL.Query())
+	if err != nil {
+		s.problem(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	updates, err := s.deps.Updates.QueryUpdates(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := struct {
+		Updates    []updateJSON `json:"updates"`
+		NextCursor string       `json:"next_cursor,omitempty"`
+	}{Updates: make([]updateJSON, len(updates))}
+	for i, u := range updates {
+		out.Updates[i] = updateJSON{ID: u.ID, PageID: u.PageID, PageName: u.PageName, URL: u.URL, Text: u.Text, Code: u.Code, DiscoveredAt: u.DiscoveredAt.UTC()}
+	}
+	if len(updates) == f.Limit {
+		out.NextCursor = encodeCursor(watch.CursorOf(updates[len(updates)-1]))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) apiDeadLetters(w http.ResponseWriter, r *http.Request) {
+	queues, err := s.deps.Dead.DeadLetters(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": queues})
+}

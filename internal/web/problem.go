@@ -1,0 +1,88 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/pagefile"
+	"github.com/portalwatch/portalwatch/internal/registration"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// problemDetails is an RFC 9457 problem; Errors lists the fields or rows
+// that were refused.
+type problemDetails struct {
+	Type     string       `json:"type"`
+	Title    string       `json:"title"`
+	Status   int          `json:"status"`
+	Detail   string       `json:"detail,omitempty"`
+	Instance string       `json:"instance,omitempty"`
+	Errors   []fieldError `json:"errors,omitempty"`
+}
+
+// fieldError names what was refused: a field ("url", "interval", …) or a
+// row of an import.
+type fieldError struct {
+	Field  string `json:"field,omitempty"`
+	Row    int    `json:"row,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// problem answers with an RFC 9457 problem of type about:blank: the title is
+// the status's phrase, detail says what was wrong and what to do.
+func (s *Server) problem(w http.ResponseWriter, r *http.Request, status int, detail string, errs ...fieldError) {
+	writeProblem(w, r, problemDetails{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Errors: errs})
+}
+
+func writeProblem(w http.ResponseWriter, r *http.Request, p problemDetails) {
+	p.Instance = r.URL.Path
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	json.NewEncoder(w).Encode(p)
+}
+
+// fail answers a request that could not be carried out for a reason that is
+// not the client's (the database is down, say), and logs it once.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	s.problem(w, r, http.StatusInternalServerError, "the request could not be carried out; the server's log says why")
+}
+
+// writeError answers err from a page write or read with the status it
+// deserves: 404, 409, 422 (with the refused field), 503 for a name lookup
+// that failed (a retry may work), 500 for the rest.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		refused *registration.RefusedError
+		bad     *pagefile.BadRowsError
+	)
+	switch {
+	case errors.Is(err, watch.ErrPageNotFound):
+		s.problem(w, r, http.StatusNotFound, err.Error())
+	case errors.Is(err, watch.ErrDuplicatePage):
+		s.problem(w, r, http.StatusConflict, err.Error())
+	case errors.As(err, &refused):
+		s.problem(w, r, http.StatusUnprocessableEntity, refused.Error(), fieldError{Field: refused.Field, Detail: refused.Error()})
+	case errors.As(err, &bad):
+		errs := make([]fieldError, len(bad.Rows))
+		for i, row := range bad.Rows {
+			errs[i] = fieldError{Row: row.Line, Detail: row.Err.Error()}
+		}
+		s.problem(w, r, http.StatusUnprocessableEntity, bad.Error(), errs...)
+	case fetch.KindOf(err) == fetch.KindDNS || fetch.KindOf(err) == fetch.KindTimeout:
+		s.problem(w, r, http.StatusServiceUnavailable, err.Error()+"; try again")
+	default:
+		s.fail(w, r, err)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}

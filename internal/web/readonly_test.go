@@ -1,0 +1,78 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+)
+
+// readOnlyGrants are the grants README.md gives a read-only role of the web
+// program; ROLE and DB stand for the role's and the database's names.
+const readOnlyGrants = `
+GRANT CONNECT ON DATABASE DB TO ROLE;
+GRANT USAGE ON SCHEMA public TO ROLE;
+GRANT SELECT ON pages, updates, api_tokens, goose_db_version TO ROLE;`
+
+func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	_, b := e.do("POST", "/api/v1/pages", e.writeTk, `{"url":"http://127.0.0.1:9/a","tags":["t"]}`)
+	a := decode[pageJSON](t, b)
+	e.insertUpdates(a.ID, 3, time.Now(), "A")
+
+	u, err := url.Parse(e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, db := "pwro_"+testsvc.ID(t), strings.TrimPrefix(u.Path, "/")
+	if _, err := e.pool.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Privileges first, then the role: roles are cluster-wide.
+		e.pool.Exec(context.Background(), "DROP OWNED BY "+role)
+		if _, err := e.pool.Exec(context.Background(), "DROP ROLE "+role); err != nil {
+			t.Errorf("drop role %s: %v", role, err)
+		}
+	})
+	for _, stmt := range strings.Split(strings.TrimSpace(readOnlyGrants), "\n") {
+		stmt = strings.NewReplacer("ROLE", role, "DB", db).Replace(stmt)
+		if _, err := e.pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	u.User = url.User(role)
+	ro, err := store.Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ro.Close)
+	srv := e.serve(ro)
+
+	for _, path := range []string{
+		"/api/v1/pages", fmt.Sprintf("/api/v1/pages/%d", a.ID), "/api/v1/updates?tag=t&q=a", "/api/v1/pages/export",
+		"/feeds/all.atom", fmt.Sprintf("/feeds/pages/%d.rss", a.ID), "/feeds/tags/t.json",
+		"/", fmt.Sprintf("/pages/%d", a.ID), "/updates?q=a",
+	} {
+		resp, body := e.doAt(srv, "GET", path, e.readTok, "")
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s as a read-only role: %d %.300s", path, resp.StatusCode, body)
+			continue
+		}
+		if etag := resp.Header.Get("ETag"); etag != "" {
+			if resp, _ := e.doAt(srv, "GET", path, e.readTok, "", "If-None-Match", etag); resp.StatusCode != 304 {
+				t.Errorf("conditional GET %s as a read-only role: %d, want 304", path, resp.StatusCode)
+			}
+		}
+	}
+	// A write is refused by the database, and says so as a problem.
+	if resp, _ := e.doAt(srv, "POST", "/api/v1/pages", e.writeTk, `{"url":"http://127.0.0.1:9/b"}`); resp.StatusCode != 500 {
+		t.Errorf("a write through a read-only role: %d, want 500", resp.StatusCode)
+	}
+}

@@ -1,0 +1,376 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/registration"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// sessionCookie keeps the token a person signed in with.
+const sessionCookie = "pw_session"
+
+// sessionMaxAge is how long a sign-in lasts.
+const sessionMaxAge = 30 * 24 * time.Hour
+
+var templateNames = []string{"pages", "page", "updates", "signin"}
+
+func parseTemplates() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "never"
+			}
+			return t.UTC().Format("2006-01-02 15:04 UTC")
+		},
+		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"status": pageStatus,
+		"join":   strings.Join,
+		"lines":  func(s []string) string { return strings.Join(s, "\n") },
+	}
+	out := map[string]*template.Template{}
+	for _, name := range templateNames {
+		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/forms.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("parse template %s: %w", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+// view is what every page's layout needs.
+type view struct {
+	Title    string
+	SignedIn bool
+	Token    string // the signed-in token's name
+	CanWrite bool
+	Flash    string
+}
+
+func (s *Server) viewOf(r *http.Request, title string) view {
+	tok, ok := tokenOf(r)
+	return view{Title: title, SignedIn: ok, Token: tok.Name, CanWrite: ok && tok.Write, Flash: r.URL.Query().Get("done")}
+}
+
+// render executes a template into a buffer first, so a failure shows an
+// error page instead of half a page.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := s.pages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
+		s.log.Error("render page", "template", name, "err", err)
+		http.Error(w, "the page could not be shown; the server's log says why", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// pageForm is the add and edit form's content, and what was wrong with it.
+type pageForm struct {
+	URL, Name, Tags, Interval, Ignore string
+	SameSite, Enabled                 bool
+	Errors                            map[string]string // by field: url, interval, ignore, name, tags
+}
+
+type pagesView struct {
+	view
+	Pages []watch.Page
+	Dead  []DeadQueue
+	Form  pageForm
+}
+
+func (s *Server) uiPages(w http.ResponseWriter, r *http.Request) {
+	s.showPages(w, r, http.StatusOK, pageForm{Interval: watch.DefaultInterval.String(), Enabled: true})
+}
+
+func (s *Server) showPages(w http.ResponseWriter, r *http.Request, status int, form pageForm) {
+	pages, err := s.deps.Pages.Pages(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v := pagesView{view: s.viewOf(r, "Watched pages"), Pages: pages, Form: form}
+	if s.deps.Dead != nil {
+		v.Dead, err = s.deps.Dead.DeadLetters(r.Context())
+		if err != nil {
+			v.Dead = []DeadQueue{{Queue: "dead letters", Error: err.Error()}}
+		}
+	}
+	s.render(w, r, status, "pages", v)
+}
+
+// formPage reads the add form into a registration page.
+func formPage(r *http.Request) (pageForm, registration.Page, error) {
+	f := pageForm{
+		URL: strings.TrimSpace(r.PostFormValue("url")), Name: r.PostFormValue("name"), Tags: r.PostFormValue("tags"),
+		Interval: strings.TrimSpace(r.PostFormValue("interval")), Ignore: r.PostFormValue("ignore"),
+		SameSite: r.PostFormValue("same_site") == "on", Enabled: true,
+	}
+	p := registration.Page{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Interval: watch.DefaultInterval,
+		Options: watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore)}}
+	if f.Interval != "" {
+		d, err := time.ParseDuration(f.Interval)
+		if err != nil {
+			return f, p, &registration.RefusedError{Field: "interval", Err: fmt.Errorf("%q is not a duration: write it like 5m or 1h30m", f.Interval)}
+		}
+		p.Interval = d
+	}
+	return f, p, nil
+}
+
+func splitTags(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' })
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// fieldOf names the form field a refusal belongs beside.
+func fieldOf(err error) (string, bool) {
+	var refused *registration.RefusedError
+	if errors.As(err, &refused) {
+		return refused.Field, true
+	}
+	if errors.Is(err, watch.ErrDuplicatePage) {
+		return "url", true
+	}
+	return "", false
+}
+
+func (s *Server) uiAddPage(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	form, p, err := formPage(r)
+	if err == nil {
+		var checked registration.Page
+		checked, err = s.cfg.Policy.CheckPage(r.Context(), p)
+		if err == nil {
+			var page watch.Page
+			page, err = s.deps.Writer.CreatePage(r.Context(), watch.PageSpec{URL: checked.URL, Interval: checked.Interval,
+				Options: checked.Options, Name: checked.Name, Tags: checked.Tags})
+			if err == nil {
+				http.Redirect(w, r, "/?done="+url.QueryEscape(fmt.Sprintf("Watching %s", page.BaseURL)), http.StatusSeeOther)
+				return
+			}
+		}
+	}
+	field, ok := fieldOf(err)
+	if !ok {
+		s.fail(w, r, err)
+		return
+	}
+	form.Errors = map[string]string{field: err.Error()}
+	s.showPages(w, r, http.StatusUnprocessableEntity, form)
+}
+
+type pageView struct {
+	view
+	Page    watch.Page
+	Updates []watch.Update
+	Next    string
+	Form    pageForm
+}
+
+func (s *Server) uiPage(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		http.NotFound(w, r)
+		return
+	}
+	p, err := s.deps.Pages.Page(r.Context(), id)
+	if errors.Is(err, watch.ErrPageNotFound) {
+		http.NotFound(w, r)
+		return
+	} else if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.showPage(w, r, http.StatusOK, p, editFormOf(p))
+}
+
+func editFormOf(p watch.Page) pageForm {
+	return pageForm{URL: p.BaseURL, Name: p.Name, Tags: strings.Join(p.Tags, " "), Interval: p.Interval.String(),
+		Ignore: strings.Join(p.Options.Ignore, "\n"), SameSite: p.Options.SameSiteOnly, Enabled: p.Enabled}
+}
+
+func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p watch.Page, form pageForm) {
+	f := watch.UpdateFilter{PageID: p.ID, Limit: 100}
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		f.After, _ = decodeCursor(c) // a bad cursor starts at the newest
+	}
+	updates, err := s.deps.Updates.QueryUpdates(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v := pageView{view: s.viewOf(r, p.DisplayName()), Page: p, Updates: updates, Form: form}
+	if len(updates) == f.Limit {
+		v.Next = encodeCursor(watch.CursorOf(updates[len(updates)-1]))
+	}
+	s.render(w, r, status, "page", v)
+}
+
+func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		http.NotFound(w, r)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	name, tags, ignore := r.PostFormValue("name"), splitTags(r.PostFormValue("tags")), splitLines(r.PostFormValue("ignore"))
+	sameSite := r.PostFormValue("same_site") == "on"
+	edit := watch.PageEdit{Name: &name, Tags: &tags, Ignore: &ignore, SameSiteOnly: &sameSite}
+	form := pageForm{Name: name, Tags: r.PostFormValue("tags"), Interval: strings.TrimSpace(r.PostFormValue("interval")),
+		Ignore: r.PostFormValue("ignore"), SameSite: sameSite}
+	d, perr := time.ParseDuration(form.Interval)
+	if perr != nil {
+		err = &registration.RefusedError{Field: "interval", Err: fmt.Errorf("%q is not a duration: write it like 5m or 1h30m", form.Interval)}
+	} else {
+		edit.Interval = &d
+		_, err = s.editPage(r, id, edit)
+	}
+	if err == nil {
+		http.Redirect(w, r, fmt.Sprintf("/pages/%d?done=Saved", id), http.StatusSeeOther)
+		return
+	}
+	if errors.Is(err, watch.ErrPageNotFound) {
+		http.NotFound(w, r)
+		return
+	}
+	field, ok := fieldOf(err)
+	if !ok {
+		s.fail(w, r, err)
+		return
+	}
+	p, perr2 := s.deps.Pages.Page(r.Context(), id)
+	if perr2 != nil {
+		s.fail(w, r, perr2)
+		return
+	}
+	form.URL, form.Enabled = p.BaseURL, p.Enabled
+	form.Errors = map[string]string{field: err.Error()}
+	s.showPage(w, r, http.StatusUnprocessableEntity, p, form)
+}
+
+func (s *Server) uiSetEnabled(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		http.NotFound(w, r)
+		return
+	}
+	enabled := r.PostFormValue("enabled") == "true"
+	if _, err := s.deps.Writer.EditPage(r.Context(), id, watch.PageEdit{Enabled: &enabled}); errors.Is(err, watch.ErrPageNotFound) {
+		http.NotFound(w, r)
+		return
+	} else if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	done := "Paused"
+	if enabled {
+		done = "Resumed"
+	}
+	http.Redirect(w, r, fmt.Sprintf("/pages/%d?done=%s", id, done), http.StatusSeeOther)
+}
+
+func (s *Server) uiDeletePage(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		http.NotFound(w, r)
+		return
+	}
+	if err := s.deps.Writer.RemovePage(r.Context(), id); errors.Is(err, watch.ErrPageNotFound) {
+		http.NotFound(w, r)
+		return
+	} else if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/?done="+url.QueryEscape(fmt.Sprintf("Removed page %d", id)), http.StatusSeeOther)
+}
+
+type updatesView struct {
+	view
+	Query   string
+	Tag     string
+	Updates []watch.Update
+	Next    string
+	Error   string
+}
+
+func (s *Server) uiUpdates(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	v := updatesView{view: s.viewOf(r, "Newest updates"), Query: q.Get("q"), Tag: q.Get("tag")}
+	f, err := parseFilter(q)
+	if err != nil {
+		v.Error = err.Error()
+		s.render(w, r, http.StatusBadRequest, "updates", v)
+		return
+	}
+	if v.Updates, err = s.deps.Updates.QueryUpdates(r.Context(), f); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(v.Updates) == f.Limit {
+		next := url.Values{"cursor": {encodeCursor(watch.CursorOf(v.Updates[len(v.Updates)-1]))}}
+		if v.Query != "" {
+			next.Set("q", v.Query)
+		}
+		if v.Tag != "" {
+			next.Set("tag", v.Tag)
+		}
+		v.Next = "/updates?" + next.Encode()
+	}
+	s.render(w, r, http.StatusOK, "updates", v)
+}
+
+type signinView struct {
+	view
+	Error string
+}
+
+func (s *Server) uiSignInForm(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "signin", signinView{view: s.viewOf(r, "Sign in")})
+}
+
+func (s *Server) uiSignIn(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	secret := strings.TrimSpace(r.PostFormValue("token"))
+	if secret == "" {
+		s.render(w, r, http.StatusUnprocessableEntity, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: "paste a token: `watchctl token create NAME` makes one"})
+		return
+	}
+	if _, err := s.deps.Tokens.VerifyToken(r.Context(), secret); errors.Is(err, watch.ErrTokenNotFound) {
+		s.render(w, r, http.StatusUnauthorized, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: "that token is not valid (revoked, or mistyped)"})
+		return
+	} else if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: int(sessionMaxAge.Seconds()),
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) uiSignOut(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+}

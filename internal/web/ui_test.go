@@ -1,0 +1,159 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// form posts values to path as a browser does from the page itself.
+func (e *env) form(path, session string, values url.Values, headers ...string) (*http.Response, string) {
+	e.t.Helper()
+	h := append([]string{"Content-Type", "application/x-www-form-urlencoded", "Sec-Fetch-Site", "same-origin"}, headers...)
+	if session != "" {
+		h = append(h, "Cookie", sessionCookie+"="+session)
+	}
+	resp, b := e.do("POST", path, "", values.Encode(), h...)
+	return resp, string(b)
+}
+
+func (e *env) get(path, session string) (*http.Response, string) {
+	e.t.Helper()
+	var h []string
+	if session != "" {
+		h = []string{"Cookie", sessionCookie + "=" + session}
+	}
+	resp, b := e.do("GET", path, "", "", h...)
+	return resp, string(b)
+}
+
+// noRedirects makes the env's client stop at redirects, so tests check
+// where each one points.
+func noRedirects(e *env) {
+	e.srv.Client().CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+}
+
+func TestSignInKeepsTheTokenInAStrictCookie(t *testing.T) {
+	e := newEnv(t)
+	noRedirects(e)
+	if resp, _ := e.get("/", ""); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/signin" {
+		t.Errorf("GET / signed out: %d to %q, want 303 to /signin", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, body := e.form("/signin", "", url.Values{"token": {"pw_wrong"}})
+	if resp.StatusCode != 401 || !strings.Contains(body, "not valid") || len(resp.Cookies()) != 0 {
+		t.Errorf("sign-in with a bad token: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	resp, _ = e.form("/signin", "", url.Values{"token": {e.writeTk}})
+	cookies := resp.Cookies()
+	if resp.StatusCode != http.StatusSeeOther || len(cookies) != 1 {
+		t.Fatalf("sign-in: %d, cookies %v", resp.StatusCode, cookies)
+	}
+	c := cookies[0]
+	if c.Name != sessionCookie || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" {
+		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict, Path=/", c)
+	}
+	resp, body = e.get("/", c.Value)
+	if resp.StatusCode != 200 || !strings.Contains(body, "Watch a page") || !strings.Contains(body, "Sign out (writer)") {
+		t.Errorf("GET / signed in: %d", resp.StatusCode)
+	}
+	csp := resp.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "unsafe") {
+		t.Errorf("Content-Security-Policy %q, want strict", csp)
+	}
+	if strings.Contains(body, "<script") || strings.Contains(body, "style=") {
+		t.Error("the page holds a script or an inline style, which the policy forbids")
+	}
+	if !strings.Contains(body, `name="viewport"`) {
+		t.Error("no viewport: not usable on a phone")
+	}
+	if resp, _ := e.form("/signout", c.Value, nil); resp.Cookies()[0].MaxAge >= 0 {
+		t.Error("sign-out does not clear the cookie")
+	}
+}
+
+func TestFormsValidateLikeTheAPIAndRefuseCrossSitePosts(t *testing.T) {
+	e := newEnv(t)
+	noRedirects(e)
+	w, r := e.writeTk, e.readTok
+
+	resp, body := e.form("/pages", w, url.Values{"url": {"ftp://example.com/"}, "interval": {"5m"}})
+	if resp.StatusCode != 422 || !strings.Contains(body, `id="url-error"`) || !strings.Contains(body, "scheme &#34;ftp&#34;") || !strings.Contains(body, `value="ftp://example.com/"`) {
+		t.Errorf("bad URL: %d; want 422 with the reason beside the field and the input kept", resp.StatusCode)
+	}
+	resp, body = e.form("/pages", w, url.Values{"url": {"http://127.0.0.1:9/"}, "interval": {"1s"}})
+	if resp.StatusCode != 422 || !strings.Contains(body, "too short") {
+		t.Errorf("short interval: %d", resp.StatusCode)
+	}
+	if resp, _ := e.form("/pages", r, url.Values{"url": {"http://127.0.0.1:9/"}}); resp.StatusCode != 403 {
+		t.Errorf("add with a read-only session: %d, want 403", resp.StatusCode)
+	}
+	if resp, _ := e.form("/pages", w, url.Values{"url": {"http://127.0.0.1:9/"}}, "Sec-Fetch-Site", "cross-site"); resp.StatusCode != 403 {
+		t.Errorf("cross-site add: %d, want 403", resp.StatusCode)
+	}
+	if resp, _ := e.form("/pages", w, url.Values{"url": {"http://127.0.0.1:9/"}}, "Origin", "https://evil.example", "Sec-Fetch-Site", ""); resp.StatusCode != 403 {
+		t.Errorf("add from another origin: %d, want 403", resp.StatusCode)
+	}
+	if n := e.pageCount(); n != 0 {
+		t.Fatalf("refused forms wrote %d pages", n)
+	}
+
+	resp, _ = e.form("/pages", w, url.Values{"url": {"http://127.0.0.1:9/"}, "name": {"Local"}, "tags": {"a b"}, "interval": {"1m"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("add: %d", resp.StatusCode)
+	}
+	pages, _ := e.st.Pages(context.Background())
+	if len(pages) != 1 || pages[0].Name != "Local" || strings.Join(pages[0].Tags, ",") != "a,b" {
+		t.Fatalf("added %+v", pages)
+	}
+	id := pages[0].ID
+	path := fmt.Sprintf("/pages/%d", id)
+	if resp, body := e.get(path, r); resp.StatusCode != 200 || !strings.Contains(body, "Local") || strings.Contains(body, `id="edit-page"`) {
+		t.Errorf("page view with a read-only session: %d (edit form shown: %t)", resp.StatusCode, strings.Contains(body, `id="edit-page"`))
+	}
+	resp, body = e.form(path, w, url.Values{"name": {"Renamed"}, "tags": {"x"}, "interval": {"2m"}, "ignore": {"(\n"}})
+	if resp.StatusCode != 422 || !strings.Contains(body, "missing closing") {
+		t.Errorf("edit with a bad pattern: %d", resp.StatusCode)
+	}
+	if p, _ := e.st.Page(context.Background(), id); p.Name != "Local" {
+		t.Errorf("a refused edit changed the page: %+v", p)
+	}
+	if resp, _ := e.form(path, w, url.Values{"name": {"Renamed"}, "tags": {"x"}, "interval": {"2m"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("edit: %d", resp.StatusCode)
+	}
+	if resp, _ := e.form(path+"/enabled", w, url.Values{"enabled": {"false"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("pause: %d", resp.StatusCode)
+	}
+	if p, _ := e.st.Page(context.Background(), id); p.Name != "Renamed" || p.Enabled || p.Interval.String() != "2m0s" {
+		t.Errorf("after edit and pause: %+v", p)
+	}
+	if _, body := e.get("/", w); !strings.Contains(body, "paused") || !strings.Contains(body, "job_queue.dlq") {
+		t.Error("the list shows neither the paused page nor the dead letters")
+	}
+	if resp, _ := e.form(path+"/delete", w, nil); resp.StatusCode != http.StatusSeeOther || e.pageCount() != 0 {
+		t.Errorf("remove: %d, %d pages left", resp.StatusCode, e.pageCount())
+	}
+	if resp, _ := e.get("/pages/999", w); resp.StatusCode != 404 {
+		t.Errorf("missing page: %d", resp.StatusCode)
+	}
+}
+
+func TestUpdatesPageSearches(t *testing.T) {
+	e := newEnv(t, publicRead)
+	_, b := e.do("POST", "/api/v1/pages", e.writeTk, `{"url":"http://127.0.0.1:9/a","name":"Alpha"}`)
+	a := decode[pageJSON](t, b)
+	e.insertUpdates(a.ID, 3, timeNow(), "Budget <vote>")
+	e.insertUpdates(a.ID, 2, timeNow(), "Weather")
+	resp, body := e.get("/updates?q=budget", "")
+	if resp.StatusCode != 200 || strings.Count(body, "Budget &lt;vote&gt;") != 3 || strings.Contains(body, "Weather") {
+		t.Errorf("search: %d\n%s", resp.StatusCode, body)
+	}
+	if _, body := e.get("/updates?tag=local", ""); !strings.Contains(body, `href="/feeds/tags/local.atom"`) {
+		t.Error("a tag's updates do not link the tag's feed")
+	}
+	if resp, _ := e.get("/updates?since=yesterday", ""); resp.StatusCode != 400 {
+		t.Errorf("bad filter: %d, want 400", resp.StatusCode)
+	}
+}
