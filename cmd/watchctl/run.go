@@ -308,6 +308,13 @@ func (l *listCmd) Run(c *cli) error {
 			last = p.LastCheckedAt.Local().Format("2006-01-02 15:04:05")
 			status = strconv.Itoa(p.LastStatus)
 		}
+		// A check that left links out says so where the status is read.
+		if p.LastTruncated > 0 {
+			status += fmt.Sprintf(" (%d links over the limits)", p.LastTruncated)
+		}
+		if p.LastCut > 0 {
+			status += fmt.Sprintf(" (%d new links over the caps)", p.LastCut)
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), p.Interval, p.Enabled, last, status, p.BaseURL, oneLine(p.LastError))
 	}
 	return tw.Flush()
@@ -319,6 +326,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"next_check_at": p.NextCheckAt, "last_status": p.LastStatus, "last_error": p.LastError,
 		"consecutive_failures": p.ConsecutiveFailures, "same_site_only": p.Options.SameSiteOnly,
 		"ignore": p.Options.Ignore, "created_at": p.CreatedAt, "name": p.Name, "tags": p.Tags,
+		"last_truncated": p.LastTruncated, "last_cut": p.LastCut,
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt

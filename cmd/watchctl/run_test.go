@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"io"
 	"strings"
 	"testing"
@@ -272,5 +273,33 @@ func TestGoFlagStyle(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("goFlagStyle(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// A check that left links out shows it in the list, where an operator reads
+// a page's status.
+func TestListShowsWhatTheLastCheckLeftOut(t *testing.T) {
+	t.Parallel()
+	e, _ := migrated(t)
+	e["PORTALWATCH_ALLOW_PRIVATE"] = "true"
+	if code, _, errOut := runCLI(t, e, "add", "http://127.0.0.1:9/"); code != 0 {
+		t.Fatalf("add: exit %d %s", code, errOut)
+	}
+	db, err := pgxpool.New(context.Background(), e["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(context.Background(),
+		`UPDATE pages SET last_checked_at = now(), last_status = 200, last_truncated = 12, last_cut = 30 WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, e, "list")
+	if code != 0 || !strings.Contains(out, "12 links over the limits") || !strings.Contains(out, "30 new links over the caps") {
+		t.Fatalf("list: exit %d, want the cut counts\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, e, "list", "--json")
+	if code != 0 || !strings.Contains(out, `"last_cut":30`) || !strings.Contains(out, `"last_truncated":12`) {
+		t.Fatalf("list --json: exit %d, want the cut counts\n%s", code, out)
 	}
 }

@@ -38,8 +38,13 @@ type pageJSON struct {
 	LastStatus          int        `json:"last_status"`
 	LastError           string     `json:"last_error"`
 	ConsecutiveFailures int        `json:"consecutive_failures"`
-	NextCheckAt         time.Time  `json:"next_check_at"`
-	CreatedAt           time.Time  `json:"created_at"`
+	// LastTruncated and LastCut say what the last check left out: links the
+	// crawler could not send (link cap, task byte budget) and new links not
+	// recorded because of the page's caps on new links.
+	LastTruncated int       `json:"last_truncated"`
+	LastCut       int       `json:"last_cut"`
+	NextCheckAt   time.Time `json:"next_check_at"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 // pageStatus sums a page's state up in one word: paused, pending (never
@@ -62,6 +67,7 @@ func toPageJSON(p watch.Page) pageJSON {
 		Interval: p.Interval.String(), IntervalSeconds: p.Interval.Seconds(), Enabled: p.Enabled,
 		SameSiteOnly: p.Options.SameSiteOnly, Ignore: nonNil(p.Options.Ignore), Status: pageStatus(p),
 		LastStatus: p.LastStatus, LastError: p.LastError, ConsecutiveFailures: p.ConsecutiveFailures,
+		LastTruncated: p.LastTruncated, LastCut: p.LastCut,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(),
 	}
 	if !p.LastCheckedAt.IsZero() {
