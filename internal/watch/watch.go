@@ -65,10 +65,17 @@ type LinkOptions struct {
 	Ignore []string `json:"ignore,omitempty"`
 }
 
-// Link is one anchor found on a page: its normalised absolute URL and its text.
+// Link is one link found on a page: its normalised absolute URL, the text a
+// reader sees for it (the headline, when one of its anchors is in or holds a
+// heading) and, when its anchors show more than one text, the longest other
+// one (the teaser).
 type Link struct {
 	URL  string `json:"url"`
 	Text string `json:"text"`
+	// Summary is the longest text of the link's anchors other than Text,
+	// empty when there is none. It is optional in the message: a task
+	// without it is the one crawlers sent before it existed.
+	Summary string `json:"summary,omitempty"`
 }
 
 // Task carries the result of one check of a page from a crawler to the
