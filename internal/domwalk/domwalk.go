@@ -234,7 +234,8 @@ func flatLinks(src []byte, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
 //     or role="heading", among its nearest MaxHeadingAncestors ancestors),
 //     or the text of the first heading inside an anchor; the first headline
 //     met wins;
-//   - else an anchor's own text, the longest (the first of equal ones);
+//   - else an anchor's own text, the first met: breadth-first, the story's
+//     headline link usually sits above its teaser and "more"/comment links;
 //   - else a fallback attribute (title, alt, aria-label), the longest;
 //   - else an own text that is only an image credit (see IsCredit).
 //
@@ -416,10 +417,10 @@ type textScore struct {
 	runes int
 }
 
-// beats reports whether s wins over t, met earlier: among headlines the
-// first wins, among other texts of a kind the longer.
+// beats reports whether s wins over t, met earlier: among fallback
+// attributes the longer, among other texts of a kind the first.
 func (s textScore) beats(t textScore) bool {
-	return s.kind > t.kind || s.kind == t.kind && s.kind != headingText && s.runes > t.runes
+	return s.kind > t.kind || s.kind == t.kind && s.kind == attrText && s.runes > t.runes
 }
 
 // rankedText is a text and its length in runes.
