@@ -132,6 +132,10 @@ type Stats struct {
 	// MaxTreeBytes, so Parse read its links from its tags (Flattened is set
 	// too) instead of building the tree.
 	OverTreeBudget bool
+	// OutsideRegions is the number of anchors left out because they are
+	// outside the page's regions (see Regions); anchors inside an Exclude
+	// match are not walked and not counted. They are not in Anchors.
+	OutsideRegions int
 }
 
 // Truncated reports whether any limit cut the walk short, so that the page
@@ -184,18 +188,39 @@ func Parse(r io.Reader, pageURL *url.URL, lim Limits) ([]watch.Link, Stats, erro
 // it spares Parse's copy. It cannot fail. src must not change until it
 // returns.
 func ParseBytes(src []byte, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
+	links, stats, _ := ParseBytesIn(src, pageURL, lim, nil)
+	return links, stats
+}
+
+// ParseBytesIn is ParseBytes keeping only the anchors in regions (see
+// Regions and LinksIn); nil regions are the whole page. A page with regions
+// that must be read from its tags (Stats.Flattened: too large or too deep
+// for a tree) yields no links and ErrRegionsNeedTree, with its Stats; that
+// is the only error.
+func ParseBytesIn(src []byte, pageURL *url.URL, lim Limits, regions *Regions) ([]watch.Link, Stats, error) {
 	lim = lim.WithDefaults()
 	if TreeBytes(src) > lim.MaxTreeBytes {
 		links, stats := flatLinks(src, pageURL, lim)
 		stats.OverTreeBudget = true
-		return links, stats
+		return flatResult(links, stats, regions)
 	}
 	doc, err := html.ParseWithOptions(bytes.NewReader(src), html.ParseOptionEnableScripting(false))
 	if err != nil {
 		// Reading from memory cannot fail, so the parser refused the page.
-		return flatLinks(src, pageURL, lim)
+		links, stats := flatLinks(src, pageURL, lim)
+		return flatResult(links, stats, regions)
 	}
-	return Links(doc, pageURL, lim)
+	links, stats := LinksIn(doc, pageURL, lim, regions)
+	return links, stats, nil
+}
+
+// flatResult returns the links read from a page's tags, or ErrRegionsNeedTree
+// when the page has regions.
+func flatResult(links []watch.Link, stats Stats, regions *Regions) ([]watch.Link, Stats, error) {
+	if regions != nil {
+		return nil, stats, ErrRegionsNeedTree
+	}
+	return links, stats, nil
 }
 
 // flatLinks returns the links of src read from its tags by flatDocument.
@@ -249,6 +274,13 @@ func flatLinks(src []byte, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
 // served from; with nil, relative links are dropped as invalid. Links does
 // not modify doc or pageURL.
 func Links(doc *html.Node, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
+	return LinksIn(doc, pageURL, lim, nil)
+}
+
+// LinksIn is Links keeping only the anchors in regions (see Regions); nil
+// regions are the whole page. Anchors outside are counted in
+// Stats.OutsideRegions.
+func LinksIn(doc *html.Node, pageURL *url.URL, lim Limits, regions *Regions) ([]watch.Link, Stats) {
 	lim = lim.WithDefaults()
 	if doc == nil {
 		return nil, Stats{}
@@ -259,7 +291,7 @@ func Links(doc *html.Node, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
 	if baseNode != nil {
 		base = elementBase(pageBase, baseNode)
 	}
-	w := newWalker(lim, base, baseNode)
+	w := newWalker(lim, base, baseNode, regions)
 	w.walk(doc)
 	if baseNode == nil && w.lateBase {
 		// The parser leaves a <base> met after <body> has begun where it
@@ -268,7 +300,7 @@ func Links(doc *html.Node, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
 		// page paying for a search ahead of the first.
 		if n := firstBase(doc, lim); n != nil {
 			if b := elementBase(pageBase, n); urlString(b) != w.stats.Base {
-				w = newWalker(lim, b, n)
+				w = newWalker(lim, b, n, regions)
 				w.walk(doc)
 			}
 		}
@@ -476,6 +508,7 @@ type walker struct {
 	base     *url.URL
 	baseNode *html.Node // the <base> that set base, if any
 	lateBase bool       // a <base href> was met outside <head> while baseNode is nil
+	regions  *Regions   // nil: the whole page
 	budget   int        // node visits left
 	stats    Stats
 	links    []watch.Link
@@ -487,8 +520,9 @@ type walker struct {
 	head     textBuilder // the text of the heading inside the anchor
 }
 
-func newWalker(lim Limits, base *url.URL, baseNode *html.Node) *walker {
+func newWalker(lim Limits, base *url.URL, baseNode *html.Node, regions *Regions) *walker {
 	w := &walker{
+		regions:  regions,
 		lim:      lim,
 		base:     base,
 		baseNode: baseNode,
@@ -504,37 +538,54 @@ func newWalker(lim Limits, base *url.URL, baseNode *html.Node) *walker {
 // walk visits root and its descendants breadth-first. The queue holds the
 // nodes whose children form the next level, so its length is bounded by the
 // width of one level, not by the size of the document.
+//
+// With regions, each queued node carries its region state, the subtrees of
+// Exclude matches are not walked, and anchors outside the regions are
+// counted in Stats.OutsideRegions instead of recorded.
 func (w *walker) walk(root *html.Node) {
-	if !w.visit(root, 0) {
+	if !w.visit(root, 0, true) {
 		return
 	}
 	var parents, next []*html.Node
+	var states, nextStates []regionState // states[i] is that of parents[i], with regions
 	if root.FirstChild != nil && !isTemplate(root) {
 		parents = append(parents, root)
+		states = append(states, 0)
 	}
 	for depth := 1; len(parents) > 0; depth++ {
 		if depth > w.lim.MaxDepth {
 			w.stats.DepthCapped = true
 			return
 		}
-		next = next[:0]
-		for _, p := range parents {
+		next, nextStates = next[:0], nextStates[:0]
+		for i, p := range parents {
 			for c := p.FirstChild; c != nil; c = c.NextSibling {
-				if !w.visit(c, depth) {
+				var st regionState
+				admitted := true
+				if w.regions != nil {
+					st = w.regions.enter(states[i], c)
+					admitted = w.regions.admits(st)
+				}
+				if !w.visit(c, depth, admitted) {
 					return
 				}
-				if c.FirstChild != nil && !isTemplate(c) {
+				if c.FirstChild != nil && !isTemplate(c) && st&inExclude == 0 {
 					next = append(next, c)
+					if w.regions != nil {
+						nextStates = append(nextStates, st)
+					}
 				}
 			}
 		}
 		parents, next = next, parents
+		states, nextStates = nextStates, states
 	}
 }
 
 // visit handles one node of the breadth-first walk and reports whether the
-// walk goes on.
-func (w *walker) visit(n *html.Node, depth int) bool {
+// walk goes on. An anchor that is not admitted (outside the page's
+// regions) is counted, not recorded.
+func (w *walker) visit(n *html.Node, depth int, admitted bool) bool {
 	if w.budget <= 0 {
 		w.stats.NodesCapped = true
 		return false
@@ -545,12 +596,12 @@ func (w *walker) visit(n *html.Node, depth int) bool {
 		return true
 	}
 	switch n.DataAtom {
-	case atom.A:
-		if n.Namespace == "" || n.Namespace == "svg" {
-			return w.anchor(n, depth)
-		}
-	case atom.Area:
-		if n.Namespace == "" {
+	case atom.A, atom.Area:
+		if n.Namespace == "" || n.Namespace == "svg" && n.DataAtom == atom.A {
+			if !admitted {
+				w.stats.OutsideRegions++
+				return true
+			}
 			return w.anchor(n, depth)
 		}
 	case atom.Base:
