@@ -98,8 +98,8 @@ func compileSelectors(kind string, sels []string) ([]cascadia.Sel, error) {
 type regionState uint8
 
 const (
-	inWithin regionState = 1 << iota // the node is, or is inside, a Within match
-	inExclude                        // the node is, or is inside, an Exclude match
+	inWithin  regionState = 1 << iota // the node is, or is inside, a Within match
+	inExclude                         // the node is, or is inside, an Exclude match
 )
 
 // enter returns the state of the element n, a child of a node in state s.
