@@ -56,13 +56,42 @@ type Job struct {
 	LinksDigest string `json:"linksDigest,omitempty"`
 }
 
-// LinkOptions are a page's per-page link filters.
+// LinkOptions are a page's per-page link filters. Every field is optional
+// in the JSON: options stored before a field existed read as its zero,
+// which filters nothing.
 type LinkOptions struct {
 	// SameSiteOnly keeps only links to the page's host and its subdomains.
 	SameSiteOnly bool `json:"sameSiteOnly,omitempty"`
 	// Ignore holds regular expressions (RE2 syntax); a link whose normalised
 	// URL matches any of them is dropped as churn, not content.
 	Ignore []string `json:"ignore,omitempty"`
+
+	// Within holds CSS selectors: when any is given, only the anchors
+	// inside (or being) an element that one of them matches count, e.g.
+	// "#latest-news" or "main .teaser-list". Exclude holds CSS selectors
+	// whose elements' anchors never count, e.g. "nav", "footer",
+	// ".ad-rail"; Exclude wins over Within. Caps and the selectors refused
+	// are those of domwalk.CompileRegions (10 selectors together, 256 bytes
+	// each, no :has, :contains or :matches). A page too large or too deep
+	// to be parsed into a tree cannot be checked with regions: its checks
+	// fail with a message saying so.
+	Within  []string `json:"within,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
+
+	// Keyword rules, regular expressions (RE2 syntax) under the caps of
+	// ignore patterns (see CompilePatterns). Text rules are matched,
+	// ignoring case, against a link's text and its summary; URL rules
+	// against its normalised URL, as written.
+	//
+	// When IncludeText or IncludeURL holds any pattern, a link is kept only
+	// when its text or summary matches one of IncludeText or its URL one of
+	// IncludeURL. A link whose text or summary matches one of ExcludeText,
+	// or whose URL matches one of ExcludeURL, is dropped, whatever the
+	// include rules say.
+	IncludeText []string `json:"includeText,omitempty"`
+	ExcludeText []string `json:"excludeText,omitempty"`
+	IncludeURL  []string `json:"includeUrl,omitempty"`
+	ExcludeURL  []string `json:"excludeUrl,omitempty"`
 }
 
 // Link is one link found on a page: its normalised absolute URL, the text a
