@@ -256,9 +256,9 @@ func flatLinks(src []byte, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
 // Each URL appears once. When several anchors share it, the best text wins:
 //
 //   - a headline first: the text of an anchor inside a heading (<h1>–<h6>
-//     or role="heading", among its nearest MaxHeadingAncestors ancestors),
-//     or the text of the first heading inside an anchor; the first headline
-//     met wins;
+//     or role="heading", among its nearest MaxHeadingAncestors ancestors)
+//     or with role="heading" itself, or the text of the first heading
+//     inside an anchor; the first headline met wins;
 //   - else an anchor's own text, the first met: breadth-first, the story's
 //     headline link usually sits above its teaser and "more"/comment links;
 //   - else a fallback attribute (title, alt, aria-label), the longest;
@@ -722,7 +722,7 @@ func (w *walker) anchorText(n *html.Node, depth int) (text []byte, score textSco
 	if n.DataAtom == atom.Area {
 		alt, _ = attr(n, "alt")
 	}
-	inside := inHeading(n)
+	inside := isHeading(n) || inHeading(n)
 	alt = w.gatherText(n, depth, alt, !inside)
 	if w.head.runes > 0 {
 		if t.runes > 0 {
