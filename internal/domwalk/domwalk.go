@@ -735,7 +735,7 @@ func (w *walker) anchorText(n *html.Node, depth int) (text []byte, score textSco
 		switch {
 		case inside:
 			return text, textScore{headingText, t.runes}, nil
-		case IsCredit(string(text), alt):
+		case isCredit(text, alt):
 			score = textScore{creditText, t.runes}
 		default:
 			return text, textScore{ownText, t.runes}, nil
@@ -793,15 +793,18 @@ var creditPrefixes = [...]string{"©", "(c)", "copyright", "foto:", "fotos:", "p
 // "Bild:", "Bilder:", "Image:", "Images:", "Credit:", "Credits:",
 // "Quelle:", "Source:" (case ignored), as in "Foto: dpa", "© Reuters" or
 // "Olaf Scholz (Bild: picture alliance)".
-func IsCredit(text, alt string) bool {
+func IsCredit(text, alt string) bool { return isCredit([]byte(text), alt) }
+
+// isCredit is IsCredit on the walk's text buffer, without copying it.
+func isCredit(text []byte, alt string) bool {
 	rest := text
-	if a := strings.TrimSpace(alt); a != "" {
-		rest = strings.TrimPrefix(rest, a)
+	if a := strings.TrimSpace(alt); a != "" && len(rest) >= len(a) && string(rest[:len(a)]) == a {
+		rest = rest[len(a):]
 	}
-	rest = strings.TrimLeft(rest, " ")
-	for _, s := range [...]string{rest, strings.TrimLeft(rest, "([ ")} {
+	rest = bytes.TrimLeft(rest, " ")
+	for _, s := range [...][]byte{rest, bytes.TrimLeft(rest, "([ ")} {
 		for _, p := range creditPrefixes {
-			if len(s) >= len(p) && strings.EqualFold(s[:len(p)], p) {
+			if len(s) >= len(p) && bytes.EqualFold(s[:len(p)], []byte(p)) {
 				return true
 			}
 		}
