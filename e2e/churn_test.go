@@ -85,6 +85,9 @@ var churnLinks = []struct {
 				upperScheme(origin)+"/sport/./final?lang=en&PHPSESSID="+token(n)+"&id=42",
 				"sport/final?id=42&utm_source=rss"+strconv.Itoa(n)+"&lang=en#live",
 				"/./sport/../sport/final?lang=en&id=42&sid="+token(n),
+				// Ampersands escaped twice: the parsed query has keys
+				// "amp;utm_source" and "amp;lang".
+				"/sport/final?id=42&amp;amp;utm_source=teaser"+strconv.Itoa(n)+"&amp;amp;lang=en",
 			)
 		},
 	},
@@ -96,6 +99,7 @@ var churnLinks = []struct {
 				origin+"/shop/item;JSESSIONID="+token(n)+"?id=5&utm_source=x",
 				"/shop/./item?jsessionid="+token(n)+"&id=5#buy",
 				"shop/item?id=5",
+				"/(S("+token(n)+"))/shop/item?id=5", // ASP.NET cookieless session
 			)
 		},
 	},

@@ -184,7 +184,9 @@ var browserPages = []struct {
 		url:   "http://arabic-media.com/arabicnews.htm",
 		links: 82,
 		texts: map[string]string{
-			"http://arabic-media.com/algeria-news.htm":                "Algeria الجزائر",
+			// Linked as "الجزائر" and as "Algeria الجزائر": the first met
+			// breadth-first wins (no anchor is in a heading).
+			"http://arabic-media.com/algeria-news.htm":                "الجزائر",
 			"http://arabic-media.com/newspapers/europe/swissinfo.htm": "سويس إنفو العربي",
 			// Also linked by a flag image with alt "The Australian Flag":
 			// the anchor's own text wins.
@@ -294,9 +296,9 @@ var browserPages = []struct {
 		texts: map[string]string{
 			"http://news.baidu.com/": "新闻",
 			"https://passport.baidu.com/v2/?login&tpl=mn&u=http%3A%2F%2Fwww.baidu.com%2F": "登录",
-			// Three anchors: "到百度首页", "百度首页", "把百度设为主页": the
-			// longest text wins.
-			"https://www.baidu.com/": "把百度设为主页",
+			// Three anchors: "到百度首页", "百度首页", "把百度设为主页",
+			// none in a heading: the first met breadth-first wins.
+			"https://www.baidu.com/": "百度首页",
 		},
 	},
 	{

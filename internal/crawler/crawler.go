@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -202,15 +201,29 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	if pageURL == nil {
 		pageURL, _ = url.Parse(job.BaseURL)
 	}
+	opts := s.patterns.compile(log, job)
+	if opts != nil && opts.regionsErr != nil {
+		task.Error = opts.regionsErr.Error()
+		s.metrics.checks.WithLabelValues("options_refused").Inc()
+		return task
+	}
 	parsed, err := s.parsing.enter(ctx, res.HTML, s.cfg.Limits)
 	if err != nil {
 		task.Error = fmt.Sprintf("stopped before parsing %s: %v", job.BaseURL, err)
 		return task
 	}
-	links, stats := domwalk.ParseBytes(res.HTML, pageURL, s.cfg.Limits)
+	links, stats, err := domwalk.ParseBytesIn(res.HTML, pageURL, s.cfg.Limits, opts.regionsOf())
 	parsed()
+	if err != nil {
+		// Only ErrRegionsNeedTree: the page is too big or deep for its
+		// regions to be applied.
+		task.Error = fmt.Sprintf("check %s: %v", job.BaseURL, err)
+		s.metrics.checks.WithLabelValues("options_refused").Inc()
+		log.Info("regions not applicable", "err", err, "over_tree_budget", stats.OverTreeBudget)
+		return task
+	}
 	task.Truncated = stats.LinksOverCap
-	links = filter(links, job, s.patterns.compile(log, job))
+	links = filter(links, job, opts.patternsOf())
 	// Cut to the task's budget before the digest, so that the digest is of
 	// the links sent, which are the ones the processor records.
 	links, cut := fitTask(task, links, s.cfg.MaxTaskBytes)
@@ -239,10 +252,10 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	return task
 }
 
-// filter applies the page's own link options: same-site only and ignore
-// patterns, compiled.
-func filter(links []watch.Link, job watch.Job, ignore []*regexp.Regexp) []watch.Link {
-	if job.Options == nil || (!job.Options.SameSiteOnly && len(ignore) == 0) {
+// filter applies the page's own link options: same-site only, and ignore
+// patterns and keyword rules, compiled.
+func filter(links []watch.Link, job watch.Job, patterns watch.Patterns) []watch.Link {
+	if job.Options == nil || (!job.Options.SameSiteOnly && patterns.Empty()) {
 		return links
 	}
 	var host string
@@ -250,15 +263,9 @@ func filter(links []watch.Link, job watch.Job, ignore []*regexp.Regexp) []watch.
 		host = u.Hostname()
 	}
 	kept := links[:0]
-next:
 	for _, l := range links {
-		if job.Options.SameSiteOnly && !urlnorm.SameSite(host, l.URL) {
+		if job.Options.SameSiteOnly && !urlnorm.SameSite(host, l.URL) || !patterns.Admits(l.URL, l.Text, l.Summary) {
 			continue
-		}
-		for _, re := range ignore {
-			if re.MatchString(l.URL) {
-				continue next
-			}
 		}
 		kept = append(kept, l)
 	}

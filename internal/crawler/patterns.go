@@ -2,14 +2,15 @@ package crawler
 
 import (
 	"container/list"
+	"fmt"
 	"log/slog"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -18,16 +19,20 @@ import (
 // instructions, a few hundred KiB at worst, and most pages have none.
 const patternCacheSize = 1024
 
-// patternCache keeps the compiled ignore patterns of recent jobs, keyed by
-// the pattern list, so that a page's patterns are compiled once and not at
-// every check. It is safe for concurrent use; *regexp.Regexp is too.
+// patternCache keeps the compiled link options of recent jobs - ignore
+// patterns, keyword rules and region selectors - keyed by those lists, so
+// that a page's options are compiled once and not at every check. It is
+// safe for concurrent use; what it returns is too.
 //
-// It compiles with watch.CompileIgnore, under the caps registration
-// applies: a row stored before the caps, or written by hand, may hold a
-// pattern that breaks them, or does not compile at all. Such a pattern is
-// skipped - the page's other patterns still apply - with a log line and
-// the portalwatch_crawler_ignore_patterns_skipped_total metric, once per
-// compilation of the list.
+// It compiles with watch.CompilePatterns and domwalk.CompileRegions, under
+// the caps registration applies: a row stored before the caps, or written
+// by hand, may hold a pattern that breaks them, or does not compile at all.
+// Such a pattern is skipped - the page's other patterns still apply - with
+// a log line and the portalwatch_crawler_ignore_patterns_skipped_total
+// metric, once per compilation of the lists. A bad region selector is not
+// skipped: leaving out a Within or Exclude selector would widen the page
+// and report links as new that are not, so the page's checks fail with the
+// reason instead (linkFilter.regionsErr).
 type patternCache struct {
 	skipped prometheus.Counter
 
@@ -37,8 +42,18 @@ type patternCache struct {
 }
 
 type patternEntry struct {
-	key string
-	res []*regexp.Regexp
+	key    string
+	filter *linkFilter
+}
+
+// linkFilter is a page's compiled link options.
+type linkFilter struct {
+	patterns watch.Patterns
+	// regions are the page's Within and Exclude selectors, nil for none.
+	regions *domwalk.Regions
+	// regionsErr says why the page's selectors do not compile; its checks
+	// fail with it.
+	regionsErr error
 }
 
 func newPatternCache(reg prometheus.Registerer) *patternCache {
@@ -54,52 +69,95 @@ func newPatternCache(reg prometheus.Registerer) *patternCache {
 	return c
 }
 
-// compile returns the compiled ignore patterns of job, the bad ones left
-// out; nil when it has none. log says which page a skipped pattern belongs
-// to.
-func (c *patternCache) compile(log *slog.Logger, job watch.Job) []*regexp.Regexp {
-	if job.Options == nil || len(job.Options.Ignore) == 0 {
+// optionLists are the lists of a page's options that patternCache
+// compiles, in a fixed order.
+func optionLists(o *watch.LinkOptions) [][]string {
+	return [][]string{o.Ignore, o.IncludeText, o.ExcludeText, o.IncludeURL, o.ExcludeURL, o.Within, o.Exclude}
+}
+
+// compile returns the compiled link options of job, the bad patterns left
+// out; nil when it has none to compile. log says which page a skipped
+// pattern belongs to.
+func (c *patternCache) compile(log *slog.Logger, job watch.Job) *linkFilter {
+	if job.Options == nil {
 		return nil
 	}
-	key := patternKey(job.Options.Ignore)
+	lists := optionLists(job.Options)
+	total := 0
+	for _, l := range lists {
+		total += len(l)
+	}
+	if total == 0 {
+		return nil
+	}
+	key := patternKey(lists...)
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
 		c.order.MoveToFront(e)
 		c.mu.Unlock()
-		return e.Value.(*patternEntry).res
+		return e.Value.(*patternEntry).filter
 	}
 	c.mu.Unlock()
 
 	// Compiled outside the lock: two workers may compile one list at once,
 	// which costs less than making every other job wait for a compilation.
-	res, errs := watch.CompileIgnore(job.Options.Ignore)
+	o := job.Options
+	f := &linkFilter{}
+	var errs []error
+	f.patterns, errs = watch.CompilePatterns(*o)
 	for _, err := range errs {
 		log.Warn("ignore pattern skipped", "err", err)
 	}
-	c.skipped.Add(float64(len(job.Options.Ignore) - len(res)))
+	compiled := len(f.patterns.Ignore) + len(f.patterns.IncludeText) + len(f.patterns.ExcludeText) +
+		len(f.patterns.IncludeURL) + len(f.patterns.ExcludeURL)
+	c.skipped.Add(float64(len(o.Ignore) + len(o.IncludeText) + len(o.ExcludeText) + len(o.IncludeURL) + len(o.ExcludeURL) - compiled))
+	if f.regions, f.regionsErr = domwalk.CompileRegions(o.Within, o.Exclude); f.regionsErr != nil {
+		f.regionsErr = fmt.Errorf("the page's regions cannot be applied, so it is not checked (fix them with watchctl set): %w", f.regionsErr)
+		log.Warn("page regions refused", "err", f.regionsErr)
+	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.entries[key]; !ok {
-		c.entries[key] = c.order.PushFront(&patternEntry{key: key, res: res})
+		c.entries[key] = c.order.PushFront(&patternEntry{key: key, filter: f})
 		if c.order.Len() > patternCacheSize {
 			oldest := c.order.Back()
 			c.order.Remove(oldest)
 			delete(c.entries, oldest.Value.(*patternEntry).key)
 		}
 	}
-	return res
+	return f
 }
 
-// patternKey encodes a pattern list so that two lists share a key only when
-// they are equal: each pattern is prefixed with its length, since a pattern
-// may contain any separator.
-func patternKey(patterns []string) string {
+// patternKey encodes lists of patterns so that two sets of lists share a
+// key only when they are equal: each list is prefixed with its count and
+// each pattern with its length, since a pattern may contain any separator.
+func patternKey(lists ...[]string) string {
 	var b strings.Builder
-	for _, p := range patterns {
-		b.WriteString(strconv.Itoa(len(p)))
-		b.WriteByte(':')
-		b.WriteString(p)
+	for _, l := range lists {
+		b.WriteString(strconv.Itoa(len(l)))
+		b.WriteByte('|')
+		for _, p := range l {
+			b.WriteString(strconv.Itoa(len(p)))
+			b.WriteByte(':')
+			b.WriteString(p)
+		}
 	}
 	return b.String()
+}
+
+// regionsOf returns f's regions; nil for a nil f.
+func (f *linkFilter) regionsOf() *domwalk.Regions {
+	if f == nil {
+		return nil
+	}
+	return f.regions
+}
+
+// patternsOf returns f's patterns; none for a nil f.
+func (f *linkFilter) patternsOf() watch.Patterns {
+	if f == nil {
+		return watch.Patterns{}
+	}
+	return f.patterns
 }

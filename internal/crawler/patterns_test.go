@@ -27,6 +27,17 @@ func jobWith(patterns ...string) watch.Job {
 	return watch.Job{ID: 1, BaseURL: "https://news.example/", Options: &watch.LinkOptions{Ignore: patterns}}
 }
 
+func ignoreOf(f *linkFilter) []*regexp.Regexp {
+	if f == nil {
+		return nil
+	}
+	return f.patterns.Ignore
+}
+
+func ignoreKey(patterns ...string) string {
+	return patternKey(optionLists(&watch.LinkOptions{Ignore: patterns})...)
+}
+
 func TestIgnorePatternsOfOldRows(t *testing.T) {
 	// Rows stored before the caps, or by hand: each bad pattern is skipped
 	// with a log line and counted, the good ones apply, nothing fails.
@@ -34,7 +45,7 @@ func TestIgnorePatternsOfOldRows(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	c := newPatternCache(prometheus.NewRegistry())
 	job := jobWith(`\w{1000}x`, `(`, `(\w{100}){10}`, `[?&]page=`)
-	ignore := c.compile(log, job)
+	ignore := ignoreOf(c.compile(log, job))
 	if len(ignore) != 1 || ignore[0].String() != `[?&]page=` {
 		t.Fatalf("compiled %v, want only the good pattern", ignore)
 	}
@@ -45,7 +56,7 @@ func TestIgnorePatternsOfOldRows(t *testing.T) {
 		t.Errorf("logged %d skips, want 3 with reasons:\n%s", n, logs.String())
 	}
 	links := []watch.Link{{URL: "https://news.example/a"}, {URL: "https://news.example/list?page=2"}, {URL: "https://news.example/" + strings.Repeat("w", 1000) + "x"}}
-	if kept := filter(links, job, ignore); len(kept) != 2 {
+	if kept := filter(links, job, watch.Patterns{Ignore: ignore}); len(kept) != 2 {
 		t.Errorf("filter kept %v, want all but the page=2 link", kept)
 	}
 
@@ -53,7 +64,7 @@ func TestIgnorePatternsOfOldRows(t *testing.T) {
 	for i := range many {
 		many[i] = "p" + strconv.Itoa(i)
 	}
-	if got := c.compile(log, jobWith(many...)); len(got) != watch.MaxIgnorePatterns {
+	if got := ignoreOf(c.compile(log, jobWith(many...))); len(got) != watch.MaxIgnorePatterns {
 		t.Errorf("%d patterns compiled to %d, want the first %d", len(many), len(got), watch.MaxIgnorePatterns)
 	}
 	if got := counterValue(t, c.skipped); got != 8 {
@@ -64,16 +75,16 @@ func TestIgnorePatternsOfOldRows(t *testing.T) {
 func TestPatternCacheCompilesOnceAndIsBounded(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	c := newPatternCache(prometheus.NewRegistry())
-	first := c.compile(log, jobWith(`a`, `b`))
-	again := c.compile(log, watch.Job{ID: 2, Options: &watch.LinkOptions{Ignore: []string{`a`, `b`}}})
+	first := ignoreOf(c.compile(log, jobWith(`a`, `b`)))
+	again := ignoreOf(c.compile(log, watch.Job{ID: 2, Options: &watch.LinkOptions{Ignore: []string{`a`, `b`}}}))
 	if len(first) != 2 || &first[0] != &again[0] {
 		t.Fatalf("the same list compiled twice")
 	}
 	// Lists that join to the same text are different lists.
-	if got := c.compile(log, jobWith(`a`, `b`, ``)); &got[0] == &first[0] {
+	if got := ignoreOf(c.compile(log, jobWith(`a`, `b`, ``))); &got[0] == &first[0] {
 		t.Fatalf("a different list shared an entry")
 	}
-	if got := c.compile(log, jobWith("1:a")); len(got) != 1 || got[0].String() != "1:a" {
+	if got := ignoreOf(c.compile(log, jobWith("1:a"))); len(got) != 1 || got[0].String() != "1:a" {
 		t.Fatalf("a list whose key could collide: %v", got)
 	}
 	if c.compile(log, watch.Job{ID: 3}) != nil || c.compile(log, jobWith()) != nil {
@@ -86,10 +97,10 @@ func TestPatternCacheCompilesOnceAndIsBounded(t *testing.T) {
 		t.Fatalf("cache holds %d entries (%d in order), want at most %d", len(c.entries), c.order.Len(), patternCacheSize)
 	}
 	// The most recent lists are kept, the oldest went.
-	if _, ok := c.entries[patternKey([]string{"p" + strconv.Itoa(2*patternCacheSize-1)})]; !ok {
+	if _, ok := c.entries[ignoreKey("p"+strconv.Itoa(2*patternCacheSize-1))]; !ok {
 		t.Error("the newest list was evicted")
 	}
-	if _, ok := c.entries[patternKey([]string{`a`, `b`})]; ok {
+	if _, ok := c.entries[ignoreKey(`a`, `b`)]; ok {
 		t.Error("the oldest list is still cached")
 	}
 }
@@ -124,7 +135,7 @@ func BenchmarkIgnorePatterns(b *testing.B) {
 		log := slog.New(slog.DiscardHandler)
 		b.ReportAllocs()
 		for b.Loop() {
-			if len(c.compile(log, job)) != len(job.Options.Ignore) {
+			if len(c.compile(log, job).patterns.Ignore) != len(job.Options.Ignore) {
 				b.Fatal("a pattern was skipped")
 			}
 		}

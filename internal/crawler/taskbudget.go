@@ -19,6 +19,9 @@ func fitTask(task watch.Task, links []watch.Link, maxBytes int) ([]watch.Link, i
 	for i, l := range links {
 		// {"url":…,"text":…} and the comma before the next.
 		room -= len(`{"url":,"text":},`) + quotedLen(l.URL) + quotedLen(l.Text)
+		if l.Summary != "" {
+			room -= len(`,"summary":`) + quotedLen(l.Summary)
+		}
 		if room < 0 {
 			return links[:i], len(links) - i
 		}

@@ -20,6 +20,7 @@ import (
 	"hash/maphash"
 	"io"
 	"net/url"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -131,6 +132,10 @@ type Stats struct {
 	// MaxTreeBytes, so Parse read its links from its tags (Flattened is set
 	// too) instead of building the tree.
 	OverTreeBudget bool
+	// OutsideRegions is the number of anchors left out because they are
+	// outside the page's regions (see Regions); anchors inside an Exclude
+	// match are not walked and not counted. They are not in Anchors.
+	OutsideRegions int
 }
 
 // Truncated reports whether any limit cut the walk short, so that the page
@@ -183,18 +188,39 @@ func Parse(r io.Reader, pageURL *url.URL, lim Limits) ([]watch.Link, Stats, erro
 // it spares Parse's copy. It cannot fail. src must not change until it
 // returns.
 func ParseBytes(src []byte, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
+	links, stats, _ := ParseBytesIn(src, pageURL, lim, nil)
+	return links, stats
+}
+
+// ParseBytesIn is ParseBytes keeping only the anchors in regions (see
+// Regions and LinksIn); nil regions are the whole page. A page with regions
+// that must be read from its tags (Stats.Flattened: too large or too deep
+// for a tree) yields no links and ErrRegionsNeedTree, with its Stats; that
+// is the only error.
+func ParseBytesIn(src []byte, pageURL *url.URL, lim Limits, regions *Regions) ([]watch.Link, Stats, error) {
 	lim = lim.WithDefaults()
 	if TreeBytes(src) > lim.MaxTreeBytes {
 		links, stats := flatLinks(src, pageURL, lim)
 		stats.OverTreeBudget = true
-		return links, stats
+		return flatResult(links, stats, regions)
 	}
 	doc, err := html.ParseWithOptions(bytes.NewReader(src), html.ParseOptionEnableScripting(false))
 	if err != nil {
 		// Reading from memory cannot fail, so the parser refused the page.
-		return flatLinks(src, pageURL, lim)
+		links, stats := flatLinks(src, pageURL, lim)
+		return flatResult(links, stats, regions)
 	}
-	return Links(doc, pageURL, lim)
+	links, stats := LinksIn(doc, pageURL, lim, regions)
+	return links, stats, nil
+}
+
+// flatResult returns the links read from a page's tags, or ErrRegionsNeedTree
+// when the page has regions.
+func flatResult(links []watch.Link, stats Stats, regions *Regions) ([]watch.Link, Stats, error) {
+	if regions != nil {
+		return nil, stats, ErrRegionsNeedTree
+	}
+	return links, stats, nil
 }
 
 // flatLinks returns the links of src read from its tags by flatDocument.
@@ -228,14 +254,33 @@ func flatLinks(src []byte, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
 // U+FFFD; a text longer than MaxTextRunes is cut (see Limits).
 //
 // Each URL appears once. When several anchors share it, the best text wins:
-// an anchor's own text beats a fallback attribute, a longer text beats a
-// shorter one of the same kind, and the first wins ties.
+//
+//   - a headline first: the text of an anchor inside a heading (<h1>–<h6>
+//     or role="heading", among its nearest MaxHeadingAncestors ancestors)
+//     or with role="heading" itself, or the text of the first heading
+//     inside an anchor; the first headline met wins;
+//   - else an anchor's own text, the first met: breadth-first, the story's
+//     headline link usually sits above its teaser and "more"/comment links;
+//   - else a fallback attribute (title, alt, aria-label), the longest;
+//   - else an own text that is only an image credit (see IsCredit).
+//
+// Link.Summary is the longest text of the link's anchors other than the
+// chosen one (for an anchor holding a heading, its text outside the
+// heading counts as one), empty when there is none. Fallback attributes and
+// credits are never a summary.
 //
 // Links stops at the limits of lim (zero fields mean defaults) and reports
 // them in Stats. pageURL should be the absolute http(s) URL the page was
 // served from; with nil, relative links are dropped as invalid. Links does
 // not modify doc or pageURL.
 func Links(doc *html.Node, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
+	return LinksIn(doc, pageURL, lim, nil)
+}
+
+// LinksIn is Links keeping only the anchors in regions (see Regions); nil
+// regions are the whole page. Anchors outside are counted in
+// Stats.OutsideRegions.
+func LinksIn(doc *html.Node, pageURL *url.URL, lim Limits, regions *Regions) ([]watch.Link, Stats) {
 	lim = lim.WithDefaults()
 	if doc == nil {
 		return nil, Stats{}
@@ -246,7 +291,7 @@ func Links(doc *html.Node, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
 	if baseNode != nil {
 		base = elementBase(pageBase, baseNode)
 	}
-	w := newWalker(lim, base, baseNode)
+	w := newWalker(lim, base, baseNode, regions)
 	w.walk(doc)
 	if baseNode == nil && w.lateBase {
 		// The parser leaves a <base> met after <body> has begun where it
@@ -255,10 +300,13 @@ func Links(doc *html.Node, pageURL *url.URL, lim Limits) ([]watch.Link, Stats) {
 		// page paying for a search ahead of the first.
 		if n := firstBase(doc, lim); n != nil {
 			if b := elementBase(pageBase, n); urlString(b) != w.stats.Base {
-				w = newWalker(lim, b, n)
+				w = newWalker(lim, b, n, regions)
 				w.walk(doc)
 			}
 		}
+	}
+	for i := range w.links {
+		w.links[i].Summary = w.texts[i].summary(w.links[i].Text)
 	}
 	return w.links, w.stats
 }
@@ -377,13 +425,21 @@ func attr(n *html.Node, key string) (string, bool) {
 	return "", false
 }
 
+// MaxHeadingAncestors is how many ancestors of an anchor are searched for
+// a heading. Real teasers put the anchor one to three elements inside its
+// heading (<h2><span><a>); the bound keeps a page of thousands of anchors
+// nested hundreds deep from costing a search to the root per anchor.
+const MaxHeadingAncestors = 8
+
 // textKind ranks where a link's text came from; a higher kind wins.
 type textKind uint8
 
 const (
-	noText   textKind = iota
-	attrText          // title, img alt or aria-label
-	ownText           // the anchor's text content
+	noText      textKind = iota
+	creditText           // own text that is only an image's credit
+	attrText             // title, img alt or aria-label
+	ownText              // the anchor's text content
+	headingText          // the text of a heading the anchor is in or holds
 )
 
 // textScore ranks a link text: kind first, then length in runes (at most
@@ -393,8 +449,57 @@ type textScore struct {
 	runes int
 }
 
+// beats reports whether s wins over t, met earlier: among fallback
+// attributes the longer, among other texts of a kind the first.
 func (s textScore) beats(t textScore) bool {
-	return s.kind > t.kind || s.kind == t.kind && s.runes > t.runes
+	return s.kind > t.kind || s.kind == t.kind && s.kind == attrText && s.runes > t.runes
+}
+
+// rankedText is a text and its length in runes.
+type rankedText struct {
+	s     string
+	runes int
+}
+
+// linkTexts is what a walk keeps of a link's texts: the score of the
+// chosen one, and the two longest distinct own texts met, the summary's
+// candidates. Two are enough: the summary is the longest that is not the
+// chosen text, and the chosen text is one of them when it is an own text.
+type linkTexts struct {
+	score textScore
+	long  [2]rankedText
+}
+
+// offer makes b, of runes runes, a summary candidate. b is copied only when
+// it is kept, so that the anchors of a link that repeat a text cost no
+// allocation.
+func (lt *linkTexts) offer(b []byte, runes int) {
+	switch {
+	case runes == 0 || runes <= lt.long[1].runes || string(b) == lt.long[0].s || string(b) == lt.long[1].s:
+	case runes > lt.long[0].runes:
+		lt.long[1], lt.long[0] = lt.long[0], rankedText{string(b), runes}
+	default:
+		lt.long[1] = rankedText{string(b), runes}
+	}
+}
+
+// offerChosen makes s, the link's chosen text, a candidate without copying it.
+func (lt *linkTexts) offerChosen(s string, runes int) {
+	switch {
+	case runes == 0 || runes <= lt.long[1].runes || s == lt.long[0].s || s == lt.long[1].s:
+	case runes > lt.long[0].runes:
+		lt.long[1], lt.long[0] = lt.long[0], rankedText{s, runes}
+	default:
+		lt.long[1] = rankedText{s, runes}
+	}
+}
+
+// summary returns the longest candidate other than text.
+func (lt *linkTexts) summary(text string) string {
+	if lt.long[0].s != text {
+		return lt.long[0].s
+	}
+	return lt.long[1].s
 }
 
 // walker holds the state of one walk.
@@ -403,24 +508,28 @@ type walker struct {
 	base     *url.URL
 	baseNode *html.Node // the <base> that set base, if any
 	lateBase bool       // a <base href> was met outside <head> while baseNode is nil
+	regions  *Regions   // nil: the whole page
 	budget   int        // node visits left
 	stats    Stats
 	links    []watch.Link
-	scores   []textScore // scores[i] ranks links[i].Text
+	texts    []linkTexts // texts[i] ranks links[i].Text and holds its summary's candidates
 	index    map[string]int
 	overCap  map[uint64]struct{} // hashes of the links beyond MaxLinks
 	seed     maphash.Seed
-	text     textBuilder
+	text     textBuilder // the anchor's text, or its text outside its heading
+	head     textBuilder // the text of the heading inside the anchor
 }
 
-func newWalker(lim Limits, base *url.URL, baseNode *html.Node) *walker {
+func newWalker(lim Limits, base *url.URL, baseNode *html.Node, regions *Regions) *walker {
 	w := &walker{
+		regions:  regions,
 		lim:      lim,
 		base:     base,
 		baseNode: baseNode,
 		budget:   lim.MaxNodes,
 		index:    make(map[string]int, 64),
 		text:     textBuilder{max: lim.MaxTextRunes},
+		head:     textBuilder{max: lim.MaxTextRunes},
 	}
 	w.stats.Base = urlString(base)
 	return w
@@ -429,37 +538,54 @@ func newWalker(lim Limits, base *url.URL, baseNode *html.Node) *walker {
 // walk visits root and its descendants breadth-first. The queue holds the
 // nodes whose children form the next level, so its length is bounded by the
 // width of one level, not by the size of the document.
+//
+// With regions, each queued node carries its region state, the subtrees of
+// Exclude matches are not walked, and anchors outside the regions are
+// counted in Stats.OutsideRegions instead of recorded.
 func (w *walker) walk(root *html.Node) {
-	if !w.visit(root, 0) {
+	if !w.visit(root, 0, true) {
 		return
 	}
 	var parents, next []*html.Node
+	var states, nextStates []regionState // states[i] is that of parents[i], with regions
 	if root.FirstChild != nil && !isTemplate(root) {
 		parents = append(parents, root)
+		states = append(states, 0)
 	}
 	for depth := 1; len(parents) > 0; depth++ {
 		if depth > w.lim.MaxDepth {
 			w.stats.DepthCapped = true
 			return
 		}
-		next = next[:0]
-		for _, p := range parents {
+		next, nextStates = next[:0], nextStates[:0]
+		for i, p := range parents {
 			for c := p.FirstChild; c != nil; c = c.NextSibling {
-				if !w.visit(c, depth) {
+				var st regionState
+				admitted := true
+				if w.regions != nil {
+					st = w.regions.enter(states[i], c)
+					admitted = w.regions.admits(st)
+				}
+				if !w.visit(c, depth, admitted) {
 					return
 				}
-				if c.FirstChild != nil && !isTemplate(c) {
+				if c.FirstChild != nil && !isTemplate(c) && st&inExclude == 0 {
 					next = append(next, c)
+					if w.regions != nil {
+						nextStates = append(nextStates, st)
+					}
 				}
 			}
 		}
 		parents, next = next, parents
+		states, nextStates = nextStates, states
 	}
 }
 
 // visit handles one node of the breadth-first walk and reports whether the
-// walk goes on.
-func (w *walker) visit(n *html.Node, depth int) bool {
+// walk goes on. An anchor that is not admitted (outside the page's
+// regions) is counted, not recorded.
+func (w *walker) visit(n *html.Node, depth int, admitted bool) bool {
 	if w.budget <= 0 {
 		w.stats.NodesCapped = true
 		return false
@@ -470,12 +596,12 @@ func (w *walker) visit(n *html.Node, depth int) bool {
 		return true
 	}
 	switch n.DataAtom {
-	case atom.A:
-		if n.Namespace == "" || n.Namespace == "svg" {
-			return w.anchor(n, depth)
-		}
-	case atom.Area:
-		if n.Namespace == "" {
+	case atom.A, atom.Area:
+		if n.Namespace == "" || n.Namespace == "svg" && n.DataAtom == atom.A {
+			if !admitted {
+				w.stats.OutsideRegions++
+				return true
+			}
 			return w.anchor(n, depth)
 		}
 	case atom.Base:
@@ -507,12 +633,19 @@ func (w *walker) anchor(n *html.Node, depth int) bool {
 		if w.stats.LinksCapped {
 			return true // past the cap the walk only counts: texts stay as at the cap
 		}
-		if best := w.scores[i]; best.kind == ownText && best.runes > w.lim.MaxTextRunes {
-			return true // a cut own text cannot be beaten: skip the text walk
+		lt := &w.texts[i]
+		text, score, other := w.anchorText(n, depth)
+		if score.beats(lt.score) {
+			w.links[i].Text = string(text)
+			lt.score = score
+			if score.kind >= ownText {
+				lt.offerChosen(w.links[i].Text, score.runes)
+			}
+		} else if score.kind >= ownText {
+			lt.offer(text, score.runes)
 		}
-		if score := w.anchorText(n, depth); score.beats(w.scores[i]) {
-			w.links[i].Text = string(w.text.finish())
-			w.scores[i] = score
+		if len(other) > 0 {
+			lt.offer(other, w.text.runes)
 		}
 		return true
 	}
@@ -520,10 +653,18 @@ func (w *walker) anchor(n *html.Node, depth int) bool {
 		w.countOverCap(u)
 		return true
 	}
-	score := w.anchorText(n, depth)
+	text, score, other := w.anchorText(n, depth)
 	w.index[u] = len(w.links)
-	w.links = append(w.links, watch.Link{URL: u, Text: string(w.text.finish())})
-	w.scores = append(w.scores, score)
+	w.links = append(w.links, watch.Link{URL: u, Text: string(text)})
+	w.texts = append(w.texts, linkTexts{score: score})
+	lt := &w.texts[len(w.texts)-1]
+	// Fallback attributes and credits are not shown as a summary.
+	if score.kind >= ownText {
+		lt.offerChosen(w.links[len(w.links)-1].Text, score.runes)
+	}
+	if len(other) > 0 {
+		lt.offer(other, w.text.runes)
+	}
 	w.stats.Links++
 	return true
 }
@@ -569,35 +710,118 @@ func (w *walker) drop(err error) {
 	}
 }
 
-// anchorText gathers the text of the anchor n, at depth, into w.text and
-// returns its score.
-func (w *walker) anchorText(n *html.Node, depth int) textScore {
+// anchorText gathers the text of the anchor n, at depth, and returns it
+// with its score, and other: the anchor's text outside its heading when the
+// text is that of a heading inside the anchor, else nil. Both stay valid
+// until the next call.
+func (w *walker) anchorText(n *html.Node, depth int) (text []byte, score textScore, other []byte) {
 	t := &w.text
 	t.reset()
+	w.head.reset()
 	var alt string
 	if n.DataAtom == atom.Area {
 		alt, _ = attr(n, "alt")
 	}
-	alt = w.gatherText(n, depth, alt)
+	inside := isHeading(n) || inHeading(n)
+	alt = w.gatherText(n, depth, alt, !inside)
+	if w.head.runes > 0 {
+		if t.runes > 0 {
+			other = t.finish()
+		}
+		return w.head.finish(), textScore{headingText, w.head.runes}, other
+	}
 	if t.runes > 0 {
-		return textScore{ownText, t.runes}
+		text = t.finish()
+		switch {
+		case inside:
+			return text, textScore{headingText, t.runes}, nil
+		case isCredit(text, alt):
+			score = textScore{creditText, t.runes}
+		default:
+			return text, textScore{ownText, t.runes}, nil
+		}
 	}
 	title, _ := attr(n, "title")
 	aria, _ := attr(n, "aria-label")
 	for _, s := range [...]string{title, alt, aria} {
-		if t.add(s); t.runes > 0 {
-			return textScore{attrText, t.runes}
+		if visible(s) {
+			t.reset()
+			t.add(s)
+			return t.finish(), textScore{attrText, t.runes}, nil
 		}
 	}
-	return textScore{noText, 0}
+	return text, score, nil
+}
+
+// inHeading reports whether one of the nearest MaxHeadingAncestors
+// ancestors of n is a heading.
+func inHeading(n *html.Node) bool {
+	for i, p := 0, n.Parent; i < MaxHeadingAncestors && p != nil; i, p = i+1, p.Parent {
+		if isHeading(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isHeading reports whether n is an HTML heading element or has
+// role="heading".
+func isHeading(n *html.Node) bool {
+	if n.Type != html.ElementNode {
+		return false
+	}
+	if n.Namespace == "" {
+		switch n.DataAtom {
+		case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+			return true
+		}
+	}
+	role, _ := attr(n, "role")
+	return role == "heading"
+}
+
+// creditPrefixes start the texts IsCredit takes for an image credit, lower
+// case.
+var creditPrefixes = [...]string{"©", "(c)", "copyright", "foto:", "fotos:", "photo:", "photos:",
+	"bild:", "bilder:", "image:", "images:", "credit:", "credits:", "quelle:", "source:"}
+
+// IsCredit reports whether text, an anchor's own text, is only the credit
+// of the anchor's image, which a reader does not take for the link's text:
+// after an optional leading copy of alt (the alt of the anchor's image, a
+// caption repeating it) and an opening parenthesis, it starts with "©",
+// "(c)", "Copyright", or one of "Foto:", "Fotos:", "Photo:", "Photos:",
+// "Bild:", "Bilder:", "Image:", "Images:", "Credit:", "Credits:",
+// "Quelle:", "Source:" (case ignored), as in "Foto: dpa", "© Reuters" or
+// "Olaf Scholz (Bild: picture alliance)".
+func IsCredit(text, alt string) bool { return isCredit([]byte(text), alt) }
+
+// isCredit is IsCredit on the walk's text buffer, without copying it.
+func isCredit(text []byte, alt string) bool {
+	rest := text
+	if a := strings.TrimSpace(alt); a != "" && len(rest) >= len(a) && string(rest[:len(a)]) == a {
+		rest = rest[len(a):]
+	}
+	rest = bytes.TrimLeft(rest, " ")
+	for _, s := range [...][]byte{rest, bytes.TrimLeft(rest, "([ ")} {
+		for _, p := range creditPrefixes {
+			if len(s) >= len(p) && bytes.EqualFold(s[:len(p)], []byte(p)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // gatherText adds the text of n's descendants to w.text, depth first in
 // document order, until the text is longer than MaxTextRunes or the node
-// budget is spent. It returns alt, or if alt is blank, the first non-blank
-// alt of a descendant <img>.
-func (w *walker) gatherText(n *html.Node, depth int, alt string) string {
+// budget is spent. With findHeading, the text of the first heading among
+// them goes to w.head instead (until it is longer than MaxTextRunes); a
+// heading after MaxTextRunes of other text is not looked for, which keeps
+// the walk of a huge anchor as short as before. It returns alt, or if alt is blank, the first
+// non-blank alt of a descendant <img>.
+func (w *walker) gatherText(n *html.Node, depth int, alt string, findHeading bool) string {
 	t := &w.text
+	var heading *html.Node // the heading being read into w.head
 	if depth >= w.lim.MaxDepth {
 		if n.FirstChild != nil {
 			w.stats.DepthCapped = true
@@ -622,6 +846,11 @@ func (w *walker) gatherText(n *html.Node, depth int, alt string) string {
 		case html.ElementNode:
 			switch {
 			case skipsText(c):
+			case findHeading && isHeading(c):
+				// Read this heading into w.head; the text around it stays
+				// in w.text.
+				findHeading, heading, t = false, c, &w.head
+				descend = c.FirstChild != nil
 			case c.DataAtom == atom.Img && !altFound:
 				if a, _ := attr(c, "alt"); visible(a) {
 					alt, altFound = a, true
@@ -646,6 +875,13 @@ func (w *walker) gatherText(n *html.Node, depth int, alt string) string {
 		for {
 			if c.Type == html.ElementNode && breaksText(c) {
 				t.space()
+			}
+			if c == heading {
+				heading, t = nil, &w.text
+				t.space()
+				if t.full() {
+					return alt
+				}
 			}
 			if c.NextSibling != nil {
 				c = c.NextSibling

@@ -9,7 +9,10 @@ import (
 
 // flatDocument builds, from the tags of src alone, a document that holds what
 // Links needs: the <base> elements in <head>, and every anchor as a child of
-// <body> in document order, holding its text, <img> and word breaks. It
+// <body> in document order, holding its text, <img> and word breaks. An
+// anchor opened inside an <h1>–<h6> is put in an element of that heading,
+// and a heading opened inside an anchor is kept in it, so that Links finds
+// headlines as in a parsed tree; role="heading" is not seen. It
 // serves pages that html.Parse refuses, which since CVE-2025-47911 means
 // pages nesting more than 512 open elements (golang/go#76279): browsers
 // render those, so their links are real; and pages whose tree would be over
@@ -36,6 +39,8 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 		templates int        // depth of <template> nesting: inert content
 		noscripts int        // depth of <noscript> nesting
 		anchorNS  int        // noscripts when anchor opened; deeper is not its text
+		headings  int        // depth of <h1>–<h6> nesting outside anchors
+		target    *html.Node // where the anchor's text goes: anchor, or a heading in it
 	)
 	for {
 		if nodes >= lim.MaxNodes || spent >= lim.MaxTreeBytes {
@@ -52,7 +57,7 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 		case html.TextToken:
 			if anchor != nil && !rawText && noscripts <= anchorNS {
 				text := string(z.Text())
-				anchor.AppendChild(&html.Node{Type: html.TextNode, Data: text})
+				target.AppendChild(&html.Node{Type: html.TextNode, Data: text})
 				add(len(text))
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
@@ -71,7 +76,15 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 			case atom.A:
 				// A new <a> ends any open one, as the parser does.
 				anchor, anchorNS = newElement(atom.A, tok.Attr), noscripts
-				body.AppendChild(anchor)
+				target = anchor
+				if headings > 0 {
+					h := newElement(atom.H2, nil)
+					h.AppendChild(anchor)
+					body.AppendChild(h)
+					add(0)
+				} else {
+					body.AppendChild(anchor)
+				}
 				add(attrBytes(tok.Attr))
 				if closed {
 					anchor = nil
@@ -84,7 +97,7 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 				add(attrBytes(tok.Attr))
 			case atom.Img:
 				if anchor != nil && noscripts <= anchorNS {
-					anchor.AppendChild(newElement(atom.Img, tok.Attr))
+					target.AppendChild(newElement(atom.Img, tok.Attr))
 					add(attrBytes(tok.Attr))
 				}
 			case atom.Script, atom.Style:
@@ -95,9 +108,19 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 				if !closed {
 					noscripts++
 				}
+			case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+				switch {
+				case closed:
+				case anchor == nil:
+					headings++
+				case target == anchor && noscripts <= anchorNS:
+					target = newElement(tok.DataAtom, nil)
+					anchor.AppendChild(target)
+					add(0)
+				}
 			default:
 				if anchor != nil && breaksTextAtom(tok.DataAtom) {
-					anchor.AppendChild(&html.Node{Type: html.TextNode, Data: " "})
+					target.AppendChild(&html.Node{Type: html.TextNode, Data: " "})
 					add(0)
 				}
 			}
@@ -107,17 +130,29 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 				templates = max(templates-1, 0)
 			case templates > 0:
 			case a == atom.A:
-				anchor = nil
+				anchor, target = nil, nil
+			case isHeadingAtom(a) && anchor != nil && target != anchor:
+				target = anchor
+			case isHeadingAtom(a) && anchor == nil:
+				headings = max(headings-1, 0)
 			case a == atom.Script || a == atom.Style:
 				rawText = false
 			case a == atom.Noscript:
 				noscripts = max(noscripts-1, 0)
 			case anchor != nil && breaksTextAtom(a):
-				anchor.AppendChild(&html.Node{Type: html.TextNode, Data: " "})
+				target.AppendChild(&html.Node{Type: html.TextNode, Data: " "})
 				add(0)
 			}
 		}
 	}
+}
+
+func isHeadingAtom(a atom.Atom) bool {
+	switch a {
+	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		return true
+	}
+	return false
 }
 
 // newElement returns an HTML element; an SVG anchor's xlink:href, which the

@@ -5,11 +5,12 @@
 //
 // It combines the rules of the packages that own them: fetch.CheckURL for
 // the URL (syntax, and the same non-public address guard the crawler's
-// dialer applies, with names resolved), watch.MinInterval for the interval
-// and LinkOptions.Validate for the link options (the caps the crawler
-// checks again when it compiles a job's patterns). It depends on fetch,
-// urlnorm and watch only, so a command can import it without importing
-// another command or a store.
+// dialer applies, with names resolved), watch.MinInterval for the interval,
+// LinkOptions.Validate for the ignore patterns and keyword rules (the caps
+// the crawler checks again when it compiles a job's patterns) and
+// domwalk.CompileRegions for the region selectors. It depends on fetch,
+// urlnorm, domwalk and watch only, so a command can import it without
+// importing another command or a store.
 package registration
 
 import (
@@ -19,6 +20,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/urlnorm"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -54,9 +56,20 @@ type Page struct {
 
 // Change is a change to a registered page's settings; a nil field is left
 // alone. Enabled and same-site need no check and so are not here.
+//
+// CheckChange checks each list on its own. The caps that span a page's
+// lists (the instruction budget of all its patterns, the count of its
+// region selectors) need the page's other options: check the options as
+// they will be stored, the change applied, with CheckOptions.
 type Change struct {
-	Interval *time.Duration
-	Ignore   *[]string
+	Interval    *time.Duration
+	Ignore      *[]string
+	Within      *[]string
+	Exclude     *[]string
+	IncludeText *[]string
+	ExcludeText *[]string
+	IncludeURL  *[]string
+	ExcludeURL  *[]string
 }
 
 // RefusedError says that the input breaks a rule: the caller should show
@@ -64,8 +77,10 @@ type Change struct {
 // Any other error from this package means the input could not be checked
 // (a name lookup timed out, ctx ended), which a retry may cure.
 type RefusedError struct {
-	// Field names what was refused: "url", "interval", "ignore", "name"
-	// or "tags".
+	// Field names what was refused: "url", "interval", "name", "tags", one
+	// of the option lists ("ignore", "within", "exclude", "includeText",
+	// "excludeText", "includeUrl", "excludeUrl", as in the options' JSON),
+	// or "options" for a cap that spans several lists.
 	Field string
 	Err   error
 }
@@ -91,8 +106,8 @@ func (pol Policy) CheckPage(ctx context.Context, p Page) (Page, error) {
 	if err := checkInterval(p.Interval); err != nil {
 		return Page{}, err
 	}
-	if err := p.Options.Validate(); err != nil {
-		return Page{}, refused("ignore", err)
+	if err := CheckOptions(p.Options); err != nil {
+		return Page{}, err
 	}
 	if p.Name, err = checkName(p.Name); err != nil {
 		return Page{}, err
@@ -135,12 +150,60 @@ func CheckChange(c Change) error {
 			return err
 		}
 	}
-	if c.Ignore != nil {
-		if err := (watch.LinkOptions{Ignore: *c.Ignore}).Validate(); err != nil {
-			return refused("ignore", err)
+	for _, l := range optionLists(c) {
+		if l.list != nil {
+			if err := l.check(*l.list); err != nil {
+				return refused(l.field, err)
+			}
 		}
 	}
 	return nil
+}
+
+// CheckOptions checks a page's link options as they will be stored: each
+// list on its own (the refusal names it), then the caps spanning the lists.
+// Every error is a *RefusedError.
+func CheckOptions(o watch.LinkOptions) error {
+	for _, l := range optionLists(Change{Ignore: &o.Ignore, Within: &o.Within, Exclude: &o.Exclude,
+		IncludeText: &o.IncludeText, ExcludeText: &o.ExcludeText, IncludeURL: &o.IncludeURL, ExcludeURL: &o.ExcludeURL}) {
+		if err := l.check(*l.list); err != nil {
+			return refused(l.field, err)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return refused("options", err)
+	}
+	if _, err := domwalk.CompileRegions(o.Within, o.Exclude); err != nil {
+		return refused("options", err)
+	}
+	return nil
+}
+
+// optionList is one list of a page's options, as a Change holds it, with
+// the check of that list alone.
+type optionList struct {
+	field string
+	list  *[]string
+	check func([]string) error
+}
+
+func optionLists(c Change) []optionList {
+	patterns := func(set func(*watch.LinkOptions, []string)) func([]string) error {
+		return func(l []string) error {
+			var o watch.LinkOptions
+			set(&o, l)
+			return o.Validate()
+		}
+	}
+	return []optionList{
+		{"ignore", c.Ignore, patterns(func(o *watch.LinkOptions, l []string) { o.Ignore = l })},
+		{"within", c.Within, func(l []string) error { _, err := domwalk.CompileRegions(l, nil); return err }},
+		{"exclude", c.Exclude, func(l []string) error { _, err := domwalk.CompileRegions(nil, l); return err }},
+		{"includeText", c.IncludeText, patterns(func(o *watch.LinkOptions, l []string) { o.IncludeText = l })},
+		{"excludeText", c.ExcludeText, patterns(func(o *watch.LinkOptions, l []string) { o.ExcludeText = l })},
+		{"includeUrl", c.IncludeURL, patterns(func(o *watch.LinkOptions, l []string) { o.IncludeURL = l })},
+		{"excludeUrl", c.ExcludeURL, patterns(func(o *watch.LinkOptions, l []string) { o.ExcludeURL = l })},
+	}
 }
 
 func checkInterval(d time.Duration) error {

@@ -38,6 +38,15 @@ func TestCheckPage(t *testing.T) {
 		{Page{URL: "ftp://news.example/", Interval: time.Minute}, "url", "scheme"},
 		{Page{URL: "http://news.example/", Interval: time.Second}, "interval", "shortest is 10s"},
 		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Ignore: []string{`\w{1000}x`}}}, "ignore", "repetitions"},
+		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Within: []string{"main > "}}}, "within", `within selector "main > " is not a valid CSS selector`},
+		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Exclude: []string{"div:has(.ad)"}}}, "exclude", "uses :has"},
+		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Within: many(6, "main"), Exclude: many(5, "nav")}}, "options", "11 region selectors"},
+		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{IncludeText: []string{"(ukraine"}}}, "includeText", "RE2 syntax"},
+		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{ExcludeText: many(21, "ad")}}, "excludeText", "at most 20"},
+		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{IncludeURL: []string{""}}}, "includeUrl", "empty pattern"},
+		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{ExcludeURL: []string{`a{101}`}}}, "excludeUrl", "repetitions"},
+		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{
+			Ignore: many(3, strings.Repeat("a", watch.MaxPatternInsts-2)), IncludeText: many(3, strings.Repeat("b", watch.MaxPatternInsts-2))}}, "options", "together"},
 	}
 	for _, tt := range tests {
 		_, err := pol.CheckPage(ctx, tt.page)
@@ -51,16 +60,27 @@ func TestCheckPage(t *testing.T) {
 	}
 }
 
+func many(n int, s string) []string {
+	l := make([]string, n)
+	for i := range l {
+		l[i] = s
+	}
+	return l
+}
+
 func TestCheckChange(t *testing.T) {
 	short, ok := 5*time.Second, time.Minute
 	bad, good := []string{"("}, []string{`\?p=\d+`}
-	for _, c := range []Change{{Interval: &short}, {Ignore: &bad}, {Interval: &ok, Ignore: &bad}} {
+	badSel, goodSel := []string{"main["}, []string{"main .latest", "#top-stories"}
+	for _, c := range []Change{{Interval: &short}, {Ignore: &bad}, {Interval: &ok, Ignore: &bad},
+		{Within: &badSel}, {Exclude: &badSel}, {IncludeText: &bad}, {ExcludeText: &bad}, {IncludeURL: &bad}, {ExcludeURL: &bad}} {
 		var refused *RefusedError
 		if err := CheckChange(c); !errors.As(err, &refused) {
 			t.Errorf("CheckChange(%+v) = %v, want a refusal", c, err)
 		}
 	}
-	for _, c := range []Change{{}, {Interval: &ok}, {Ignore: &good}, {Ignore: &[]string{}}} {
+	for _, c := range []Change{{}, {Interval: &ok}, {Ignore: &good}, {Ignore: &[]string{}}, {Within: &goodSel}, {Exclude: &goodSel},
+		{IncludeText: &good}, {ExcludeText: &good}, {IncludeURL: &good}, {ExcludeURL: &good}} {
 		if err := CheckChange(c); err != nil {
 			t.Errorf("CheckChange(%+v) = %v, want nil", c, err)
 		}

@@ -14,16 +14,23 @@
 //   - A default port (80 for http, 443 for https) is removed; any other port is
 //     written without leading zeros.
 //   - The path is never empty ("/" at least), its dot segments are resolved,
-//     and a ";jsessionid=…" path parameter is removed. Paths keep their case.
+//     and session ids carried in it are removed: a ";jsessionid=…" path
+//     parameter (Java servlets) and an ASP.NET cookieless session segment,
+//     "/(S(…))" with any of the (A(…)), (S(…)) and (F(…)) ids in it, so
+//     "/(S(lit3py55t21z5v55vlm25s55))/default.aspx" is "/default.aspx".
+//     Paths keep their case.
 //   - Percent-escapes are upper case; escapes of unreserved characters
 //     (ALPHA DIGIT - . _ ~) are decoded; every byte that RFC 3986 does not
 //     allow unescaped (spaces, controls, non-ASCII, a '%' that starts no valid
 //     escape…) is percent-encoded, non-ASCII as its UTF-8 bytes. Nothing else
 //     is decoded or encoded: "+" and "%20" stay as they are.
-//   - Session and tracking query parameters are removed (see "Parameters
-//     removed" below), as are empty parameters ("a=1&&b=2") and an empty
-//     query. The remaining parameters are sorted by name, keeping the order
-//     of parameters with the same name.
+//   - A parameter name spelled "amp;name" is "name": a page that escapes its
+//     ampersands twice ("&amp;amp;") hands the parser "&amp;name=…", which a
+//     server reads as a parameter "amp;name". Then session and tracking
+//     query parameters are removed (see "Parameters removed" below), as are
+//     empty parameters ("a=1&&b=2") and an empty query. The remaining
+//     parameters are sorted by name, keeping the order of parameters with
+//     the same name.
 //   - The fragment is removed.
 //
 // Normalising a normalised URL returns it unchanged.
@@ -299,7 +306,7 @@ func Resolve(base *url.URL, ref string) (string, error) {
 	// Unreserved escapes are decoded by now, so "%2e%2E" is "..", as it is
 	// for browsers; jsessionid goes before dot segments because removing it
 	// can leave one ("/a/.;jsessionid=1/b").
-	out = out[:pathStart+len(removeDotSegments(removeJSessionID(out[pathStart:])))]
+	out = out[:pathStart+len(removeDotSegments(removeCookielessSession(removeJSessionID(out[pathStart:]))))]
 
 	if query != "" {
 		out = append(out, '?')
@@ -617,6 +624,55 @@ func removeJSessionID(p []byte) []byte {
 	return p
 }
 
+// removeCookielessSession removes from p, in place, the path segments that
+// are an ASP.NET cookieless session: "(" then one or more ids "X(value)",
+// X one of A, S and F (any case), value free of parentheses and slashes,
+// then ")". The segment's leading slash goes with it.
+func removeCookielessSession(p []byte) []byte {
+	for i := bytes.Index(p, []byte("/(")); i >= 0; {
+		end := i + 1 + cookielessLen(p[i+1:])
+		if end > i+1 && (end == len(p) || p[end] == '/') {
+			p = append(p[:i], p[end:]...)
+		} else {
+			i++
+		}
+		j := bytes.Index(p[i:], []byte("/("))
+		if j < 0 {
+			break
+		}
+		i += j
+	}
+	return p
+}
+
+// cookielessLen returns the length of the cookieless session segment that
+// s starts with, or 0.
+func cookielessLen(s []byte) int {
+	if len(s) < 2 || s[0] != '(' {
+		return 0
+	}
+	i, ids := 1, 0
+	for i+1 < len(s) && s[i+1] == '(' {
+		switch s[i] {
+		case 'A', 'S', 'F', 'a', 's', 'f':
+		default:
+			return 0
+		}
+		end := i + 2
+		for end < len(s) && s[end] != ')' && s[end] != '(' && s[end] != '/' {
+			end++
+		}
+		if end == len(s) || s[end] != ')' {
+			return 0
+		}
+		i, ids = end+1, ids+1
+	}
+	if ids == 0 || i == len(s) || s[i] != ')' {
+		return 0
+	}
+	return i + 1
+}
+
 // removeDotSegments resolves the "." and ".." segments of the absolute path p
 // in place, as RFC 3986 §5.2.4 describes: "/a/./b/../c" becomes "/a/c", and
 // ".." above the root is dropped.
@@ -673,6 +729,10 @@ func normalizeQuery(out []byte, qStart int) []byte {
 		nameEnd := end
 		if j := bytes.IndexByte(q[i:end], '='); j >= 0 {
 			nameEnd = i + j
+		}
+		for nameEnd-i >= len("amp;") && hasPrefixFold(q[i:nameEnd], "amp;") {
+			i += len("amp;")
+			changed = true
 		}
 		switch {
 		case end == i, dropParam(q[i:nameEnd]):

@@ -7,15 +7,17 @@ import (
 	"unicode/utf8"
 )
 
-// Caps on a page's ignore patterns (LinkOptions.Ignore). Every link of every
-// check is matched against every pattern, so a pattern's cost is paid about
+// Caps on a page's patterns: its ignore patterns (LinkOptions.Ignore) and
+// its keyword rules (IncludeText, ExcludeText, IncludeURL, ExcludeURL).
+// Every link of every check is matched against every pattern, so a pattern's cost is paid about
 // a million times a day by a busy page; the caps keep it near that of a
 // plain substring search. RE2 already guarantees matching in time linear in
 // the URL, but the factor is the compiled program's size: `\w{1000}x`, nine
 // characters, compiles to 1,003 instructions, is too big for Go's fast
 // backtracking matcher and cost 79 s of CPU per check of a 5,000-link page.
 const (
-	// MaxIgnorePatterns is the most ignore patterns one page may have.
+	// MaxIgnorePatterns is the most patterns one of a page's lists may
+	// have (its ignore patterns, or one list of keyword rules).
 	MaxIgnorePatterns = 20
 	// MaxPatternBytes is the longest ignore pattern, in bytes.
 	MaxPatternBytes = 256
@@ -26,9 +28,10 @@ const (
 	// Real patterns take 10-100 (`^https?://(www\.)?example\.com/(tag|
 	// category)/[^/]+/?$` takes 58).
 	MaxPatternInsts = 200
-	// MaxIgnoreInsts is the most instructions a page's patterns may compile
-	// to together: every link is matched against all of them, so this, not
-	// the size of one, bounds the matching cost per link.
+	// MaxIgnoreInsts is the most instructions a page's patterns (ignore
+	// patterns and keyword rules) may compile to together: every link is
+	// matched against all of them, so this, not the size of one, bounds the
+	// matching cost per link.
 	MaxIgnoreInsts = 1000
 )
 
@@ -45,7 +48,7 @@ func CheckPattern(p string) error {
 // instructions it compiles to.
 func patternInsts(p string) (int, error) {
 	if p == "" {
-		return 0, fmt.Errorf("an empty pattern would ignore every link")
+		return 0, fmt.Errorf("an empty pattern matches every link")
 	}
 	if len(p) > MaxPatternBytes {
 		return 0, fmt.Errorf("is %d bytes long; the longest allowed is %d", len(p), MaxPatternBytes)
@@ -76,31 +79,122 @@ func patternInsts(p string) (int, error) {
 // that a caller can refuse the list (Validate) or use the rest (the crawler,
 // with a row stored before the caps).
 func CompileIgnore(patterns []string) ([]*regexp.Regexp, []error) {
+	total := 0
+	return compileList("ignore pattern", patterns, false, &total)
+}
+
+// compileList compiles one list of a page's patterns, named kind in
+// messages, as CompileIgnore does; foldCase matches ignoring case. total
+// counts the instructions of the page's patterns compiled so far.
+func compileList(kind string, patterns []string, foldCase bool, total *int) ([]*regexp.Regexp, []error) {
 	var errs []error
 	if len(patterns) > MaxIgnorePatterns {
-		errs = append(errs, fmt.Errorf("%d ignore patterns; at most %d are allowed: the last %d skipped",
-			len(patterns), MaxIgnorePatterns, len(patterns)-MaxIgnorePatterns))
+		errs = append(errs, fmt.Errorf("%d %ss; at most %d are allowed: the last %d skipped",
+			len(patterns), kind, MaxIgnorePatterns, len(patterns)-MaxIgnorePatterns))
 		patterns = patterns[:MaxIgnorePatterns]
 	}
 	res := make([]*regexp.Regexp, 0, len(patterns))
-	total := 0
 	for _, p := range patterns {
 		n, err := patternInsts(p)
-		if err == nil && total+n > MaxIgnoreInsts {
-			err = fmt.Errorf("the page's patterns would compile to %d instructions together; at most %d are allowed", total+n, MaxIgnoreInsts)
+		if err == nil && *total+n > MaxIgnoreInsts {
+			err = fmt.Errorf("the page's patterns would compile to %d instructions together; at most %d are allowed", *total+n, MaxIgnoreInsts)
 		}
 		var re *regexp.Regexp
 		if err == nil {
-			re, err = regexp.Compile(p)
+			if foldCase {
+				// (?i) makes a pattern's case-folded letters classes;
+				// the caps are checked on the pattern as written, and
+				// RE2 keeps its matching linear either way.
+				re, err = regexp.Compile("(?i)" + p)
+			} else {
+				re, err = regexp.Compile(p)
+			}
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("ignore pattern %s: %w", QuotePattern(p), err))
+			errs = append(errs, fmt.Errorf("%s %s: %w", kind, QuotePattern(p), err))
 			continue
 		}
-		total += n
+		*total += n
 		res = append(res, re)
 	}
 	return res, errs
+}
+
+// Patterns are a page's compiled patterns: ignore patterns and keyword
+// rules (see LinkOptions).
+type Patterns struct {
+	Ignore, IncludeText, ExcludeText, IncludeURL, ExcludeURL []*regexp.Regexp
+}
+
+// Empty reports whether p filters nothing.
+func (p Patterns) Empty() bool {
+	return len(p.Ignore)+len(p.IncludeText)+len(p.ExcludeText)+len(p.IncludeURL)+len(p.ExcludeURL) == 0
+}
+
+// Admits reports whether a link of url, text and summary passes p: not
+// ignored, not excluded, and included when there are include rules.
+func (p Patterns) Admits(url, text, summary string) bool {
+	for _, re := range p.Ignore {
+		if re.MatchString(url) {
+			return false
+		}
+	}
+	for _, re := range p.ExcludeURL {
+		if re.MatchString(url) {
+			return false
+		}
+	}
+	for _, re := range p.ExcludeText {
+		if re.MatchString(text) || summary != "" && re.MatchString(summary) {
+			return false
+		}
+	}
+	if len(p.IncludeText)+len(p.IncludeURL) == 0 {
+		return true
+	}
+	for _, re := range p.IncludeURL {
+		if re.MatchString(url) {
+			return true
+		}
+	}
+	for _, re := range p.IncludeText {
+		if re.MatchString(text) || summary != "" && re.MatchString(summary) {
+			return true
+		}
+	}
+	return false
+}
+
+// CompilePatterns compiles the ignore patterns and keyword rules of o:
+// each list within MaxIgnorePatterns, each pattern passing CheckPattern,
+// all of them within MaxIgnoreInsts together (counted in the order Ignore,
+// IncludeText, ExcludeText, IncludeURL, ExcludeURL). Text rules match
+// ignoring case. Like CompileIgnore it returns the patterns that pass and
+// one error per pattern that does not, one line naming its list and the
+// pattern.
+func CompilePatterns(o LinkOptions) (Patterns, []error) {
+	var (
+		p     Patterns
+		all   []error
+		total int
+	)
+	for _, l := range []struct {
+		kind     string
+		src      []string
+		foldCase bool
+		dst      *[]*regexp.Regexp
+	}{
+		{"ignore pattern", o.Ignore, false, &p.Ignore},
+		{"includeText pattern", o.IncludeText, true, &p.IncludeText},
+		{"excludeText pattern", o.ExcludeText, true, &p.ExcludeText},
+		{"includeUrl pattern", o.IncludeURL, false, &p.IncludeURL},
+		{"excludeUrl pattern", o.ExcludeURL, false, &p.ExcludeURL},
+	} {
+		res, errs := compileList(l.kind, l.src, l.foldCase, &total)
+		*l.dst = res
+		all = append(all, errs...)
+	}
+	return p, all
 }
 
 // maxRepeat returns the largest count named by a counted repetition in re.
@@ -115,14 +209,23 @@ func maxRepeat(re *syntax.Regexp) int {
 	return n
 }
 
-// Validate reports whether o may be stored: its ignore patterns within the
-// caps of CompileIgnore. The error is one line naming the first pattern
-// refused (quoted, shortened when long) and why.
+// Validate reports whether o's patterns may be stored: its ignore patterns
+// and keyword rules within the caps of CompilePatterns. The error is one
+// line naming the first pattern refused (quoted, shortened when long), its
+// list, and why. Region selectors (Within, Exclude) are checked by
+// domwalk.CompileRegions, which needs a selector parser this package does
+// not import.
 func (o LinkOptions) Validate() error {
-	if len(o.Ignore) > MaxIgnorePatterns {
-		return fmt.Errorf("%d ignore patterns; at most %d are allowed", len(o.Ignore), MaxIgnorePatterns)
+	for _, l := range []struct {
+		kind string
+		n    int
+	}{{"ignore", len(o.Ignore)}, {"includeText", len(o.IncludeText)}, {"excludeText", len(o.ExcludeText)},
+		{"includeUrl", len(o.IncludeURL)}, {"excludeUrl", len(o.ExcludeURL)}} {
+		if l.n > MaxIgnorePatterns {
+			return fmt.Errorf("%d %s patterns; at most %d are allowed", l.n, l.kind, MaxIgnorePatterns)
+		}
 	}
-	if _, errs := CompileIgnore(o.Ignore); len(errs) > 0 {
+	if _, errs := CompilePatterns(o); len(errs) > 0 {
 		return errs[0]
 	}
 	return nil

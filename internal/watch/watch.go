@@ -56,19 +56,55 @@ type Job struct {
 	LinksDigest string `json:"linksDigest,omitempty"`
 }
 
-// LinkOptions are a page's per-page link filters.
+// LinkOptions are a page's per-page link filters. Every field is optional
+// in the JSON: options stored before a field existed read as its zero,
+// which filters nothing.
 type LinkOptions struct {
 	// SameSiteOnly keeps only links to the page's host and its subdomains.
 	SameSiteOnly bool `json:"sameSiteOnly,omitempty"`
 	// Ignore holds regular expressions (RE2 syntax); a link whose normalised
 	// URL matches any of them is dropped as churn, not content.
 	Ignore []string `json:"ignore,omitempty"`
+
+	// Within holds CSS selectors: when any is given, only the anchors
+	// inside (or being) an element that one of them matches count, e.g.
+	// "#latest-news" or "main .teaser-list". Exclude holds CSS selectors
+	// whose elements' anchors never count, e.g. "nav", "footer",
+	// ".ad-rail"; Exclude wins over Within. Caps and the selectors refused
+	// are those of domwalk.CompileRegions (10 selectors together, 256 bytes
+	// each, no :has, :contains or :matches). A page too large or too deep
+	// to be parsed into a tree cannot be checked with regions: its checks
+	// fail with a message saying so.
+	Within  []string `json:"within,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
+
+	// Keyword rules, regular expressions (RE2 syntax) under the caps of
+	// ignore patterns (see CompilePatterns). Text rules are matched,
+	// ignoring case, against a link's text and its summary; URL rules
+	// against its normalised URL, as written.
+	//
+	// When IncludeText or IncludeURL holds any pattern, a link is kept only
+	// when its text or summary matches one of IncludeText or its URL one of
+	// IncludeURL. A link whose text or summary matches one of ExcludeText,
+	// or whose URL matches one of ExcludeURL, is dropped, whatever the
+	// include rules say.
+	IncludeText []string `json:"includeText,omitempty"`
+	ExcludeText []string `json:"excludeText,omitempty"`
+	IncludeURL  []string `json:"includeUrl,omitempty"`
+	ExcludeURL  []string `json:"excludeUrl,omitempty"`
 }
 
-// Link is one anchor found on a page: its normalised absolute URL and its text.
+// Link is one link found on a page: its normalised absolute URL, the text a
+// reader sees for it (the headline, when one of its anchors is in or holds a
+// heading) and, when its anchors show more than one text, the longest other
+// one (the teaser).
 type Link struct {
 	URL  string `json:"url"`
 	Text string `json:"text"`
+	// Summary is the longest text of the link's anchors other than Text,
+	// empty when there is none. It is optional in the message: a task
+	// without it is the one crawlers sent before it existed.
+	Summary string `json:"summary,omitempty"`
 }
 
 // Task carries the result of one check of a page from a crawler to the
