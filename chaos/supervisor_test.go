@@ -109,7 +109,8 @@ func (s *supervisor) waitAll(state string, timeout time.Duration) map[string][2]
 	// Each poll starts supervisorctl, a Python program: 200 ms apart.
 	err := testsvc.Poll(context.Background(), timeout, 200*time.Millisecond, func() (bool, string, error) {
 		st = s.status()
-		ok := len(st) == 4
+		// One process per health port: every program the config runs.
+		ok := len(st) == len(s.ports)
 		for _, v := range st {
 			if v[0] != state {
 				ok = false
