@@ -148,7 +148,11 @@ func run(repo, amqpURL string, timeout time.Duration, m mix, log *slog.Logger) (
 	crawler := exec.Command(filepath.Join(dir, "crawler"))
 	crawler.Env = append(os.Environ(), "AMQP_URL="+amqpURL, "PORTALWATCH_JOB_QUEUE="+jobQueue,
 		"PORTALWATCH_TASK_QUEUE="+taskQueue, "PORTALWATCH_ALLOW_PRIVATE=true", "PORTALWATCH_IGNORE_ROBOTS=true",
-		"PORTALWATCH_HTTP_ADDR=off", "PORTALWATCH_LOG_LEVEL=warn")
+		"PORTALWATCH_HTTP_ADDR=off", "PORTALWATCH_LOG_LEVEL=warn",
+		// Every page is served by one loopback origin, where a fleet would
+		// meet hundreds: the per-origin spacing and in-flight cap would
+		// otherwise defer all but a few checks and leave nothing to measure.
+		"PORTALWATCH_HOST_SPACING=0", "PORTALWATCH_HOST_MAX_INFLIGHT=0")
 	var crawlerLog bytes.Buffer
 	crawler.Stdout, crawler.Stderr = &crawlerLog, &crawlerLog
 	if err := crawler.Start(); err != nil {
