@@ -206,7 +206,7 @@ func (s *Set) Add(ctx context.Context, pageID int64, codes []uint64) error {
 	gen, expireAt := s.generation(pageID)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	add := func() error {
+	add := func(run func(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd) error {
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for b, idx := range byBucket {
 				args := make([]any, 2, 2+len(idx))
@@ -214,19 +214,20 @@ func (s *Set) Add(ctx context.Context, pageID int64, codes []uint64) error {
 				for _, j := range idx {
 					args = append(args, codes[j])
 				}
-				addScript.EvalSha(ctx, p, []string{s.key(pageID, gen, b)}, args...)
+				run(ctx, p, []string{s.key(pageID, gen, b)}, args...)
 			}
 			return nil
 		})
 		return err
 	}
-	err := add()
+	err := add(addScript.EvalSha)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// A Redis that restarted or was flushed has forgotten the script;
-		// EvalSha in a pipeline cannot fall back to EVAL by itself.
-		if err = addScript.Load(ctx, s.rdb).Err(); err == nil {
-			err = add()
-		}
+		// EvalSha in a pipeline cannot fall back to EVAL by itself. EVAL
+		// sends the script to the node that holds the page's sets and
+		// caches it there: a SCRIPT LOAD would go to every master of a
+		// cluster, and fail while any of them is lost.
+		err = add(addScript.Eval)
 	}
 	if err != nil {
 		return fmt.Errorf("add %d codes of page %d to Redis: %w", len(codes), pageID, err)
