@@ -2,6 +2,7 @@ package seen_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -91,3 +92,45 @@ func TestOnRedisClusterALostMasterCostsOnlyItsPages(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Through Sentinel the set follows the primary: after a failover it reads
+// and writes the promoted replica, and meanwhile it only misses.
+func TestThroughSentinelTheSetFollowsAFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts private Redis servers and a Sentinel")
+	}
+	rs := testsvc.StartRedisSentinel(t)
+	s, err := seen.Open(rs.URL(), seen.Config{Prefix: "pwtest", Epoch: "e", Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	old, fresh := []uint64{1, 2, 3}, []uint64{4, 5, 6}
+	if err := s.Add(ctx, 1, old); err != nil {
+		t.Fatalf("add through the Sentinel: %v", err)
+	}
+	if got, err := s.Seen(ctx, 1, old); err != nil || !got[0] || !got[1] || !got[2] {
+		t.Fatalf("seen through the Sentinel: %v, %v", got, err)
+	}
+
+	rs.Primary.Kill()
+	if err := rs.WaitPrimary(rs.Replica, 30*time.Second); err != nil {
+		t.Fatalf("no failover: %v", err)
+	}
+	// The client finds the new primary on its own; until then a call fails
+	// (a miss) and never claims a code it was not given.
+	err = testsvc.Poll(ctx, 30*time.Second, 100*time.Millisecond, func() (bool, string, error) {
+		if got, err := s.Seen(ctx, 1, fresh); err == nil && (got[0] || got[1] || got[2]) {
+			return false, "", fmt.Errorf("codes never added read as seen: %v", got)
+		}
+		err := s.Add(ctx, 2, fresh)
+		return err == nil, fmt.Sprint(err), nil
+	})
+	if err != nil {
+		t.Fatalf("after the failover: %v", err)
+	}
+	if got, err := s.Seen(ctx, 2, fresh); err != nil || !got[0] || !got[1] || !got[2] {
+		t.Errorf("seen on the promoted replica: %v, %v", got, err)
+	}
+}

@@ -1,7 +1,9 @@
 package testsvc
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -136,4 +138,68 @@ func (c *PrivateRedisCluster) WaitSlotsFailed(node *PrivateRedisNode, timeout ti
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// PrivateRedisSentinel is a Redis primary, one replica of it and one
+// Sentinel watching them under the name "mymaster", all of the test's own
+// on loopback. The Sentinel alone is a quorum: it fails over one second
+// after it loses the primary.
+type PrivateRedisSentinel struct {
+	Primary, Replica *PrivateRedis
+	Sentinel         *PrivateRedis
+}
+
+// StartRedisSentinel starts the primary, the replica and the Sentinel and
+// returns once the Sentinel knows the replica.
+func StartRedisSentinel(t testing.TB) *PrivateRedisSentinel {
+	t.Helper()
+	bin := need(t, "redis-server")
+	redisNode := func(extra ...string) *PrivateRedis {
+		s := newServer(t, "redis-sentinel")
+		s.start = func() *exec.Cmd {
+			return exec.Command(bin, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port),
+				"--save", "", "--appendonly", "no", "--dir", s.dir, "--daemonize", "no"}, extra...)...)
+		}
+		s.ready = func() error { return redisPing(s.port) }
+		s.Start()
+		return &PrivateRedis{s}
+	}
+	rs := &PrivateRedisSentinel{Primary: redisNode()}
+	rs.Replica = redisNode("--replicaof", "127.0.0.1", strconv.Itoa(rs.Primary.port))
+	s := newServer(t, "redis-sentinel")
+	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
+		"sentinel monitor mymaster 127.0.0.1 %d 1\n"+
+		"sentinel down-after-milliseconds mymaster 1000\n"+
+		"sentinel failover-timeout mymaster 5000\n", s.port, s.dir, rs.Primary.port)
+	confPath := s.dir + "/sentinel.conf"
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.start = func() *exec.Cmd { return exec.Command(bin, confPath, "--sentinel") }
+	s.ready = func() error { return redisPing(s.port) }
+	s.Start()
+	rs.Sentinel = &PrivateRedis{s}
+	err := Poll(context.Background(), 30*time.Second, 100*time.Millisecond, func() (bool, string, error) {
+		out, err := exec.Command("redis-cli", "-p", strconv.Itoa(s.port), "sentinel", "replicas", "mymaster").CombinedOutput()
+		return err == nil && strings.Contains(string(out), strconv.Itoa(rs.Replica.port)), string(out), nil
+	})
+	if err != nil {
+		t.Fatalf("the Sentinel does not know the replica: %v", err)
+	}
+	return rs
+}
+
+// URL is the REDIS_URL of the primary through the Sentinel.
+func (rs *PrivateRedisSentinel) URL() string {
+	return fmt.Sprintf("redis+sentinel://127.0.0.1:%d/mymaster/0", rs.Sentinel.port)
+}
+
+// WaitPrimary waits until the Sentinel names node as the primary, for up to
+// timeout.
+func (rs *PrivateRedisSentinel) WaitPrimary(node *PrivateRedis, timeout time.Duration) error {
+	return Poll(context.Background(), timeout, 100*time.Millisecond, func() (bool, string, error) {
+		out, err := exec.Command("redis-cli", "-p", strconv.Itoa(rs.Sentinel.port),
+			"sentinel", "get-master-addr-by-name", "mymaster").CombinedOutput()
+		return err == nil && strings.Contains(string(out), strconv.Itoa(node.port)), strings.TrimSpace(string(out)), nil
+	})
 }
