@@ -19,7 +19,7 @@ CRAWLERS   ?= 2
 # REDIS_URL name them); make up neither installs nor starts them here.
 LOCAL_SERVICES ?= yes
 
-.PHONY: up down status build services test vet fuzz chaos chaos-short clean
+.PHONY: up check-roles down status build services test vet fuzz chaos chaos-short clean
 
 # Benchmarks: make bench, bench-history, bench-scheduler, bench-peer, bench-go.
 include bench.mk
@@ -28,10 +28,7 @@ include bench.mk
 ## (LOCAL_SERVICES=no: supervisord only), create and migrate the database
 ## (where the scheduler runs), build, and (re)start the programs of ROLES
 ## (default: all) under supervisord with the current environment.
-up: build
-	@includes=$$(scripts/supervisor-roles.sh "$(ROLES)") || exit 2; \
-	case "$(CRAWLERS)" in [1-9]|[1-9][0-9]|100) ;; *) echo "CRAWLERS=$(CRAWLERS): want 1 to 100 crawler processes" >&2; exit 2;; esac; \
-	case "$(LOCAL_SERVICES)" in yes|no) ;; *) echo "LOCAL_SERVICES=$(LOCAL_SERVICES): want yes or no" >&2; exit 2;; esac
+up: check-roles build
 	@if [ "$(LOCAL_SERVICES)" = yes ]; then \
 		scripts/services.sh ensure all && scripts/services.sh redis-limits && scripts/services.sh ensure-db $(DB_NAME); \
 	else scripts/services.sh ensure supervisor; fi
@@ -53,6 +50,13 @@ up: build
 		PORTALWATCH_SUPERVISOR_CRAWLERS=$(CRAWLERS) supervisord -c $(SUPCONF)
 	@for i in $$(seq 1 50); do $(SUPCTL) status 2>/dev/null | grep -qv STARTING && break; sleep 0.2; done
 	@sleep 2; $(SUPCTL) status
+
+# check-roles: refuse a bad ROLES, CRAWLERS or LOCAL_SERVICES in one line,
+# before anything is built or started.
+check-roles:
+	@scripts/supervisor-roles.sh "$(ROLES)" >/dev/null
+	@case "$(CRAWLERS)" in [1-9]|[1-9][0-9]|100) ;; *) echo "CRAWLERS=$(CRAWLERS): want 1 to 100 crawler processes" >&2; exit 2;; esac
+	@case "$(LOCAL_SERVICES)" in yes|no) ;; *) echo "LOCAL_SERVICES=$(LOCAL_SERVICES): want yes or no" >&2; exit 2;; esac
 
 ## down: stop every program (gracefully) and supervisord itself. The
 ## databases and the broker keep running.

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,6 +132,9 @@ func parseMulti(rest, defaultPort string) (parsed, error) {
 		if host == "" {
 			return p, fmt.Errorf("host %d %q has no name", i+1, h)
 		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return p, fmt.Errorf("host %d %q: the port must be a number from 1 to 65535", i+1, h)
+		}
 		p.hosts = append(p.hosts, net.JoinHostPort(host, port))
 	}
 	u, err := url.Parse("redis://placeholder" + tail)
@@ -142,6 +146,9 @@ func parseMulti(rest, defaultPort string) (parsed, error) {
 	}
 	p.path = strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
 	p.query = u.Query()
+	if p.query.Has("addr") {
+		return p, errors.New("list every host before the path, separated by commas, not in addr parameters")
+	}
 	return p, nil
 }
 
@@ -153,7 +160,6 @@ func (p parsed) goRedisURL(scheme, path string) string {
 	for k, v := range p.query {
 		q[k] = v
 	}
-	q.Del("addr")
 	for _, h := range p.hosts[1:] {
 		q.Add("addr", h)
 	}

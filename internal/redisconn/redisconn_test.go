@@ -91,6 +91,9 @@ func TestErrorsNeverQuoteThePassword(t *testing.T) {
 		"redis+sentinel://:s3cr3t@s1:26379/m/zero",
 		"redis+cluster://:s3cr3t@n1:7000?bogus=1",
 		"redis+cluster://:s3cr3t@n1:70x0",
+		"redis+cluster://:s3cr3t@n1:7000,n2:99999",
+		"redis+cluster://:s3cr3t@n1:7000?addr=n2:7001",
+		"redis+sentinel://:s3cr3t@s1,::1/mymaster",
 	} {
 		_, err := Parse(raw)
 		if err == nil {
