@@ -10,19 +10,31 @@ SUPCTL     := supervisorctl -c $(SUPCONF)
 DB_NAME    ?= portalwatch
 PROGRAMS   := scheduler crawler processor watchctl web
 FUZZTIME   ?= 5s
+# What one machine runs (make up ROLES=crawler,processor): a comma-separated
+# subset of scheduler, crawler, processor and web; empty means all four.
+ROLES      ?=
+# How many crawler processes the crawler role starts.
+CRAWLERS   ?= 2
+# no: PostgreSQL, Redis and RabbitMQ run elsewhere (DATABASE_URL, AMQP_URL and
+# REDIS_URL name them); make up neither installs nor starts them here.
+LOCAL_SERVICES ?= yes
 
-.PHONY: up down status build services test vet fuzz chaos chaos-short clean
+.PHONY: up check-roles down status build services test vet fuzz chaos chaos-short clean
 
 # Benchmarks: make bench, bench-history, bench-scheduler, bench-peer, bench-go.
 include bench.mk
 
-## up: install and start PostgreSQL, Redis, RabbitMQ and supervisord as needed,
-## create and migrate the database, build, and (re)start the programs under
-## supervisord with the current environment.
-up: services build
-	@scripts/services.sh redis-limits
-	@scripts/services.sh ensure-db $(DB_NAME)
-	@bin/watchctl migrate
+## up: install and start PostgreSQL, Redis, RabbitMQ and supervisord as needed
+## (LOCAL_SERVICES=no: supervisord only), create and migrate the database
+## (where the scheduler runs), build, and (re)start the programs of ROLES
+## (default: all) under supervisord with the current environment.
+up: check-roles build
+	@if [ "$(LOCAL_SERVICES)" = yes ]; then \
+		scripts/services.sh ensure all && scripts/services.sh redis-limits && scripts/services.sh ensure-db $(DB_NAME); \
+	else scripts/services.sh ensure supervisor; fi
+	@# Migrations take a lock, but only the machine that runs the scheduler
+	@# needs them: a crawler machine may have no database access at all.
+	@case "$$(scripts/supervisor-roles.sh "$(ROLES)")" in *scheduler*) bin/watchctl migrate;; esac
 	@mkdir -p $(SUPERVISOR)/run $(SUPERVISOR)/logs
 	@# Recorded so that bin/watchctl uses the settings the programs run with.
 	@# The URLs can hold passwords: the file is readable by its owner only,
@@ -34,9 +46,17 @@ up: services build
 		$(SUPCTL) shutdown >/dev/null; \
 		while $(SUPCTL) pid >/dev/null 2>&1; do sleep 0.2; done; \
 	fi
-	@supervisord -c $(SUPCONF)
+	@PORTALWATCH_SUPERVISOR_INCLUDE="$$(scripts/supervisor-roles.sh "$(ROLES)")" \
+		PORTALWATCH_SUPERVISOR_CRAWLERS=$(CRAWLERS) supervisord -c $(SUPCONF)
 	@for i in $$(seq 1 50); do $(SUPCTL) status 2>/dev/null | grep -qv STARTING && break; sleep 0.2; done
 	@sleep 2; $(SUPCTL) status
+
+# check-roles: refuse a bad ROLES, CRAWLERS or LOCAL_SERVICES in one line,
+# before anything is built or started.
+check-roles:
+	@scripts/supervisor-roles.sh "$(ROLES)" >/dev/null
+	@case "$(CRAWLERS)" in [1-9]|[1-9][0-9]|100) ;; *) echo "CRAWLERS=$(CRAWLERS): want 1 to 100 crawler processes" >&2; exit 2;; esac
+	@case "$(LOCAL_SERVICES)" in yes|no) ;; *) echo "LOCAL_SERVICES=$(LOCAL_SERVICES): want yes or no" >&2; exit 2;; esac
 
 ## down: stop every program (gracefully) and supervisord itself. The
 ## databases and the broker keep running.

@@ -43,31 +43,59 @@ func startSupervisor(t *testing.T, env []string) *supervisor {
 		testsvc.Unavailable(t, "supervisord not installed")
 	}
 	root := repoRoot()
-	orig, err := os.ReadFile(filepath.Join(root, "deploy/supervisor/supervisord.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	conf := string(orig)
-	conf = strings.ReplaceAll(conf, "%(here)s/run", dir)
-	conf = strings.ReplaceAll(conf, "%(here)s/logs", dir)
-	conf = strings.ReplaceAll(conf, "%(here)s/../..", root)
+	// The main file and every role's file, moved to dir: the roles' files
+	// keep their own folder (conf.d), as the [include] list names them.
+	confs := map[string]string{}
+	for _, name := range []string{"supervisord.conf", "conf.d/scheduler.conf", "conf.d/crawler.conf",
+		"conf.d/processor.conf", "conf.d/web.conf"} {
+		b, err := os.ReadFile(filepath.Join(root, "deploy/supervisor", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf := string(b)
+		conf = strings.ReplaceAll(conf, "%(here)s/../../..", root) // conf.d
+		conf = strings.ReplaceAll(conf, "%(here)s/../logs", dir)   // conf.d
+		conf = strings.ReplaceAll(conf, "%(here)s/run", dir)
+		conf = strings.ReplaceAll(conf, "%(here)s/logs", dir)
+		conf = strings.ReplaceAll(conf, "%(here)s/../..", root)
+		confs[name] = conf
+	}
 	base := 20000 + int(time.Now().UnixNano()%10000)
 	s := &supervisor{t: t, dir: dir, ports: map[string]int{
 		"scheduler": base, "crawler_00": base + 1, "crawler_01": base + 2, "processor": base + 3, "web": base + 4,
 	}}
-	conf = strings.Replace(conf, `"127.0.0.1:9101"`, fmt.Sprintf(`"127.0.0.1:%d"`, base), 1)
-	conf = strings.Replace(conf, `"127.0.0.1:92%(process_num)02d"`, fmt.Sprintf(`"127.0.0.1:%d%%(process_num)01d"`, (base+1)/10), 1)
-	s.ports["crawler_00"], s.ports["crawler_01"] = (base+1)/10*10, (base+1)/10*10+1
-	conf = strings.Replace(conf, `"127.0.0.1:9103"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+3), 1)
-	conf = strings.Replace(conf, `"127.0.0.1:8080"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+4), 1)
-	if regexp.MustCompile(`(?m)^[^;\n]*%\(here\)s`).MatchString(conf) {
-		t.Fatalf("supervisord.conf has a path this test does not move:\n%s", conf)
+	for _, r := range []struct{ name, old, new string }{
+		{"conf.d/scheduler.conf", `"127.0.0.1:9101"`, fmt.Sprintf(`"127.0.0.1:%d"`, base)},
+		{"conf.d/crawler.conf", `"127.0.0.1:92%(process_num)02d"`, fmt.Sprintf(`"127.0.0.1:%d%%(process_num)01d"`, (base+1)/10)},
+		{"conf.d/processor.conf", `"127.0.0.1:9103"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+3)},
+		{"conf.d/web.conf", `"127.0.0.1:8080"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+4)},
+	} {
+		if !strings.Contains(confs[r.name], r.old) {
+			t.Fatalf("%s has no %s for this test to move", r.name, r.old)
+		}
+		confs[r.name] = strings.Replace(confs[r.name], r.old, r.new, 1)
 	}
-	s.conf = filepath.Join(dir, "supervisord.conf")
-	if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
+	s.ports["crawler_00"], s.ports["crawler_01"] = (base+1)/10*10, (base+1)/10*10+1
+	if err := os.Mkdir(filepath.Join(dir, "conf.d"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	for name, conf := range confs {
+		if regexp.MustCompile(`(?m)^[^;\n]*%\(here\)s`).MatchString(conf) {
+			t.Fatalf("%s has a path this test does not move:\n%s", name, conf)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.conf = filepath.Join(dir, "supervisord.conf")
+	// Every role, as make up with no ROLES chooses them.
+	includes, err := exec.Command(filepath.Join(root, "scripts/supervisor-roles.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/supervisor-roles.sh: %v", err)
+	}
+	env = append(env, "PORTALWATCH_SUPERVISOR_INCLUDE="+strings.TrimSpace(string(includes)),
+		"PORTALWATCH_SUPERVISOR_CRAWLERS=2")
 	cmd := exec.Command("supervisord", "-c", s.conf)
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/portalwatch/portalwatch/internal/redisconn"
 )
 
 // Config holds every setting of every process. Each process reads the parts it
@@ -26,7 +28,11 @@ type Config struct {
 	// the URLs of a cluster's nodes, each amqp:// or amqps:// with a host.
 	// Default: amqp://guest:guest@127.0.0.1:5672/.
 	AMQPURL string
-	// RedisURL is the Redis URL (REDIS_URL). Default: redis://127.0.0.1:6379/0.
+	// RedisURL is the Redis URL (REDIS_URL): one server (redis://, rediss://,
+	// unix://), a Sentinel-managed primary
+	// (redis+sentinel://[user:password@]host1:26379,host2:26379/mymaster[/db])
+	// or a Redis Cluster (redis+cluster://[user:password@]host1:7000,host2:7001);
+	// package redisconn documents the forms. Default: redis://127.0.0.1:6379/0.
 	RedisURL string
 
 	// JobQueue and TaskQueue name the two work queues
@@ -257,7 +263,7 @@ func Load(getenv Getenv) (Config, error) {
 	c.Processor.Prefetch = r.integer("PORTALWATCH_PROCESSOR_PREFETCH", 4*c.Processor.Concurrency, 1, 2000)
 	r.check(validURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql"))
 	r.check(validURLList("AMQP_URL", c.AMQPURL, "amqp", "amqps"))
-	r.check(validURL("REDIS_URL", c.RedisURL, "redis", "rediss", "unix"))
+	r.check(validRedisURL("REDIS_URL", c.RedisURL))
 	r.check(validName("PORTALWATCH_JOB_QUEUE", c.JobQueue))
 	r.check(validName("PORTALWATCH_TASK_QUEUE", c.TaskQueue))
 	r.check(validName("PORTALWATCH_REDIS_PREFIX", c.RedisPrefix))
@@ -424,6 +430,15 @@ func validURLList(name, raw string, schemes ...string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validRedisURL checks raw the way the programs will read it, so that a
+// URL the Redis adapters would refuse stops the program at start.
+func validRedisURL(name, raw string) error {
+	if _, err := redisconn.Parse(raw); err != nil {
+		return fmt.Errorf("%s=%q: %v", name, RedactURL(raw), err)
+	}
+	return nil
 }
 
 // redact hides a password so a config error never prints a credential.

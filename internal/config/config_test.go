@@ -85,6 +85,9 @@ func TestURLErrorsNeverShowAPassword(t *testing.T) {
 		{"DATABASE_URL", "postgres://portal:s3cr3t@db.internal:54x2/portalwatch"},
 		{"AMQP_URL", "amqp://guest:s3cr3t@rabbit:bad/"},
 		{"REDIS_URL", "redis://:s3cr3t@cache:6379x/0"},
+		{"REDIS_URL", "redis+sentinel://:s3cr3t@s1:26379,s2:26379"},
+		{"REDIS_URL", "redis+cluster://:s3cr3t@n1:7000,,n2:7001"},
+		{"REDIS_URL", "redis://:s3cr3t@n1:7000,n2:7001/0"},
 		{"DATABASE_URL", "mysql://portal:s3cr3t@db.internal/portalwatch"},
 		{"AMQP_URL", "amqp://guest:s3cr3t@rab bit/%zz"},
 	} {
@@ -109,6 +112,45 @@ func TestRedactURL(t *testing.T) {
 	} {
 		if got := RedactURL(raw); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+func TestRedisURLForms(t *testing.T) {
+	tests := []struct {
+		url     string
+		wantErr string // "" means valid
+	}{
+		{"redis://127.0.0.1:6379/0", ""},
+		{"rediss://:pw@cache.internal:6380/2", ""},
+		{"unix:///run/redis/redis.sock?db=1", ""},
+		{"redis+sentinel://:pw@s1:26379,s2,[::1]:26380/mymaster/0", ""},
+		{"rediss+sentinel://s1:26379/mymaster?sentinel_password=pw", ""},
+		{"redis+cluster://:pw@n1:7000,n2:7001,[::1]:7002", ""},
+		{"redis+cluster://n1", ""},
+		{"redis://n1:7000,n2:7001/0", "lists several hosts: name one server, or use redis+sentinel:// or redis+cluster://"},
+		{"redis+sentinel://s1:26379,s2:26379", "want the primary's name after the hosts"},
+		{"redis+sentinel://s1:26379/mymaster/x", "invalid database number"},
+		{"redis+cluster://n1:7000/3", "database 0 only"},
+		{"redis+cluster://n1:7000,,n2:7001", "host 2 is empty"},
+		{"redis+cluster://n1:7000?pool_sise=3", "unexpected option: pool_sise"},
+		{"redis+shard://n1:7000", `scheme "redis+shard": want redis+sentinel or redis+cluster`},
+		{"http://cache:6379", `scheme "http"`},
+		{"cache:6379", "want a URL starting with redis://"},
+	}
+	for _, tt := range tests {
+		c, err := Load(envOf(map[string]string{"REDIS_URL": tt.url}))
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("REDIS_URL=%s: %v", tt.url, err)
+		case tt.wantErr == "" && c.RedisURL != tt.url:
+			t.Errorf("REDIS_URL=%s read as %q", tt.url, c.RedisURL)
+		case tt.wantErr != "" && err == nil:
+			t.Errorf("REDIS_URL=%s accepted, want an error containing %q", tt.url, tt.wantErr)
+		case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+			t.Errorf("REDIS_URL=%s: error %q does not contain %q", tt.url, err, tt.wantErr)
+		case tt.wantErr != "" && strings.Count(err.Error(), "\n") > 0:
+			t.Errorf("REDIS_URL=%s: error %q spans several lines", tt.url, err)
 		}
 	}
 }

@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/portalwatch/portalwatch/internal/redisconn"
 )
 
 // Defaults applied by Open.
@@ -63,7 +65,7 @@ type Config struct {
 // Gate is the fleet-wide gate of every origin. It is safe for concurrent
 // use.
 type Gate struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	cfg   Config
 	log   *slog.Logger
 	local *local
@@ -73,10 +75,13 @@ type Gate struct {
 	degradedUntil atomic.Int64
 }
 
-// Open returns a Gate on the Redis at url. It does not wait for the server:
-// until Redis answers, the per-process rules apply.
+// Open returns a Gate on the Redis that url names: one server, a
+// Sentinel-managed primary or a Redis Cluster (see package redisconn for the
+// forms). It does not wait for the server: until Redis answers, the
+// per-process rules apply. It fails only on a URL it cannot parse; the error
+// does not quote the URL.
 func Open(url string, cfg Config, log *slog.Logger) (*Gate, error) {
-	opts, err := redis.ParseURL(url)
+	target, err := redisconn.Parse(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
@@ -89,13 +94,11 @@ func Open(url string, cfg Config, log *slog.Logger) (*Gate, error) {
 	if cfg.LocalSize <= 0 {
 		cfg.LocalSize = DefaultLocalSize
 	}
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
-	// A retry would double the time a check waits on a Redis that is away;
-	// the per-process rules answer instead.
-	opts.MaxRetries = -1
-	opts.DialerRetries = 1
+	// Without retries (redisconn sets none): a retry would double the time a
+	// check waits on a Redis that is away; the per-process rules answer
+	// instead.
 	return &Gate{
-		rdb:   redis.NewClient(opts),
+		rdb:   target.Open(cfg.Timeout),
 		cfg:   cfg,
 		log:   log,
 		local: newLocal(cfg.LocalSize, cfg.MaxInFlight),

@@ -23,13 +23,13 @@ package seen
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	neturl "net/url"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/portalwatch/portalwatch/internal/redisconn"
 )
 
 // Config configures a Set.
@@ -62,15 +62,18 @@ type Config struct {
 
 // Set is the seen-set of every page. It is safe for concurrent use.
 type Set struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	cfg Config
 }
 
-// Open connects to Redis at url. It does not wait for the server.
+// Open connects to the Redis that url names: one server, a Sentinel-managed
+// primary or a Redis Cluster (see package redisconn for the forms). It does
+// not wait for the server. It fails only on a URL it cannot parse; the
+// error does not quote the URL.
 func Open(url string, cfg Config) (*Set, error) {
-	opts, err := redis.ParseURL(url)
+	target, err := redisconn.Parse(url)
 	if err != nil {
-		return nil, fmt.Errorf("parse REDIS_URL: %w", withoutURL(err))
+		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
 	if cfg.Buckets <= 0 {
 		cfg.Buckets = 8
@@ -87,18 +90,14 @@ func Open(url string, cfg Config) (*Set, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	opts.DialTimeout = cfg.Timeout
-	opts.ReadTimeout = cfg.Timeout
-	opts.WriteTimeout = cfg.Timeout
-	// A cache that is down must not hold a task back with retries of its own:
-	// a failed command is a cache miss, and PostgreSQL decides. With even one
-	// retry (go-redis's backoff between attempts) a task took 49 ms instead
-	// of 3.6 ms while Redis was unreachable (processor BenchmarkHandle/no-cache).
-	// The price is that a pooled connection Redis closed (after its restart)
-	// fails one command instead of being redialled within it.
-	opts.MaxRetries = -1
-	opts.DialerRetries = 1
-	return &Set{rdb: redis.NewClient(opts), cfg: cfg}, nil
+	// A cache that is down must not hold a task back with retries of its own
+	// (redisconn sets none): a failed command is a cache miss, and PostgreSQL
+	// decides. With even one retry (go-redis's backoff between attempts) a
+	// task took 49 ms instead of 3.6 ms while Redis was unreachable
+	// (processor BenchmarkHandle/no-cache). The price is that a pooled
+	// connection Redis closed (after its restart) fails one command instead
+	// of being redialled within it.
+	return &Set{rdb: target.Open(cfg.Timeout), cfg: cfg}, nil
 }
 
 // Close closes the connections. It is safe to call more than once.
@@ -132,8 +131,13 @@ func (s *Set) generation(pageID int64) (gen int64, expireAt time.Time) {
 	return gen, time.Unix(end+ttl, 0)
 }
 
+// key returns one of a page's sets. The page id is the key's hash tag, so
+// that on a Redis Cluster all of a page's sets share a slot: Forget's DEL
+// of several keys is legal there, and a page's lookups go to one node, so
+// losing a node costs the pages on it their cache and no other page a
+// round trip.
 func (s *Set) key(pageID, gen int64, bucket int) string {
-	return s.cfg.Prefix + ":seen:" + s.cfg.Epoch + ":" + strconv.FormatInt(pageID, 10) + ":" +
+	return s.cfg.Prefix + ":seen:" + s.cfg.Epoch + ":{" + strconv.FormatInt(pageID, 10) + "}:" +
 		strconv.FormatInt(gen, 10) + ":" + strconv.Itoa(bucket)
 }
 
@@ -202,7 +206,7 @@ func (s *Set) Add(ctx context.Context, pageID int64, codes []uint64) error {
 	gen, expireAt := s.generation(pageID)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	add := func() error {
+	add := func(run func(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd) error {
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for b, idx := range byBucket {
 				args := make([]any, 2, 2+len(idx))
@@ -210,19 +214,20 @@ func (s *Set) Add(ctx context.Context, pageID int64, codes []uint64) error {
 				for _, j := range idx {
 					args = append(args, codes[j])
 				}
-				addScript.EvalSha(ctx, p, []string{s.key(pageID, gen, b)}, args...)
+				run(ctx, p, []string{s.key(pageID, gen, b)}, args...)
 			}
 			return nil
 		})
 		return err
 	}
-	err := add()
+	err := add(addScript.EvalSha)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// A Redis that restarted or was flushed has forgotten the script;
-		// EvalSha in a pipeline cannot fall back to EVAL by itself.
-		if err = addScript.Load(ctx, s.rdb).Err(); err == nil {
-			err = add()
-		}
+		// EvalSha in a pipeline cannot fall back to EVAL by itself. EVAL
+		// sends the script to the node that holds the page's sets and
+		// caches it there: a SCRIPT LOAD would go to every master of a
+		// cluster, and fail while any of them is lost.
+		err = add(addScript.Eval)
 	}
 	if err != nil {
 		return fmt.Errorf("add %d codes of page %d to Redis: %w", len(codes), pageID, err)
@@ -252,15 +257,4 @@ func (s *Set) group(codes []uint64) map[int][]int {
 		byBucket[b] = append(byBucket[b], i)
 	}
 	return byBucket
-}
-
-// withoutURL drops the URL that net/url quotes, password included, in its
-// parse errors, keeping the reason: a connection error must never carry a
-// credential into a log.
-func withoutURL(err error) error {
-	var ue *neturl.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }

@@ -101,7 +101,7 @@ func TestCodesStayInCompactEncoding(t *testing.T) {
 	if err := s.Add(ctx, 99, codes); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := rdb.Keys(ctx, "*:seen:e:99:*").Result()
+	keys, err := rdb.Keys(ctx, "*:seen:e:{99}:*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestWritesDoNotRenewTheExpiry(t *testing.T) {
 	if err := s.Add(ctx, 5, []uint64{1}); err != nil {
 		t.Fatal(err)
 	}
-	keys := rdb.Keys(ctx, "*:seen:e:5:*").Val()
+	keys := rdb.Keys(ctx, "*:seen:e:{5}:*").Val()
 	if len(keys) != 1 {
 		t.Fatalf("keys = %v, want one set", keys)
 	}
@@ -205,7 +205,7 @@ func TestRotatingPageStaysBounded(t *testing.T) {
 			first = codes
 		}
 	}
-	keys := rdb.Keys(ctx, "*:seen:e:42:*").Val()
+	keys := rdb.Keys(ctx, "*:seen:e:{42}:*").Val()
 	var total int64
 	for _, k := range keys {
 		n := rdb.SCard(ctx, k).Val()

@@ -22,6 +22,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/portalwatch/portalwatch/internal/redisconn"
 )
 
 // Environment variables that point tests at other servers.
@@ -192,39 +194,57 @@ func DeleteKeysAt(t testing.TB, redisURL, prefix string) {
 }
 
 // DropKeys deletes every key that starts with prefix + ":" on the Redis at
-// redisURL, UNLINKing them 1,000 at a time as the scan finds them, so a
-// benchmark's million keys neither sit in memory nor block Redis.
+// redisURL (any REDIS_URL form; on a cluster, on every master), UNLINKing
+// them 1,000 at a time as the scan finds them, so a benchmark's million keys
+// neither sit in memory nor block Redis.
 func DropKeys(ctx context.Context, redisURL, prefix string) error {
-	opts, err := redis.ParseURL(redisURL)
+	rdb, err := redisconn.Open(redisURL, 5*time.Second)
 	if err != nil {
 		return fmt.Errorf("clean Redis prefix %s: %w", prefix, err)
 	}
-	rdb := redis.NewClient(opts)
 	defer rdb.Close()
+	if cluster, ok := rdb.(*redis.ClusterClient); ok {
+		err = cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return dropKeysOn(ctx, node, prefix)
+		})
+	} else {
+		err = dropKeysOn(ctx, rdb, prefix)
+	}
+	if err != nil {
+		return fmt.Errorf("clean Redis prefix %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// dropKeysOn scans one server. Each key is UNLINKed alone, in a pipeline:
+// a cluster node refuses one UNLINK of keys in different slots.
+func dropKeysOn(ctx context.Context, rdb redis.Cmdable, prefix string) error {
 	iter := rdb.Scan(ctx, 0, prefix+":*", 5000).Iterator()
 	batch := make([]string, 0, 1000)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		err := rdb.Unlink(ctx, batch...).Err()
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range batch {
+				p.Unlink(ctx, k)
+			}
+			return nil
+		})
 		batch = batch[:0]
 		return err
 	}
 	for iter.Next(ctx) {
 		if batch = append(batch, iter.Val()); len(batch) == cap(batch) {
 			if err := flush(); err != nil {
-				return fmt.Errorf("clean Redis prefix %s: %w", prefix, err)
+				return err
 			}
 		}
 	}
 	if err := iter.Err(); err != nil {
-		return fmt.Errorf("clean Redis prefix %s: %w", prefix, err)
+		return err
 	}
-	if err := flush(); err != nil {
-		return fmt.Errorf("clean Redis prefix %s: %w", prefix, err)
-	}
-	return nil
+	return flush()
 }
 
 // Logger returns a logger that writes through t.Log, so a test's output shows
