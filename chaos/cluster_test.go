@@ -15,6 +15,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // Cluster load: a batch of clusterBatch messages every clusterTick, at most
@@ -50,10 +51,10 @@ func newClusterLedger() *clusterLedger {
 	}
 }
 
-func (l *clusterLedger) handle(_ context.Context, d queue.Delivery) error {
+func (l *clusterLedger) handle(_ context.Context, d watch.Delivery) error {
 	seq, err := strconv.Atoi(string(d.Body))
 	if err != nil {
-		return queue.Permanent(fmt.Errorf("body %q is not a sequence number", d.Body))
+		return watch.Permanent(fmt.Errorf("body %q is not a sequence number", d.Body))
 	}
 	l.mu.Lock()
 	l.received[seq]++
@@ -163,9 +164,9 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 			if first+clusterBatch > clusterMaxMessages {
 				return
 			}
-			msgs := make([]queue.Message, clusterBatch)
+			msgs := make([]watch.Message, clusterBatch)
 			for i := range msgs {
-				msgs[i] = queue.Message{Body: []byte(strconv.Itoa(first + i))}
+				msgs[i] = watch.Message{Body: []byte(strconv.Itoa(first + i))}
 			}
 			start := time.Now()
 			err := pub.Publish(loadCtx, qname, msgs...)

@@ -18,6 +18,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/systest"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // hostile serves pages that misbehave in every way the crawler must survive.
@@ -113,7 +114,7 @@ func TestBadPagesAndBadMessages(t *testing.T) {
 		{sys.TaskQ, `{"id": 3}`},
 		{sys.TaskQ, `{"baseUrl":"http://removed.example/","id":987654,"context":[{"url":"http://removed.example/a","text":"a"}],"status":200}`},
 	} {
-		if err := pub.Publish(ctx, m.q, queue.Message{Body: []byte(m.body)}); err != nil {
+		if err := pub.Publish(ctx, m.q, watch.Message{Body: []byte(m.body)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -62,25 +62,25 @@ func TestNegativeControlRedisBeforeCommit(t *testing.T) {
 	var crashes atomic.Int64
 	// The processor's steps in the wrong order: Redis is told "seen" before
 	// PostgreSQL commits.
-	wrong := func(ctx context.Context, d queue.Delivery) error {
+	wrong := func(ctx context.Context, d watch.Delivery) error {
 		task, err := watch.DecodeTask(d.Body)
 		if err != nil {
-			return queue.Permanent(err)
+			return watch.Permanent(err)
 		}
 		var (
-			links []store.NewLink
+			links []watch.NewLink
 			codes []uint64
 		)
 		for _, l := range task.Context {
 			key := shortlink.Key(l.URL)
-			links = append(links, store.NewLink{Key: key, URL: l.URL, Text: l.Text, Code: shortlink.Code(key, shortlink.DefaultLength)})
+			links = append(links, watch.NewLink{Key: key, URL: l.URL, Text: l.Text, Code: shortlink.Code(key, shortlink.DefaultLength)})
 			codes = append(codes, shortlink.CodeValue(key, shortlink.DefaultLength))
 		}
 		known, err := set.Seen(ctx, task.ID, codes)
 		if err != nil {
 			return err
 		}
-		var candidates []store.NewLink
+		var candidates []watch.NewLink
 		var fresh []uint64
 		for i := range links {
 			if !known[i] {
@@ -94,7 +94,7 @@ func TestNegativeControlRedisBeforeCommit(t *testing.T) {
 			crashes.Add(1)
 			return errors.New("simulated crash between the Redis write and the PostgreSQL commit")
 		}
-		_, err = st.RecordCheck(ctx, store.Check{PageID: task.ID, FetchedAt: task.FetchedAt, Status: task.Status, Error: task.Error}, candidates)
+		_, err = st.RecordCheck(ctx, watch.Check{PageID: task.ID, FetchedAt: task.FetchedAt, Status: task.Status, Error: task.Error}, candidates)
 		return err
 	}
 	qcfg := queue.Config{URL: w.mq.URL()}
@@ -186,5 +186,5 @@ func TestNegativeControlAckBeforeConfirm(t *testing.T) {
 func crawlerHandle(ctx context.Context, svc *crawler.Service, pub *queue.Publisher, taskQueue string, body []byte) {
 	// The right path from here on: Handle fetches, publishes and waits for
 	// the confirm; only the ack came too early.
-	svc.Handle(ctx, queue.Delivery{Body: body})
+	svc.Handle(ctx, watch.Delivery{Body: body})
 }

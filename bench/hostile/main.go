@@ -132,13 +132,13 @@ func run(repo, amqpURL string, timeout time.Duration, m mix, log *slog.Logger) (
 
 	paths := site.paths()
 	rand.New(rand.NewPCG(9, 9)).Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
-	msgs := make([]queue.Message, len(paths))
+	msgs := make([]watch.Message, len(paths))
 	for i, p := range paths {
 		body, err := watch.EncodeJob(watch.Job{ID: int64(i + 1), BaseURL: origin + p})
 		if err != nil {
 			return result{}, err
 		}
-		msgs[i] = queue.Message{Body: body}
+		msgs[i] = watch.Message{Body: body}
 	}
 	if err := pub.Publish(ctx, jobQueue, msgs...); err != nil {
 		return result{}, fmt.Errorf("publish %d jobs: %w", len(msgs), err)
@@ -260,10 +260,10 @@ func newCollector(want int) *collector {
 	return &collector{tasks: make(map[int64]watch.Task, want), want: want, done: make(chan struct{})}
 }
 
-func (c *collector) handle(_ context.Context, d queue.Delivery) error {
+func (c *collector) handle(_ context.Context, d watch.Delivery) error {
 	task, err := watch.DecodeTask(d.Body)
 	if err != nil {
-		return queue.Permanent(err)
+		return watch.Permanent(err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 func main() { proc.Main("processor", run) }
@@ -68,7 +69,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		svc := processor.New(processor.Config{
 			CodeLength: cfg.CodeLength,
 			Backoff:    backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second},
-			Caps: store.Caps{
+			Caps: watch.Caps{
 				PerCheck: cfg.Processor.MaxNewLinksPerCheck,
 				PerDay:   cfg.Processor.MaxNewLinksPerDay,
 			},

@@ -25,6 +25,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/config"
+	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/ops"
 	"github.com/portalwatch/portalwatch/internal/proc"
 	"github.com/portalwatch/portalwatch/internal/queue"
@@ -58,7 +59,7 @@ func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Lo
 
 	srv, err := web.New(web.Config{
 		PublicRead: cfg.Web.PublicRead,
-		Policy:     registration.Policy{AllowPrivate: cfg.AllowPrivate},
+		Policy:     registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, nil)},
 		Health:     health,
 		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Registerer: reg,

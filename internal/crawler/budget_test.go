@@ -15,7 +15,6 @@ import (
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -36,7 +35,7 @@ func TestTaskStaysWithinItsBudget(t *testing.T) {
 	pub := &recorder{}
 	svc := newService(t, pub)
 	job, _ := watch.EncodeJob(watch.Job{ID: 1, BaseURL: srv.URL + "/"})
-	if err := svc.Handle(context.Background(), queue.Delivery{Body: job}); err != nil {
+	if err := svc.Handle(context.Background(), watch.Delivery{Body: job}); err != nil {
 		t.Fatal(err)
 	}
 	body := pub.msgs[0].Body

@@ -15,8 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/domwalk"
-	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/urlnorm"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -24,12 +22,12 @@ import (
 
 // Fetcher fetches one page.
 type Fetcher interface {
-	Fetch(ctx context.Context, req fetch.Request) (fetch.Result, error)
+	Fetch(ctx context.Context, req watch.FetchRequest) (watch.FetchResult, error)
 }
 
 // Publisher publishes messages and returns once the broker confirmed them.
 type Publisher interface {
-	Publish(ctx context.Context, queue string, msgs ...queue.Message) error
+	Publish(ctx context.Context, queue string, msgs ...watch.Message) error
 }
 
 // Config configures the crawler.
@@ -132,20 +130,20 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 // Handle handles one job delivery: a job that cannot be decoded is marked
 // permanent (dead-lettered); a task that cannot be published in time returns
 // the job to its queue; everything else, failed fetches included, acks it.
-func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
+func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 	job, err := watch.DecodeJob(d.Body)
 	if err != nil {
 		s.metrics.checks.WithLabelValues("malformed").Inc()
-		return queue.Permanent(err)
+		return watch.Permanent(err)
 	}
 	task := s.Check(ctx, job)
 	body, err := watch.EncodeTask(task)
 	if err != nil {
-		return queue.Permanent(fmt.Errorf("encode task of page %d: %w", job.ID, err))
+		return watch.Permanent(fmt.Errorf("encode task of page %d: %w", job.ID, err))
 	}
 	pubCtx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()
-	if err := s.pub.Publish(pubCtx, s.cfg.TaskQueue, queue.Message{Body: body}); err != nil {
+	if err := s.pub.Publish(pubCtx, s.cfg.TaskQueue, watch.Message{Body: body}); err != nil {
 		return fmt.Errorf("publish task of page %d: %w", job.ID, err)
 	}
 	return nil
@@ -167,7 +165,7 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 		return task
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
-	res, err := s.fetcher.Fetch(fetchCtx, fetch.Request{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified})
+	res, err := s.fetcher.Fetch(fetchCtx, watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified})
 	cancel()
 	leave()
 	task.Status, task.FetchedAt = res.Status, res.FetchedAt
@@ -191,7 +189,7 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	if err != nil {
 		task.Error = watch.CleanText(err.Error())
 		s.metrics.checks.WithLabelValues("fetch_failed").Inc()
-		log.Info("fetch failed", "status", res.Status, "err", task.Error, "kind", fetch.KindOf(err).String())
+		log.Info("fetch failed", "status", res.Status, "err", task.Error, "kind", watch.FetchKindOf(err).String())
 		return task
 	}
 	if res.NotModified {

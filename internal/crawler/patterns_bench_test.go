@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/crawler"
-	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -22,8 +21,8 @@ type pageFetcher struct {
 	html []byte
 }
 
-func (f *pageFetcher) Fetch(context.Context, fetch.Request) (fetch.Result, error) {
-	return fetch.Result{Status: 200, FinalURL: f.url, HTML: f.html, FetchedAt: time.Now()}, nil
+func (f *pageFetcher) Fetch(context.Context, watch.FetchRequest) (watch.FetchResult, error) {
+	return watch.FetchResult{Status: 200, FinalURL: f.url, HTML: f.html, FetchedAt: time.Now()}, nil
 }
 
 // linkPage returns a page of n links whose URLs look like a news portal's

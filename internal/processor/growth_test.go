@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/processor"
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // A link cut by the caps must not enter the seen-set: the next check, when
 // there is room, records it.
 func TestCutLinksAreRecordedLater(t *testing.T) {
-	f := newFixtureWith(t, "", processor.Config{Caps: store.Caps{PerCheck: 2}})
+	f := newFixtureWith(t, "", processor.Config{Caps: watch.Caps{PerCheck: 2}})
 	f.deliver(t, f.task("/a"))
 	task := f.task("/a", "/b", "/c", "/d")
 	task.Truncated = 9

@@ -14,16 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // Recorder records a check of a page, PostgreSQL deciding what is new, or
 // that a check was deferred.
 type Recorder interface {
-	RecordCheck(ctx context.Context, c store.Check, links []store.NewLink) (store.Recorded, error)
+	RecordCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error)
 	DeferCheck(ctx context.Context, pageID int64, decidedAt, until time.Time) error
 	RefreshLinks(ctx context.Context, pageID int64, keys []uint64, digest string) error
 }
@@ -43,7 +41,7 @@ type Config struct {
 	Backoff backoff.Policy
 	// Caps bound the new links one check of a page records; zero fields
 	// mean no cap. What is cut shows on the page (watch.Page.LastCut).
-	Caps store.Caps
+	Caps watch.Caps
 	// LinkRefresh is how often a page's links' last-seen times are refreshed
 	// from a whole link set, which link retention needs; zero never. One
 	// refresh costs one statement over the page's links (RefreshLinks), so
@@ -118,12 +116,12 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 // database is unavailable it retries in place with backoff, so an outage
 // delays tasks instead of burning their delivery count; it gives up only when
 // ctx ends, and the task returns to the queue.
-func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
+func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 	start := time.Now()
 	task, err := watch.DecodeTask(d.Body)
 	if err != nil {
 		s.metrics.tasks.WithLabelValues("malformed").Inc()
-		return queue.Permanent(err)
+		return watch.Permanent(err)
 	}
 	outcome, err := s.process(ctx, task)
 	s.metrics.tasks.WithLabelValues(outcome).Inc()
@@ -149,7 +147,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	if !task.DeferredUntil.IsZero() {
 		return s.deferCheck(ctx, task)
 	}
-	check := store.Check{
+	check := watch.Check{
 		PageID:       task.ID,
 		FetchedAt:    task.FetchedAt,
 		Status:       task.Status,
@@ -167,7 +165,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	log := s.log.With("page_id", task.ID, "url", task.BaseURL)
 
 	var (
-		links []store.NewLink
+		links []watch.NewLink
 		codes []uint64 // codes of links, the candidates PostgreSQL decides
 		keys  []uint64 // keys of the task's whole link set
 	)
@@ -180,7 +178,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	case errors.Is(err, watch.ErrPageNotFound):
 		log.Info("task for a removed page dropped")
 		return "page_removed", nil
-	case err != nil && store.IsPermanent(err):
+	case err != nil && watch.IsPermanent(err):
 		return "rejected", s.recordRejection(ctx, check, err)
 	case err != nil:
 		return "interrupted", err
@@ -235,8 +233,8 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 // their codes, and the keys and digest of the task's whole link set. Links
 // are deduplicated by key, and their text made safe for PostgreSQL, whatever
 // the crawler sent.
-func (s *Service) candidates(ctx context.Context, task watch.Task) (links []store.NewLink, codes, all []uint64, digest string) {
-	links = make([]store.NewLink, 0, len(task.Context))
+func (s *Service) candidates(ctx context.Context, task watch.Task) (links []watch.NewLink, codes, all []uint64, digest string) {
+	links = make([]watch.NewLink, 0, len(task.Context))
 	codes = make([]uint64, 0, len(task.Context))
 	keys := make(map[uint64]struct{}, len(task.Context))
 	for _, l := range task.Context {
@@ -249,7 +247,7 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []stor
 			continue
 		}
 		keys[key] = struct{}{}
-		links = append(links, store.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
+		links = append(links, watch.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
 		codes = append(codes, shortlink.CodeValue(key, s.cfg.CodeLength))
 	}
 	all = make([]uint64, 0, len(keys))
@@ -282,7 +280,7 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []stor
 // is not in PostgreSQL, and a cache that called it seen would keep it from
 // ever being recorded. The old links among the candidates stay out of the
 // cache until a check without cuts; they only cost PostgreSQL a lookup.
-func recordedCodes(links []store.NewLink, codes []uint64, updates []watch.Update) []uint64 {
+func recordedCodes(links []watch.NewLink, codes []uint64, updates []watch.Update) []uint64 {
 	recorded := make(map[string]struct{}, len(updates))
 	for _, u := range updates {
 		recorded[u.Code] = struct{}{}
@@ -302,10 +300,10 @@ func recordedCodes(links []store.NewLink, codes []uint64, updates []watch.Update
 // page would show nothing of the check and stay leased until the lease ran
 // out. An error while recording the failure is transient (the task returns
 // to its queue) or permanent too (it is logged, and the task dead-lettered).
-func (s *Service) recordRejection(ctx context.Context, c store.Check, rejected error) error {
+func (s *Service) recordRejection(ctx context.Context, c watch.Check, rejected error) error {
 	// Only values the processor chose: any of the check's may be what was
 	// refused, its fetch time included.
-	failure := store.Check{
+	failure := watch.Check{
 		PageID:    c.PageID,
 		FetchedAt: time.Now(),
 		Error:     watch.CleanText("the database refused this check's data: " + rejected.Error()),
@@ -313,25 +311,25 @@ func (s *Service) recordRejection(ctx context.Context, c store.Check, rejected e
 	_, err := s.record(ctx, failure, nil)
 	switch {
 	case err == nil || errors.Is(err, watch.ErrPageNotFound):
-		return queue.Permanent(rejected)
-	case store.IsPermanent(err):
+		return watch.Permanent(rejected)
+	case watch.IsPermanent(err):
 		s.log.Error("the page's failure could not be recorded either", "page_id", c.PageID, "err", err)
-		return queue.Permanent(fmt.Errorf("%w (recording the failure on the page failed too: %v)", rejected, err))
+		return watch.Permanent(fmt.Errorf("%w (recording the failure on the page failed too: %v)", rejected, err))
 	default:
 		return fmt.Errorf("record the refused check of page %d as a failure: %w", c.PageID, err)
 	}
 }
 
 // record retries RecordCheck while the failure is transient.
-func (s *Service) record(ctx context.Context, c store.Check, links []store.NewLink) (store.Recorded, error) {
+func (s *Service) record(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
 	for attempt := 0; ; attempt++ {
 		rec, err := s.store.RecordCheck(ctx, c, links)
-		if err == nil || errors.Is(err, watch.ErrPageNotFound) || store.IsPermanent(err) {
+		if err == nil || errors.Is(err, watch.ErrPageNotFound) || watch.IsPermanent(err) {
 			return rec, err
 		}
 		s.log.Warn("recording check failed; retrying", "page_id", c.PageID, "attempt", attempt+1, "err", err)
 		if sleepErr := s.cfg.Backoff.Sleep(ctx, attempt); sleepErr != nil {
-			return store.Recorded{}, fmt.Errorf("record check of page %d: %w (gave up: %v)", c.PageID, err, sleepErr)
+			return watch.Recorded{}, fmt.Errorf("record check of page %d: %w (gave up: %v)", c.PageID, err, sleepErr)
 		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/processor"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
@@ -90,7 +89,7 @@ func (bp *benchProcessor) handle(b *testing.B, page watch.Page, links []watch.Li
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := bp.svc.Handle(context.Background(), queue.Delivery{Body: body}); err != nil {
+	if err := bp.svc.Handle(context.Background(), watch.Delivery{Body: body}); err != nil {
 		b.Fatal(err)
 	}
 	return len(body)

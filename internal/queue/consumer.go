@@ -10,25 +10,16 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// Delivery is one message handed to a Handler.
-type Delivery struct {
-	Body []byte
-	// Redelivered is true when the broker may have delivered the message
-	// before (to this or another consumer).
-	Redelivered bool
-	// DeliveryCount is how many times the message was returned to the queue
-	// before this delivery (RabbitMQ's x-delivery-count), 0 at first.
-	DeliveryCount int64
-}
-
 // Handler handles one delivery. Returning nil acks it. Returning an error
-// marked with Permanent sends it to the dead-letter queue with the error as
+// that is or wraps watch.ErrPermanent sends it to the dead-letter queue with the error as
 // its reason. Any other error returns it to the queue, where the broker's
 // delivery limit eventually dead-letters a message that always fails. ctx is
 // cancelled only when a graceful stop runs out of time.
-type Handler func(ctx context.Context, d Delivery) error
+type Handler func(ctx context.Context, d watch.Delivery) error
 
 // ConsumerConfig configures a Consumer.
 type ConsumerConfig struct {
@@ -235,7 +226,7 @@ func (c *Consumer) dispatch(ctx context.Context, d amqp.Delivery, acks *acker) {
 	case err == nil:
 		acks.Ack(d.DeliveryTag)
 		return
-	case IsPermanent(err):
+	case watch.IsPermanent(err):
 		c.log.Warn("dead-lettering message", "err", err, "redelivered", d.Redelivered)
 		dlErr := c.deadLetterMessage(ctx, d, err)
 		if dlErr == nil {
@@ -262,7 +253,7 @@ func (c *Consumer) safeHandle(ctx context.Context, d amqp.Delivery) (err error) 
 			err = fmt.Errorf("handler panicked: %v", r)
 		}
 	}()
-	return c.handle(ctx, Delivery{Body: d.Body, Redelivered: d.Redelivered, DeliveryCount: deliveryCount(d)})
+	return c.handle(ctx, watch.Delivery{Body: d.Body, Redelivered: d.Redelivered, DeliveryCount: deliveryCount(d)})
 }
 
 func (c *Consumer) deadLetterMessage(ctx context.Context, d amqp.Delivery, reason error) error {
@@ -271,7 +262,7 @@ func (c *Consumer) deadLetterMessage(ctx context.Context, d amqp.Delivery, reaso
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConfirmTimeout)
 	defer cancel()
-	return c.deadLetter.Publish(ctx, DeadLetterQueue(c.cfg.Queue), Message{
+	return c.deadLetter.Publish(ctx, DeadLetterQueue(c.cfg.Queue), watch.Message{
 		Body: d.Body,
 		Headers: map[string]string{
 			HeaderReason:      reason.Error(),

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // DeadLetter is a message in a dead-letter queue.
@@ -112,7 +114,7 @@ func (d *Dead) Requeue(ctx context.Context, queue string, limit int, pub *Publis
 			return moved, fmt.Errorf("read %s: %w", DeadLetterQueue(queue), err)
 		}
 		// A fresh message: the old delivery count would dead-letter it again.
-		if err := pub.Publish(ctx, queue, Message{Body: m.Body}); err != nil {
+		if err := pub.Publish(ctx, queue, watch.Message{Body: m.Body}); err != nil {
 			return moved, fmt.Errorf("requeue to %s: %w", queue, err)
 		}
 		if err := m.Ack(false); err != nil {

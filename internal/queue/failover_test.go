@@ -9,6 +9,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // A node that refuses connections in the list costs nothing: publisher and
@@ -21,7 +22,7 @@ func TestDeadNodeInTheListIsSkipped(t *testing.T) {
 	for range 3 { // each publisher starts at a random node
 		pub := queue.NewPublisher(cfg, log, jobQ)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := pub.Publish(ctx, jobQ, queue.Message{Body: []byte("x")})
+		err := pub.Publish(ctx, jobQ, watch.Message{Body: []byte("x")})
 		cancel()
 		pub.Close()
 		if err != nil {
@@ -29,7 +30,7 @@ func TestDeadNodeInTheListIsSkipped(t *testing.T) {
 		}
 	}
 	got := newCollector()
-	runConsumer(t, queue.ConsumerConfig{Config: cfg, Queue: jobQ}, func(_ context.Context, d queue.Delivery) error {
+	runConsumer(t, queue.ConsumerConfig{Config: cfg, Queue: jobQ}, func(_ context.Context, d watch.Delivery) error {
 		got.add(string(d.Body))
 		return nil
 	}, nil)
@@ -60,7 +61,7 @@ func TestPublisherAndConsumerMoveToAnotherNode(t *testing.T) {
 	pub := queue.NewPublisher(cfg, log, jobQ)
 	defer pub.Close()
 	got := newCollector()
-	runConsumer(t, queue.ConsumerConfig{Config: cfg, Queue: jobQ}, func(_ context.Context, d queue.Delivery) error {
+	runConsumer(t, queue.ConsumerConfig{Config: cfg, Queue: jobQ}, func(_ context.Context, d watch.Delivery) error {
 		got.add(string(d.Body))
 		return nil
 	}, nil)
@@ -74,7 +75,7 @@ func TestPublisherAndConsumerMoveToAnotherNode(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		body := fmt.Sprintf("after %s", step)
-		if err := pub.Publish(ctx, jobQ, queue.Message{Body: []byte(body)}); err != nil {
+		if err := pub.Publish(ctx, jobQ, watch.Message{Body: []byte(body)}); err != nil {
 			t.Fatalf("%s: publish: %v", step, err)
 		}
 		for {

@@ -8,13 +8,9 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
-)
 
-// Message is one message to publish.
-type Message struct {
-	Body    []byte
-	Headers map[string]string
-}
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
 
 // Publisher publishes persistent messages on its own connection and waits for
 // the broker's confirm of each, so a message it reports as published is on
@@ -42,7 +38,7 @@ func NewPublisher(cfg Config, log *slog.Logger, queues ...string) *Publisher {
 // broker refused them) are published again after a backoff until they are, or
 // until ctx ends; then the error says how many were left. A message may thus
 // reach the queue twice; consumers absorb that.
-func (p *Publisher) Publish(ctx context.Context, queue string, msgs ...Message) error {
+func (p *Publisher) Publish(ctx context.Context, queue string, msgs ...watch.Message) error {
 	pending := msgs
 	for attempt := 0; ; attempt++ {
 		sess, err := p.conn.open(ctx, enableConfirms)
@@ -93,7 +89,7 @@ func enableConfirms(ch *amqp.Channel) error {
 // whose leader was lost while this channel was opened can go on refusing
 // every publish on that channel while a fresh one is served (RabbitMQ 3.10,
 // seen in chaos/cluster_test.go).
-func (p *Publisher) publishOnce(ctx context.Context, sess *session, queue string, msgs []Message) (failed []Message, refused bool, err error) {
+func (p *Publisher) publishOnce(ctx context.Context, sess *session, queue string, msgs []watch.Message) (failed []watch.Message, refused bool, err error) {
 	confirms := make([]*amqp.DeferredConfirmation, len(msgs))
 	var sendErr error
 	for i, m := range msgs {

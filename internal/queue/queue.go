@@ -209,24 +209,3 @@ func amqpURI(raw string) (string, error) {
 	u.Username = ""
 	return fmt.Sprintf("%s://%s", u.Scheme, net.JoinHostPort(u.Host, fmt.Sprint(u.Port))), nil
 }
-
-// Permanent marks a handler error that no retry can fix, such as a message
-// that cannot be decoded: the consumer sends the message to the dead-letter
-// queue with the error as its reason instead of requeueing it.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return permanentError{err}
-}
-
-type permanentError struct{ err error }
-
-func (e permanentError) Error() string { return e.err.Error() }
-func (e permanentError) Unwrap() error { return e.err }
-
-// IsPermanent reports whether err was marked with Permanent.
-func IsPermanent(err error) bool {
-	var p permanentError
-	return errors.As(err, &p)
-}

@@ -13,19 +13,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
-	"github.com/portalwatch/portalwatch/internal/queue"
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // Claimer claims due pages and reschedules them once publish succeeds.
 type Claimer interface {
-	ClaimDue(ctx context.Context, p store.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error)
+	ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error)
 }
 
 // Publisher publishes messages and returns once the broker confirmed them.
 type Publisher interface {
-	Publish(ctx context.Context, queue string, msgs ...queue.Message) error
+	Publish(ctx context.Context, queue string, msgs ...watch.Message) error
 }
 
 // Config configures the scheduler.
@@ -144,7 +142,7 @@ func (s *Service) loop(ctx context.Context) {
 
 // Round claims and publishes one batch of due pages and returns how many.
 func (s *Service) Round(ctx context.Context) (int, error) {
-	n, err := s.store.ClaimDue(ctx, store.ClaimParams{Limit: s.cfg.BatchSize, Lease: s.cfg.Lease, Jitter: s.cfg.Jitter},
+	n, err := s.store.ClaimDue(ctx, watch.ClaimParams{Limit: s.cfg.BatchSize, Lease: s.cfg.Lease, Jitter: s.cfg.Jitter},
 		s.publish)
 	if err != nil {
 		return 0, err
@@ -157,13 +155,13 @@ func (s *Service) Round(ctx context.Context) (int, error) {
 }
 
 func (s *Service) publish(ctx context.Context, jobs []watch.Job) error {
-	msgs := make([]queue.Message, len(jobs))
+	msgs := make([]watch.Message, len(jobs))
 	for i, j := range jobs {
 		body, err := watch.EncodeJob(j)
 		if err != nil {
 			return fmt.Errorf("encode job for page %d: %w", j.ID, err)
 		}
-		msgs[i] = queue.Message{Body: body}
+		msgs[i] = watch.Message{Body: body}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()

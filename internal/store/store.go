@@ -289,19 +289,22 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
-// IsPermanent reports whether err is a database error that retrying the same
-// statement cannot fix: bad data, such as a NUL byte in text, or a violated
-// constraint. Connection failures, restarts and timeouts are not permanent.
-func IsPermanent(err error) bool {
+// interpretError translates a database error at the store's boundary: one
+// that retrying the same statement cannot fix (bad data, such as a NUL byte
+// in text, a violated constraint, or a statement PostgreSQL will never
+// accept) is marked watch.ErrPermanent, so callers decide without importing
+// pgx. Connection failures, restarts and timeouts stay as they are:
+// transient.
+func interpretError(err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
-		return false
+		return err
 	}
 	switch pgErr.Code[:2] {
 	case "22", // data exception
 		"23", // integrity constraint violation
 		"42": // syntax error or access rule violation: a bug, not a hiccup
-		return true
+		return watch.Permanent(err)
 	}
-	return false
+	return err
 }
