@@ -138,8 +138,14 @@ func TestNegativeControlAckBeforeConfirm(t *testing.T) {
 	log := testsvc.Logger(t)
 	pub := queue.NewPublisher(queue.Config{URL: w.mq.URL()}, log, w.sys.TaskQ)
 	defer pub.Close()
-	svc := crawler.New(crawler.Config{TaskQueue: w.sys.TaskQ}, fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true}),
-		pub, log, prometheus.NewRegistry())
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := crawler.New(crawler.Config{TaskQueue: w.sys.TaskQ}, f, pub, log, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	conn, err := amqp.Dial(w.mq.URL())
 	if err != nil {

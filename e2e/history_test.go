@@ -97,7 +97,10 @@ func expectedUpdates(pageID int64, pageURL string, snaps []corpus.Snapshot, igno
 		return nil, err
 	}
 	f := &systest.SnapshotFetcher{PageURL: u}
-	svc := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, nopPublisher{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, nopPublisher{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		return nil, err
+	}
 	var opts *watch.LinkOptions
 	if len(ignore) > 0 {
 		opts = &watch.LinkOptions{Ignore: ignore}

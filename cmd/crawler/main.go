@@ -46,7 +46,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return fmt.Errorf("host gate: %w", err)
 	}
 	defer gate.Close()
-	fetcher := fetch.New(fetch.Config{
+	fetcher, err := fetch.New(fetch.Config{
 		UserAgent:      cfg.Crawler.UserAgent,
 		Timeout:        cfg.Crawler.FetchTimeout,
 		MaxBodyBytes:   cfg.Crawler.MaxBodyBytes,
@@ -57,7 +57,10 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		MaxPoliteWait:  cfg.Crawler.MaxPoliteWait,
 		Pacer:          gate,
 	})
-	svc := crawler.New(crawler.Config{
+	if err != nil {
+		return fmt.Errorf("fetcher: %w", err)
+	}
+	svc, err := crawler.New(crawler.Config{
 		TaskQueue:        cfg.TaskQueue,
 		Limits:           domwalk.Limits{MaxLinks: cfg.Crawler.MaxLinks, MaxTreeBytes: cfg.Crawler.MaxTreeBytes},
 		ParseConcurrency: cfg.Crawler.ParseConcurrency,
@@ -66,6 +69,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		ParseMemory:      cfg.Crawler.ParseMemory,
 		MaxTaskBytes:     cfg.Crawler.MaxTaskBytes,
 	}, fetcher, pub, log, reg)
+	if err != nil {
+		return fmt.Errorf("crawler: %w", err)
+	}
 	consumer := queue.NewConsumer(queue.ConsumerConfig{
 		Config:       qcfg,
 		Queue:        cfg.JobQueue,

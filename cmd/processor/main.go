@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -40,12 +41,16 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ops.Serve(ctx, cfg.HTTPAddrOr("127.0.0.1:9103"), health, reg, log) })
 	g.Go(func() error {
-		return processor.NewPruner(processor.RetentionConfig{
+		pruner, err := processor.NewPruner(processor.RetentionConfig{
 			Updates:  cfg.Processor.UpdatesRetention,
 			Links:    cfg.Processor.LinksRetention,
 			Interval: cfg.Processor.PruneInterval,
 			Batch:    cfg.Processor.PruneBatch,
-		}, st, log).Run(ctx)
+		}, st, log)
+		if err != nil {
+			return fmt.Errorf("pruner: %w", err)
+		}
+		return pruner.Run(ctx)
 	})
 	g.Go(func() error {
 		if err := proc.PrepareStore(ctx, st, health, log); err != nil {
@@ -66,7 +71,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			defer cancel()
 			return set.Ping(ctx)
 		})
-		svc := processor.New(processor.Config{
+		svc, err := processor.New(processor.Config{
 			CodeLength: cfg.CodeLength,
 			Backoff:    backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second},
 			Caps: watch.Caps{
@@ -75,6 +80,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			},
 			LinkRefresh: processor.LinkRefreshFor(cfg.Processor.LinksRetention),
 		}, st, set, log, reg)
+		if err != nil {
+			return fmt.Errorf("processor: %w", err)
+		}
 		consumer := queue.NewConsumer(queue.ConsumerConfig{
 			Config:       qcfg,
 			Queue:        cfg.TaskQueue,

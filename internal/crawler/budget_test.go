@@ -62,9 +62,15 @@ func TestLinksPastTheCapAreCounted(t *testing.T) {
 			fmt.Fprintf(w, `<a href="/%d">%d</a>`, i, i)
 		}
 	})
-	f := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
-	svc := crawler.New(crawler.Config{TaskQueue: "tasks", Limits: domwalk.Limits{MaxLinks: 10}}, f, &recorder{},
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks", Limits: domwalk.Limits{MaxLinks: 10}}, f, &recorder{},
 		testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/"})
 	if len(task.Context) != 10 || task.Truncated != 20 {
 		t.Fatalf("%d links, %d truncated; want 10 and 20", len(task.Context), task.Truncated)

@@ -6,10 +6,12 @@ package crawler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"regexp"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,22 +39,25 @@ type Config struct {
 	// Limits bounds the DOM walk.
 	Limits domwalk.Limits
 	// PublishTimeout bounds the wait for the broker to take a task; after it
-	// the job returns to its queue. Default 60s.
+	// the job returns to its queue. Default DefaultPublishTimeout, 60s.
 	PublishTimeout time.Duration
 	// ParseConcurrency bounds the pages parsed at once; fetches go on
-	// meanwhile. Default 2.
+	// meanwhile. Default DefaultParseConcurrency(), the number of CPUs: a
+	// DOM takes ten times its page's size, so parsing more pages than there
+	// are cores costs memory and gains nothing.
 	ParseConcurrency int
 	// CheckTimeout bounds everything a check does before its page is in
 	// hand: reading robots.txt, any politeness wait and the fetch itself, so
 	// a host that trickles both its robots.txt and its page holds a worker
-	// for this long, not for twice the fetch timeout. Default 45s.
+	// for this long, not for twice the fetch timeout. Default
+	// DefaultCheckTimeout, 45s.
 	CheckTimeout time.Duration
 	// Gate, when set, caps the checks of one origin in flight across all
 	// crawlers; a check of a full origin is deferred by BusyDelay to twice
 	// that. Default nil: no cap.
 	Gate HostGate
 	// BusyDelay is how long a check turned away by Gate is deferred, at
-	// least. Default 5s.
+	// least. Default DefaultBusyDelay, 5s.
 	BusyDelay time.Duration
 	// ParseMemory bounds, in bytes, the pages one crawler holds between
 	// fetch and publish: each counts its body plus its parse's bound
@@ -69,6 +74,58 @@ type Config struct {
 // DefaultCheckTimeout is Config.CheckTimeout's default: the fetch's own 30s
 // default plus room for robots.txt and a short politeness wait.
 const DefaultCheckTimeout = 45 * time.Second
+
+// DefaultPublishTimeout is Config.PublishTimeout's default.
+const DefaultPublishTimeout = 60 * time.Second
+
+// DefaultParseConcurrency returns Config.ParseConcurrency's default: the
+// number of CPUs this process may use (runtime.GOMAXPROCS).
+func DefaultParseConcurrency() int { return runtime.GOMAXPROCS(0) }
+
+// WithDefaults returns a copy of c with every unset (zero) field given its
+// default; Gate stays nil (no cap) when unset.
+func (c Config) WithDefaults() Config {
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.ParseConcurrency == 0 {
+		c.ParseConcurrency = DefaultParseConcurrency()
+	}
+	if c.CheckTimeout == 0 {
+		c.CheckTimeout = DefaultCheckTimeout
+	}
+	if c.BusyDelay == 0 {
+		c.BusyDelay = DefaultBusyDelay
+	}
+	if c.ParseMemory == 0 {
+		c.ParseMemory = DefaultParseMemory
+	}
+	if c.MaxTaskBytes == 0 {
+		c.MaxTaskBytes = DefaultMaxTaskBytes
+	}
+	c.Limits = c.Limits.WithDefaults()
+	return c
+}
+
+// validate refuses what no default can mend, naming every bad field.
+func (c Config) validate() error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"PublishTimeout", c.PublishTimeout}, {"CheckTimeout", c.CheckTimeout}, {"BusyDelay", c.BusyDelay}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("crawler: %s is %s: want a positive duration", d.name, d.v))
+		}
+	}
+	if c.ParseConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("crawler: ParseConcurrency is %d: want at least 1", c.ParseConcurrency))
+	}
+	if c.ParseMemory < 0 || c.MaxTaskBytes < 0 {
+		errs = append(errs, fmt.Errorf("crawler: ParseMemory %d, MaxTaskBytes %d: want positive byte counts", c.ParseMemory, c.MaxTaskBytes))
+	}
+	return errors.Join(errs...)
+}
 
 // Service is the crawler.
 type Service struct {
@@ -88,27 +145,14 @@ type metrics struct {
 	links    prometheus.Histogram
 }
 
-// New returns a crawler. Its metrics are registered with reg.
-func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.Registerer) *Service {
-	if cfg.PublishTimeout <= 0 {
-		cfg.PublishTimeout = 60 * time.Second
+// New returns a crawler with cfg's defaults applied (Config.WithDefaults).
+// Its metrics are registered with reg. It returns an error naming every
+// field of cfg out of range.
+func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if cfg.ParseConcurrency <= 0 {
-		cfg.ParseConcurrency = 2
-	}
-	if cfg.CheckTimeout <= 0 {
-		cfg.CheckTimeout = DefaultCheckTimeout
-	}
-	if cfg.BusyDelay <= 0 {
-		cfg.BusyDelay = DefaultBusyDelay
-	}
-	if cfg.ParseMemory <= 0 {
-		cfg.ParseMemory = DefaultParseMemory
-	}
-	if cfg.MaxTaskBytes <= 0 {
-		cfg.MaxTaskBytes = DefaultMaxTaskBytes
-	}
-	cfg.Limits = cfg.Limits.WithDefaults()
 	m := metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portalwatch_crawler_checks_total", Help: "Page checks, by outcome.",
@@ -124,7 +168,7 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 	}
 	reg.MustRegister(m.checks, m.duration, m.links)
 	return &Service{cfg: cfg, parsing: newParseGate(cfg.ParseMemory, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m,
-		patterns: newPatternCache(reg)}
+		patterns: newPatternCache(reg)}, nil
 }
 
 // Handle handles one job delivery: a job that cannot be decoded is marked

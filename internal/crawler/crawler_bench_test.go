@@ -51,9 +51,16 @@ func (d *discard) Publish(_ context.Context, _ string, msgs ...watch.Message) er
 }
 
 func benchService(b *testing.B, pub crawler.Publisher) *crawler.Service {
-	f := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	if err != nil {
+		b.Fatal(err)
+	}
 	log := slog.New(slog.DiscardHandler)
-	return crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, log, prometheus.NewRegistry())
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, log, prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return svc
 }
 
 // BenchmarkCheck is the crawler's per-page work on the corpus, as in

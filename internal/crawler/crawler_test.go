@@ -32,8 +32,15 @@ func (r *recorder) Publish(_ context.Context, _ string, msgs ...watch.Message) e
 }
 
 func newService(t *testing.T, pub crawler.Publisher) *crawler.Service {
-	f := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
-	return crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, testsvc.Logger(t), prometheus.NewRegistry())
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
 
 func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {

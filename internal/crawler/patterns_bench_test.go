@@ -62,7 +62,10 @@ func BenchmarkCheckIgnorePatterns(b *testing.B) {
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			f := &pageFetcher{url: u, html: linkPage(tc.links, tc.word)}
-			svc := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, &discard{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+			svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, &discard{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+			if err != nil {
+				b.Fatal(err)
+			}
 			job := watch.Job{ID: 1, BaseURL: u.String(), Options: &watch.LinkOptions{Ignore: tc.patterns}}
 			b.SetBytes(int64(len(f.html)))
 			b.ReportAllocs()

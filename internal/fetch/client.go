@@ -58,8 +58,14 @@ type Client struct {
 // unless cfg.AllowPrivate, and bounds TLS handshakes (10s), response
 // headers (cfg.HeaderTimeout, at most 64 KiB of them) and idle connections
 // (90s, at most 4 per host).
-func New(cfg Config) *Client {
+//
+// New returns an error naming every field of cfg that is out of range
+// (see Config.validate).
+func New(cfg Config) (*Client, error) {
 	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	c := &Client{
 		cfg:   cfg,
 		agent: productToken(cfg.UserAgent),
@@ -93,7 +99,7 @@ func New(cfg Config) *Client {
 		// c.now, not time.Now, so that tests that replace the clock pace by it.
 		c.pacer = &localPacer{now: func() time.Time { return c.now() }, size: cfg.RobotsCacheSize, next: make(map[string]time.Time)}
 	}
-	return c
+	return c, nil
 }
 
 // CloseIdleConnections closes the Transport's idle keep-alive connections;
@@ -201,7 +207,7 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if len(via) > c.cfg.MaxRedirects {
 		err := fmt.Errorf("stopped after %d redirects", c.cfg.MaxRedirects)
-		if c.cfg.MaxRedirects < 0 {
+		if c.cfg.MaxRedirects == 0 {
 			err = errors.New("redirected, and redirects are not followed")
 		}
 		return &redirectError{&Error{Kind: KindTooManyRedirects, URL: req.URL.String(), Err: err}}

@@ -43,7 +43,10 @@ func TestLinkRetentionForgetsOnlyLinksGoneFromThePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.deliver(t, f.task("/stays")) // refresh due: /stays is seen now, /gone is not
-	pruner := processor.NewPruner(processor.RetentionConfig{Links: 90 * 24 * time.Hour, Batch: 1}, f.st, testsvc.Logger(t))
+	pruner, err := processor.NewPruner(processor.RetentionConfig{Links: 90 * 24 * time.Hour, Batch: 1}, f.st, testsvc.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	updates, links, err := pruner.Round(ctx)
 	if err != nil || updates != 0 || links != 1 {
 		t.Fatalf("Round = %d updates, %d links, %v; want one link", updates, links, err)

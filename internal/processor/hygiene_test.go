@@ -61,7 +61,10 @@ func TestNetworkStringsAreStoredCleaned(t *testing.T) {
 func TestNetworkStringsAreLoggedCleaned(t *testing.T) {
 	f := newFixture(t, "")
 	var buf syncBuffer
-	svc := processor.New(processor.Config{}, f.st, nil, slog.New(slog.NewJSONHandler(&buf, nil)), prometheus.NewRegistry())
+	svc, err := processor.New(processor.Config{}, f.st, nil, slog.New(slog.NewJSONHandler(&buf, nil)), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 	task := watch.Task{BaseURL: "https://portal.example/" + hostile, ID: f.page.ID, FinalURL: "https://final.example/" + hostile,
 		Error: "tls: " + hostile, FetchedAt: time.Now()}
 	body, _ := json.Marshal(task)

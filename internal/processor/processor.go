@@ -34,19 +34,53 @@ type SeenSet interface {
 
 // Config configures the processor.
 type Config struct {
-	// CodeLength is the length of the short codes. Default
-	// shortlink.DefaultLength.
+	// CodeLength is the length of the short codes, from MinCodeLength to
+	// MaxCodeLength. Default shortlink.DefaultLength.
 	CodeLength int
 	// Backoff spaces retries while the database is unavailable.
 	Backoff backoff.Policy
 	// Caps bound the new links one check of a page records; zero fields
-	// mean no cap. What is cut shows on the page (watch.Page.LastCut).
+	// mean no cap (the zero value). The programs use DefaultCaps. What is cut shows on the page (watch.Page.LastCut).
 	Caps watch.Caps
 	// LinkRefresh is how often a page's links' last-seen times are refreshed
 	// from a whole link set, which link retention needs; zero never. One
 	// refresh costs one statement over the page's links (RefreshLinks), so
 	// it runs once per period per page, not on every check.
 	LinkRefresh time.Duration
+}
+
+// Limits and defaults of Config.
+const (
+	MinCodeLength = 6
+	MaxCodeLength = shortlink.MaxLength
+)
+
+// DefaultCaps are the caps the programs use: a page that suddenly shows a
+// thousand new links is more likely rebuilt than newsworthy.
+var DefaultCaps = watch.Caps{PerCheck: 1000, PerDay: 20000}
+
+// WithDefaults returns a copy of c with every unset (zero) field given its
+// default. Caps and LinkRefresh, where zero means none, are left as they are.
+func (c Config) WithDefaults() Config {
+	if c.CodeLength == 0 {
+		c.CodeLength = shortlink.DefaultLength
+	}
+	return c
+}
+
+// validate refuses what no default can mend, naming every bad field.
+func (c Config) validate() error {
+	var errs []error
+	if c.CodeLength < MinCodeLength || c.CodeLength > MaxCodeLength {
+		errs = append(errs, fmt.Errorf("processor: CodeLength is %d: want %d to %d", c.CodeLength, MinCodeLength, MaxCodeLength))
+	}
+	if c.Caps.PerCheck < 0 || c.Caps.PerDay < 0 {
+		errs = append(errs, fmt.Errorf("processor: Caps %+v: want 0 (no cap) or more", c.Caps))
+	}
+	if c.LinkRefresh < 0 {
+		errs = append(errs, fmt.Errorf("processor: LinkRefresh is %s: want 0 (never) or more", c.LinkRefresh))
+	}
+	return errors.Join(errs...)
 }
 
 // LinkRefreshFor returns the refresh period that link retention needs: often
@@ -78,10 +112,13 @@ type metrics struct {
 	duration   prometheus.Histogram
 }
 
-// New returns a processor. Its metrics are registered with reg.
-func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus.Registerer) *Service {
-	if cfg.CodeLength == 0 {
-		cfg.CodeLength = shortlink.DefaultLength
+// New returns a processor with cfg's defaults applied (Config.WithDefaults).
+// Its metrics are registered with reg. It returns an error naming every
+// field of cfg out of range.
+func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	m := metrics{
 		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -108,7 +145,7 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 		}),
 	}
 	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.duration)
-	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}
+	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}, nil
 }
 
 // Handle handles one task delivery. A task that cannot be decoded, or whose

@@ -72,8 +72,11 @@ func newBenchProcessor(b *testing.B, redisURL string, pages int) *benchProcessor
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { set.Close() })
-	bp := &benchProcessor{st: st,
-		svc: processor.New(processor.Config{}, st, set, slog.New(slog.DiscardHandler), prometheus.NewRegistry())}
+	svc, err := processor.New(processor.Config{}, st, set, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	bp := &benchProcessor{st: st, svc: svc}
 	for i := range pages {
 		p, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://portal-%d.example/", i)})
 		if err != nil {

@@ -62,7 +62,10 @@ func newFixtureWith(t *testing.T, redisURL string, cfg processor.Config) *fixtur
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := processor.New(cfg, st, set, testsvc.Logger(t), prometheus.NewRegistry())
+	svc, err := processor.New(cfg, st, set, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -48,19 +48,27 @@ type Config struct {
 	Backoff backoff.Policy
 }
 
+// Defaults of Config, applied by WithDefaults.
+const (
+	DefaultDeliveryLimit  = 20
+	DefaultHeartbeat      = 10 * time.Second
+	DefaultConfirmTimeout = 30 * time.Second
+	DefaultName           = "portalwatch"
+)
+
 // WithDefaults returns c with its zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
 	if c.DeliveryLimit <= 0 {
-		c.DeliveryLimit = 20
+		c.DeliveryLimit = DefaultDeliveryLimit
 	}
 	if c.Heartbeat <= 0 {
-		c.Heartbeat = 10 * time.Second
+		c.Heartbeat = DefaultHeartbeat
 	}
 	if c.ConfirmTimeout <= 0 {
-		c.ConfirmTimeout = 30 * time.Second
+		c.ConfirmTimeout = DefaultConfirmTimeout
 	}
 	if c.Name == "" {
-		c.Name = "portalwatch"
+		c.Name = DefaultName
 	}
 	return c
 }

@@ -39,8 +39,11 @@ func TestPlainSQLPagesArePublishedOnceWhileInFlight(t *testing.T) {
 	pub := queue.NewPublisher(queue.Config{URL: testsvc.AMQPURL()}, testsvc.Logger(t), jobQ)
 	defer pub.Close()
 	claims := &countingClaimer{Claimer: st}
-	svc := scheduler.New(scheduler.Config{Queue: jobQ, BatchSize: 500, PollInterval: 20 * time.Millisecond},
+	svc, err := scheduler.New(scheduler.Config{Queue: jobQ, BatchSize: 500, PollInterval: 20 * time.Millisecond},
 		claims, pub, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
