@@ -110,13 +110,9 @@ func (c Config) WithDefaults() Config {
 // validate refuses what no default can mend, naming every bad field.
 func (c Config) validate() error {
 	var errs []error
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"PublishTimeout", c.PublishTimeout}, {"CheckTimeout", c.CheckTimeout}, {"BusyDelay", c.BusyDelay}} {
-		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("crawler: %s is %s: want a positive duration", d.name, d.v))
-		}
+	if c.PublishTimeout < 0 || c.CheckTimeout < 0 || c.BusyDelay < 0 {
+		errs = append(errs, fmt.Errorf("crawler: PublishTimeout %s, CheckTimeout %s, BusyDelay %s: none may be negative",
+			c.PublishTimeout, c.CheckTimeout, c.BusyDelay))
 	}
 	if c.ParseConcurrency < 0 {
 		errs = append(errs, fmt.Errorf("crawler: ParseConcurrency is %d: want at least 1", c.ParseConcurrency))
