@@ -124,7 +124,10 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
-	pub := queue.NewPublisher(pubCfg, log, qname)
+	pub, err := queue.NewPublisher(pubCfg, log, qname)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	if err := pub.Connect(ctx); err != nil {
 		t.Fatalf("connect publisher: %v", err)
@@ -139,8 +142,11 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 
 	ledger := newClusterLedger()
 	consumerCtx, stopConsumer := context.WithCancel(context.Background())
-	consumer := queue.NewConsumer(queue.ConsumerConfig{Config: conCfg, Queue: qname, Workers: 4, Prefetch: 32},
+	consumer, err := queue.NewConsumer(queue.ConsumerConfig{Config: conCfg, Queue: qname, Workers: 4, Prefetch: 32},
 		log, ledger.handle, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
 	consumerDone := make(chan error, 1)
 	go func() { consumerDone <- consumer.Run(consumerCtx) }()
 	defer func() {

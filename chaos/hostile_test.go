@@ -106,7 +106,10 @@ func TestBadPagesAndBadMessages(t *testing.T) {
 	// Messages no consumer can handle, and a task for a page that is gone.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	pub := queue.NewPublisher(queue.Config{URL: testsvc.AMQPURL()}, testsvc.Logger(t), sys.JobQueue, sys.TaskQ)
+	pub, err := queue.NewPublisher(queue.Config{URL: testsvc.AMQPURL()}, testsvc.Logger(t), sys.JobQueue, sys.TaskQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	for _, m := range []struct{ q, body string }{
 		{sys.JobQueue, `{"baseUrl": "http://x/", "id": "seven"}`},
@@ -145,7 +148,10 @@ func TestBadPagesAndBadMessages(t *testing.T) {
 		})
 	}
 
-	dead := queue.NewDead(queue.Config{URL: testsvc.AMQPURL()})
+	dead, err := queue.NewDead(queue.Config{URL: testsvc.AMQPURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for q, want := range map[string]int{sys.JobQueue: 2, sys.TaskQ: 1} {
 		letters, err := dead.List(q, 10)
 		if err != nil {

@@ -98,9 +98,15 @@ func TestNegativeControlRedisBeforeCommit(t *testing.T) {
 		return err
 	}
 	qcfg := queue.Config{URL: w.mq.URL()}
-	pub := queue.NewPublisher(qcfg, log, w.sys.TaskQ)
+	pub, err := queue.NewPublisher(qcfg, log, w.sys.TaskQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
-	consumer := queue.NewConsumer(queue.ConsumerConfig{Config: qcfg, Queue: w.sys.TaskQ, Workers: 4}, log, wrong, pub)
+	consumer, err := queue.NewConsumer(queue.ConsumerConfig{Config: qcfg, Queue: w.sys.TaskQ, Workers: 4}, log, wrong, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { consumer.Run(ctx) })
 
@@ -136,7 +142,10 @@ func TestNegativeControlAckBeforeConfirm(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := testsvc.Logger(t)
-	pub := queue.NewPublisher(queue.Config{URL: w.mq.URL()}, log, w.sys.TaskQ)
+	pub, err := queue.NewPublisher(queue.Config{URL: w.mq.URL()}, log, w.sys.TaskQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
 	if err != nil {

@@ -127,7 +127,10 @@ func run(repo, amqpURL string, timeout time.Duration, m mix, log *slog.Logger) (
 	jobQueue, taskQueue := "pwbench_hostile_"+id+"_job_queue", "pwbench_hostile_"+id+"_task_queue"
 	defer deleteQueues(amqpURL, log, jobQueue, jobQueue+".dlq", taskQueue, taskQueue+".dlq")
 	qcfg := queue.Config{URL: amqpURL, Name: "pwbench hostile " + id}
-	pub := queue.NewPublisher(qcfg, log, jobQueue, taskQueue)
+	pub, err := queue.NewPublisher(qcfg, log, jobQueue, taskQueue)
+	if err != nil {
+		return result{}, fmt.Errorf("publisher: %w", err)
+	}
 	defer pub.Close()
 
 	paths := site.paths()
@@ -165,8 +168,11 @@ func run(repo, amqpURL string, timeout time.Duration, m mix, log *slog.Logger) (
 	}()
 
 	tasks := newCollector(len(paths))
-	consumer := queue.NewConsumer(queue.ConsumerConfig{Config: qcfg, Queue: taskQueue, Prefetch: 32, Workers: 2},
+	consumer, err := queue.NewConsumer(queue.ConsumerConfig{Config: qcfg, Queue: taskQueue, Prefetch: 32, Workers: 2},
 		log, tasks.handle, pub)
+	if err != nil {
+		return result{}, fmt.Errorf("consumer: %w", err)
+	}
 	consumeCtx, stopConsuming := context.WithCancel(ctx)
 	consumed := make(chan error, 1)
 	go func() { consumed <- consumer.Run(consumeCtx) }()

@@ -34,7 +34,10 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	qcfg := proc.QueueConfig(cfg, "crawler")
 	// One publisher carries tasks and dead letters; the consumer has its own
 	// connection, so a publisher blocked by a broker alarm never stalls acks.
-	pub := queue.NewPublisher(qcfg, log, cfg.TaskQueue, cfg.JobQueue)
+	pub, err := queue.NewPublisher(qcfg, log, cfg.TaskQueue, cfg.JobQueue)
+	if err != nil {
+		return fmt.Errorf("publisher: %w", err)
+	}
 	defer pub.Close()
 	// Spacing and in-flight caps per origin are kept in Redis so that they
 	// hold for all crawlers together; without Redis they hold per crawler.
@@ -72,13 +75,16 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("crawler: %w", err)
 	}
-	consumer := queue.NewConsumer(queue.ConsumerConfig{
+	consumer, err := queue.NewConsumer(queue.ConsumerConfig{
 		Config:       qcfg,
 		Queue:        cfg.JobQueue,
 		Prefetch:     cfg.Crawler.Concurrency,
 		Workers:      cfg.Crawler.Concurrency,
 		DrainTimeout: cfg.ShutdownTimeout,
 	}, log, svc.Handle, pub)
+	if err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
 	health.Set("rabbitmq", consumer.Health)
 	health.Set("rabbitmq_publisher", pub.Health)
 

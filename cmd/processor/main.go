@@ -35,7 +35,10 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	defer st.Close()
 	qcfg := proc.QueueConfig(cfg, "processor")
-	deadLetters := queue.NewPublisher(qcfg, log, cfg.TaskQueue)
+	deadLetters, err := queue.NewPublisher(qcfg, log, cfg.TaskQueue)
+	if err != nil {
+		return fmt.Errorf("dead-letter publisher: %w", err)
+	}
 	defer deadLetters.Close()
 
 	g, ctx := errgroup.WithContext(ctx)
@@ -83,13 +86,16 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("processor: %w", err)
 		}
-		consumer := queue.NewConsumer(queue.ConsumerConfig{
+		consumer, err := queue.NewConsumer(queue.ConsumerConfig{
 			Config:       qcfg,
 			Queue:        cfg.TaskQueue,
 			Prefetch:     cfg.Processor.Prefetch,
 			Workers:      cfg.Processor.Concurrency,
 			DrainTimeout: cfg.ShutdownTimeout,
 		}, log, svc.Handle, deadLetters)
+		if err != nil {
+			return fmt.Errorf("consumer: %w", err)
+		}
 		health.Set("rabbitmq", consumer.Health)
 		return consumer.Run(ctx)
 	})

@@ -31,7 +31,10 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	pub := queue.NewPublisher(proc.QueueConfig(cfg, "scheduler"), log, cfg.JobQueue)
+	pub, err := queue.NewPublisher(proc.QueueConfig(cfg, "scheduler"), log, cfg.JobQueue)
+	if err != nil {
+		return fmt.Errorf("publisher: %w", err)
+	}
 	defer pub.Close()
 	health.Set("rabbitmq", pub.Health)
 	svc, err := scheduler.New(scheduler.Config{

@@ -18,7 +18,10 @@ func TestDeadListRequeuePurge(t *testing.T) {
 	e := env{"PORTALWATCH_JOB_QUEUE": jobQ, "PORTALWATCH_TASK_QUEUE": taskQ, "AMQP_URL": testsvc.AMQPURL()}
 	log := testsvc.Logger(t)
 	cfg := queue.Config{URL: testsvc.AMQPURL()}
-	pub := queue.NewPublisher(cfg, log, jobQ, taskQ)
+	pub, err := queue.NewPublisher(cfg, log, jobQ, taskQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	ctx := context.Background()
 	if err := pub.Publish(ctx, jobQ, watch.Message{Body: []byte(`{"broken":`)}); err != nil {
@@ -27,10 +30,13 @@ func TestDeadListRequeuePurge(t *testing.T) {
 	// A consumer that refuses the message dead-letters it with its reason.
 	cctx, cancel := context.WithCancel(ctx)
 	handled := make(chan struct{}, 10)
-	c := queue.NewConsumer(queue.ConsumerConfig{Config: cfg, Queue: jobQ}, log, func(context.Context, watch.Delivery) error {
+	c, err := queue.NewConsumer(queue.ConsumerConfig{Config: cfg, Queue: jobQ}, log, func(context.Context, watch.Delivery) error {
 		handled <- struct{}{}
 		return watch.Permanent(errors.New("job is not JSON: unexpected end of JSON input"))
 	}, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() { c.Run(cctx); close(done) }()
 	select {

@@ -56,6 +56,10 @@ func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Lo
 		return err
 	}
 	defer st.Close()
+	dead, err := queue.NewDead(proc.QueueConfig(cfg, "web"))
+	if err != nil {
+		return fmt.Errorf("dead letters: %w", err)
+	}
 
 	srv, err := web.New(web.Config{
 		PublicRead: cfg.Web.PublicRead,
@@ -65,7 +69,7 @@ func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Lo
 		Registerer: reg,
 	}, web.Deps{
 		Pages: st, Writer: st, Updates: st, Tokens: st,
-		Dead: newDeadLetters(queue.NewDead(proc.QueueConfig(cfg, "web")), []string{cfg.JobQueue, cfg.TaskQueue}),
+		Dead: newDeadLetters(dead, []string{cfg.JobQueue, cfg.TaskQueue}),
 	}, log)
 	if err != nil {
 		ln.Close()

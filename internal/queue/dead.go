@@ -31,8 +31,15 @@ type Dead struct {
 	cfg Config
 }
 
-// NewDead returns a Dead for the broker in cfg.
-func NewDead(cfg Config) *Dead { return &Dead{cfg: cfg.WithDefaults()} }
+// NewDead returns a Dead for the broker in cfg, or an error naming every
+// field of cfg out of range.
+func NewDead(cfg Config) (*Dead, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Dead{cfg: cfg}, nil
+}
 
 func (d *Dead) channel() (*amqp.Connection, *amqp.Channel, error) {
 	ns, err := newNodes(d.cfg.URL, rand.IntN(1<<16))

@@ -20,9 +20,12 @@ func TestDeadNodeInTheListIsSkipped(t *testing.T) {
 	cfg.URL = "amqp://guest:guest@127.0.0.1:1/," + testsvc.AMQPURL() // nothing listens on port 1
 	log := testsvc.Logger(t)
 	for range 3 { // each publisher starts at a random node
-		pub := queue.NewPublisher(cfg, log, jobQ)
+		pub, err := queue.NewPublisher(cfg, log, jobQ)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := pub.Publish(ctx, jobQ, watch.Message{Body: []byte("x")})
+		err = pub.Publish(ctx, jobQ, watch.Message{Body: []byte("x")})
 		cancel()
 		pub.Close()
 		if err != nil {
@@ -58,7 +61,10 @@ func TestPublisherAndConsumerMoveToAnotherNode(t *testing.T) {
 	cfg.URL = a.URL() + "," + b.URL()
 	cfg.Heartbeat = 2 * time.Second
 	log := testsvc.Logger(t)
-	pub := queue.NewPublisher(cfg, log, jobQ)
+	pub, err := queue.NewPublisher(cfg, log, jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	got := newCollector()
 	runConsumer(t, queue.ConsumerConfig{Config: cfg, Queue: jobQ}, func(_ context.Context, d watch.Delivery) error {

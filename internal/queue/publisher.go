@@ -26,11 +26,15 @@ type Publisher struct {
 // NewPublisher returns a publisher for the given work queues, which it
 // declares (with their dead-letter queues) on every new connection: RabbitMQ
 // confirms, and then drops, a message routed to a queue that does not exist.
-// It does not connect until the first Publish or Connect.
-func NewPublisher(cfg Config, log *slog.Logger, queues ...string) *Publisher {
+// It does not connect until the first Publish or Connect. It returns an
+// error naming every field of cfg out of range.
+func NewPublisher(cfg Config, log *slog.Logger, queues ...string) (*Publisher, error) {
 	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	log = log.With("component", "amqp_publisher")
-	return &Publisher{cfg: cfg, log: log, conn: newConnection(cfg, "publisher", log, queues...)}
+	return &Publisher{cfg: cfg, log: log, conn: newConnection(cfg, "publisher", log, queues...)}, nil
 }
 
 // Publish publishes msgs to queue and returns once the broker has confirmed

@@ -58,19 +58,32 @@ const (
 
 // WithDefaults returns c with its zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.DeliveryLimit <= 0 {
+	if c.DeliveryLimit == 0 {
 		c.DeliveryLimit = DefaultDeliveryLimit
 	}
-	if c.Heartbeat <= 0 {
+	if c.Heartbeat == 0 {
 		c.Heartbeat = DefaultHeartbeat
 	}
-	if c.ConfirmTimeout <= 0 {
+	if c.ConfirmTimeout == 0 {
 		c.ConfirmTimeout = DefaultConfirmTimeout
 	}
 	if c.Name == "" {
 		c.Name = DefaultName
 	}
 	return c
+}
+
+// validate refuses what no default can mend, naming every bad field. The
+// URL is checked when a connection is dialled (Run and Publish say so).
+func (c Config) validate() error {
+	var errs []error
+	if c.DeliveryLimit < 0 {
+		errs = append(errs, fmt.Errorf("queue: DeliveryLimit is %d: want at least 1", c.DeliveryLimit))
+	}
+	if c.Heartbeat < 0 || c.ConfirmTimeout < 0 {
+		errs = append(errs, fmt.Errorf("queue: Heartbeat %s, ConfirmTimeout %s: neither may be negative", c.Heartbeat, c.ConfirmTimeout))
+	}
+	return errors.Join(errs...)
 }
 
 // DeadLetterQueue returns the name of queue's dead-letter queue.

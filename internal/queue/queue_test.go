@@ -58,7 +58,10 @@ func (c *collector) waitFor(t *testing.T, n int) {
 func runConsumer(t *testing.T, cfg queue.ConsumerConfig, h queue.Handler, dl *queue.Publisher) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := queue.NewConsumer(cfg, testsvc.Logger(t), h, dl)
+	c, err := queue.NewConsumer(cfg, testsvc.Logger(t), h, dl)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	var once sync.Once
@@ -82,7 +85,10 @@ func runConsumer(t *testing.T, cfg queue.ConsumerConfig, h queue.Handler, dl *qu
 func TestPublishConsumeEveryMessageOnce(t *testing.T) {
 	jobQ, _ := testsvc.Queues(t)
 	log := testsvc.Logger(t)
-	pub := queue.NewPublisher(testConfig(20), log, jobQ)
+	pub, err := queue.NewPublisher(testConfig(20), log, jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 
 	const n = 500
@@ -117,7 +123,10 @@ func TestPublishConsumeEveryMessageOnce(t *testing.T) {
 func TestPermanentErrorGoesToDeadLetterQueueWithReason(t *testing.T) {
 	jobQ, _ := testsvc.Queues(t)
 	log := testsvc.Logger(t)
-	pub := queue.NewPublisher(testConfig(20), log, jobQ)
+	pub, err := queue.NewPublisher(testConfig(20), log, jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	ctx := context.Background()
 	if err := pub.Publish(ctx, jobQ, watch.Message{Body: []byte("not json")}, watch.Message{Body: []byte("good")}); err != nil {
@@ -149,7 +158,10 @@ func TestPermanentErrorGoesToDeadLetterQueueWithReason(t *testing.T) {
 func TestMessageThatAlwaysFailsIsDeadLetteredAfterTheLimit(t *testing.T) {
 	jobQ, _ := testsvc.Queues(t)
 	const limit = 3
-	pub := queue.NewPublisher(testConfig(limit), testsvc.Logger(t), jobQ)
+	pub, err := queue.NewPublisher(testConfig(limit), testsvc.Logger(t), jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	ctx := context.Background()
 	if err := pub.Publish(ctx, jobQ, watch.Message{Body: []byte("poison")}); err != nil {
@@ -185,10 +197,13 @@ func TestMessageThatAlwaysFailsIsDeadLetteredAfterTheLimit(t *testing.T) {
 func TestPublishWaitsForBrokerThatIsNotThereYet(t *testing.T) {
 	cfg := testConfig(20)
 	cfg.URL = "amqp://guest:guest@127.0.0.1:1/" // nothing listens on port 1
-	pub := queue.NewPublisher(cfg, testsvc.Logger(t), "nowhere")
+	pub, err := queue.NewPublisher(cfg, testsvc.Logger(t), "nowhere")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err := pub.Publish(ctx, "nowhere", watch.Message{Body: []byte("x")})
+	err = pub.Publish(ctx, "nowhere", watch.Message{Body: []byte("x")})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Publish to an absent broker = %v, want a deadline error after retrying", err)
 	}
@@ -258,7 +273,10 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestCoalescedAcksSettleEveryMessageExactlyOnce(t *testing.T) {
 	jobQ, _ := testsvc.Queues(t)
 	log := testsvc.Logger(t)
-	pub := queue.NewPublisher(testConfig(20), log, jobQ)
+	pub, err := queue.NewPublisher(testConfig(20), log, jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 
 	const n = 400

@@ -36,7 +36,10 @@ func TestPlainSQLPagesArePublishedOnceWhileInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobQ, _ := testsvc.Queues(t)
-	pub := queue.NewPublisher(queue.Config{URL: testsvc.AMQPURL()}, testsvc.Logger(t), jobQ)
+	pub, err := queue.NewPublisher(queue.Config{URL: testsvc.AMQPURL()}, testsvc.Logger(t), jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	claims := &countingClaimer{Claimer: st}
 	svc, err := scheduler.New(scheduler.Config{Queue: jobQ, BatchSize: 500, PollInterval: 20 * time.Millisecond},

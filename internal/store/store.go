@@ -29,14 +29,19 @@ type Store struct {
 	pool *pgxpool.Pool
 }
 
+// DefaultConnectTimeout bounds the dial and startup of one database
+// connection.
+const DefaultConnectTimeout = 5 * time.Second
+
 // Open connects to the database at dsn. It does not wait for the server: the
-// first query does. MaxConns defaults to pgxpool's (4 or the CPU count).
+// first query does. MaxConns defaults to pgxpool's (4 or the CPU count), and
+// each connection's dial to DefaultConnectTimeout.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
-	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
