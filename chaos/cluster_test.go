@@ -15,6 +15,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // Cluster load: a batch of clusterBatch messages every clusterTick, at most
@@ -50,10 +51,10 @@ func newClusterLedger() *clusterLedger {
 	}
 }
 
-func (l *clusterLedger) handle(_ context.Context, d queue.Delivery) error {
+func (l *clusterLedger) handle(_ context.Context, d watch.Delivery) error {
 	seq, err := strconv.Atoi(string(d.Body))
 	if err != nil {
-		return queue.Permanent(fmt.Errorf("body %q is not a sequence number", d.Body))
+		return watch.Permanent(fmt.Errorf("body %q is not a sequence number", d.Body))
 	}
 	l.mu.Lock()
 	l.received[seq]++
@@ -123,7 +124,10 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
-	pub := queue.NewPublisher(pubCfg, log, qname)
+	pub, err := queue.NewPublisher(pubCfg, log, qname)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	if err := pub.Connect(ctx); err != nil {
 		t.Fatalf("connect publisher: %v", err)
@@ -138,8 +142,11 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 
 	ledger := newClusterLedger()
 	consumerCtx, stopConsumer := context.WithCancel(context.Background())
-	consumer := queue.NewConsumer(queue.ConsumerConfig{Config: conCfg, Queue: qname, Workers: 4, Prefetch: 32},
+	consumer, err := queue.NewConsumer(queue.ConsumerConfig{Config: conCfg, Queue: qname, Workers: 4, Prefetch: 32},
 		log, ledger.handle, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
 	consumerDone := make(chan error, 1)
 	go func() { consumerDone <- consumer.Run(consumerCtx) }()
 	defer func() {
@@ -163,9 +170,9 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 			if first+clusterBatch > clusterMaxMessages {
 				return
 			}
-			msgs := make([]queue.Message, clusterBatch)
+			msgs := make([]watch.Message, clusterBatch)
 			for i := range msgs {
-				msgs[i] = queue.Message{Body: []byte(strconv.Itoa(first + i))}
+				msgs[i] = watch.Message{Body: []byte(strconv.Itoa(first + i))}
 			}
 			start := time.Now()
 			err := pub.Publish(loadCtx, qname, msgs...)

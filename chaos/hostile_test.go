@@ -18,6 +18,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/systest"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // hostile serves pages that misbehave in every way the crawler must survive.
@@ -105,7 +106,10 @@ func TestBadPagesAndBadMessages(t *testing.T) {
 	// Messages no consumer can handle, and a task for a page that is gone.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	pub := queue.NewPublisher(queue.Config{URL: testsvc.AMQPURL()}, testsvc.Logger(t), sys.JobQueue, sys.TaskQ)
+	pub, err := queue.NewPublisher(queue.Config{URL: testsvc.AMQPURL()}, testsvc.Logger(t), sys.JobQueue, sys.TaskQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	for _, m := range []struct{ q, body string }{
 		{sys.JobQueue, `{"baseUrl": "http://x/", "id": "seven"}`},
@@ -113,7 +117,7 @@ func TestBadPagesAndBadMessages(t *testing.T) {
 		{sys.TaskQ, `{"id": 3}`},
 		{sys.TaskQ, `{"baseUrl":"http://removed.example/","id":987654,"context":[{"url":"http://removed.example/a","text":"a"}],"status":200}`},
 	} {
-		if err := pub.Publish(ctx, m.q, queue.Message{Body: []byte(m.body)}); err != nil {
+		if err := pub.Publish(ctx, m.q, watch.Message{Body: []byte(m.body)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,7 +148,10 @@ func TestBadPagesAndBadMessages(t *testing.T) {
 		})
 	}
 
-	dead := queue.NewDead(queue.Config{URL: testsvc.AMQPURL()})
+	dead, err := queue.NewDead(queue.Config{URL: testsvc.AMQPURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for q, want := range map[string]int{sys.JobQueue: 2, sys.TaskQ: 1} {
 		letters, err := dead.List(q, 10)
 		if err != nil {

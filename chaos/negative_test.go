@@ -62,25 +62,25 @@ func TestNegativeControlRedisBeforeCommit(t *testing.T) {
 	var crashes atomic.Int64
 	// The processor's steps in the wrong order: Redis is told "seen" before
 	// PostgreSQL commits.
-	wrong := func(ctx context.Context, d queue.Delivery) error {
+	wrong := func(ctx context.Context, d watch.Delivery) error {
 		task, err := watch.DecodeTask(d.Body)
 		if err != nil {
-			return queue.Permanent(err)
+			return watch.Permanent(err)
 		}
 		var (
-			links []store.NewLink
+			links []watch.NewLink
 			codes []uint64
 		)
 		for _, l := range task.Context {
 			key := shortlink.Key(l.URL)
-			links = append(links, store.NewLink{Key: key, URL: l.URL, Text: l.Text, Code: shortlink.Code(key, shortlink.DefaultLength)})
+			links = append(links, watch.NewLink{Key: key, URL: l.URL, Text: l.Text, Code: shortlink.Code(key, shortlink.DefaultLength)})
 			codes = append(codes, shortlink.CodeValue(key, shortlink.DefaultLength))
 		}
 		known, err := set.Seen(ctx, task.ID, codes)
 		if err != nil {
 			return err
 		}
-		var candidates []store.NewLink
+		var candidates []watch.NewLink
 		var fresh []uint64
 		for i := range links {
 			if !known[i] {
@@ -94,13 +94,19 @@ func TestNegativeControlRedisBeforeCommit(t *testing.T) {
 			crashes.Add(1)
 			return errors.New("simulated crash between the Redis write and the PostgreSQL commit")
 		}
-		_, err = st.RecordCheck(ctx, store.Check{PageID: task.ID, FetchedAt: task.FetchedAt, Status: task.Status, Error: task.Error}, candidates)
+		_, err = st.RecordCheck(ctx, watch.Check{PageID: task.ID, FetchedAt: task.FetchedAt, Status: task.Status, Error: task.Error}, candidates)
 		return err
 	}
 	qcfg := queue.Config{URL: w.mq.URL()}
-	pub := queue.NewPublisher(qcfg, log, w.sys.TaskQ)
+	pub, err := queue.NewPublisher(qcfg, log, w.sys.TaskQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
-	consumer := queue.NewConsumer(queue.ConsumerConfig{Config: qcfg, Queue: w.sys.TaskQ, Workers: 4}, log, wrong, pub)
+	consumer, err := queue.NewConsumer(queue.ConsumerConfig{Config: qcfg, Queue: w.sys.TaskQ, Workers: 4}, log, wrong, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { consumer.Run(ctx) })
 
@@ -136,10 +142,19 @@ func TestNegativeControlAckBeforeConfirm(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := testsvc.Logger(t)
-	pub := queue.NewPublisher(queue.Config{URL: w.mq.URL()}, log, w.sys.TaskQ)
+	pub, err := queue.NewPublisher(queue.Config{URL: w.mq.URL()}, log, w.sys.TaskQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
-	svc := crawler.New(crawler.Config{TaskQueue: w.sys.TaskQ}, fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true}),
-		pub, log, prometheus.NewRegistry())
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := crawler.New(crawler.Config{TaskQueue: w.sys.TaskQ}, f, pub, log, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	conn, err := amqp.Dial(w.mq.URL())
 	if err != nil {
@@ -186,5 +201,5 @@ func TestNegativeControlAckBeforeConfirm(t *testing.T) {
 func crawlerHandle(ctx context.Context, svc *crawler.Service, pub *queue.Publisher, taskQueue string, body []byte) {
 	// The right path from here on: Handle fetches, publishes and waits for
 	// the confirm; only the ack came too early.
-	svc.Handle(ctx, queue.Delivery{Body: body})
+	svc.Handle(ctx, watch.Delivery{Body: body})
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/crawler"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/systest"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -85,7 +84,7 @@ func (h *historyServer) serve(w http.ResponseWriter, r *http.Request) {
 
 type nopPublisher struct{}
 
-func (nopPublisher) Publish(context.Context, string, ...queue.Message) error { return nil }
+func (nopPublisher) Publish(context.Context, string, ...watch.Message) error { return nil }
 
 // expectedUpdates replays a history through the crawler's extraction path
 // (crawler.Service.Check: fetch.DecodeHTML, domwalk.Parse, urlnorm, the page's
@@ -98,7 +97,10 @@ func expectedUpdates(pageID int64, pageURL string, snaps []corpus.Snapshot, igno
 		return nil, err
 	}
 	f := &systest.SnapshotFetcher{PageURL: u}
-	svc := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, nopPublisher{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, nopPublisher{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		return nil, err
+	}
 	var opts *watch.LinkOptions
 	if len(ignore) > 0 {
 		opts = &watch.LinkOptions{Ignore: ignore}

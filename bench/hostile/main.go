@@ -127,18 +127,21 @@ func run(repo, amqpURL string, timeout time.Duration, m mix, log *slog.Logger) (
 	jobQueue, taskQueue := "pwbench_hostile_"+id+"_job_queue", "pwbench_hostile_"+id+"_task_queue"
 	defer deleteQueues(amqpURL, log, jobQueue, jobQueue+".dlq", taskQueue, taskQueue+".dlq")
 	qcfg := queue.Config{URL: amqpURL, Name: "pwbench hostile " + id}
-	pub := queue.NewPublisher(qcfg, log, jobQueue, taskQueue)
+	pub, err := queue.NewPublisher(qcfg, log, jobQueue, taskQueue)
+	if err != nil {
+		return result{}, fmt.Errorf("publisher: %w", err)
+	}
 	defer pub.Close()
 
 	paths := site.paths()
 	rand.New(rand.NewPCG(9, 9)).Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
-	msgs := make([]queue.Message, len(paths))
+	msgs := make([]watch.Message, len(paths))
 	for i, p := range paths {
 		body, err := watch.EncodeJob(watch.Job{ID: int64(i + 1), BaseURL: origin + p})
 		if err != nil {
 			return result{}, err
 		}
-		msgs[i] = queue.Message{Body: body}
+		msgs[i] = watch.Message{Body: body}
 	}
 	if err := pub.Publish(ctx, jobQueue, msgs...); err != nil {
 		return result{}, fmt.Errorf("publish %d jobs: %w", len(msgs), err)
@@ -169,8 +172,11 @@ func run(repo, amqpURL string, timeout time.Duration, m mix, log *slog.Logger) (
 	}()
 
 	tasks := newCollector(len(paths))
-	consumer := queue.NewConsumer(queue.ConsumerConfig{Config: qcfg, Queue: taskQueue, Prefetch: 32, Workers: 2},
+	consumer, err := queue.NewConsumer(queue.ConsumerConfig{Config: qcfg, Queue: taskQueue, Prefetch: 32, Workers: 2},
 		log, tasks.handle, pub)
+	if err != nil {
+		return result{}, fmt.Errorf("consumer: %w", err)
+	}
 	consumeCtx, stopConsuming := context.WithCancel(ctx)
 	consumed := make(chan error, 1)
 	go func() { consumed <- consumer.Run(consumeCtx) }()
@@ -264,10 +270,10 @@ func newCollector(want int) *collector {
 	return &collector{tasks: make(map[int64]watch.Task, want), want: want, done: make(chan struct{})}
 }
 
-func (c *collector) handle(_ context.Context, d queue.Delivery) error {
+func (c *collector) handle(_ context.Context, d watch.Delivery) error {
 	task, err := watch.DecodeTask(d.Body)
 	if err != nil {
-		return queue.Permanent(err)
+		return watch.Permanent(err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -34,7 +34,10 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	qcfg := proc.QueueConfig(cfg, "crawler")
 	// One publisher carries tasks and dead letters; the consumer has its own
 	// connection, so a publisher blocked by a broker alarm never stalls acks.
-	pub := queue.NewPublisher(qcfg, log, cfg.TaskQueue, cfg.JobQueue)
+	pub, err := queue.NewPublisher(qcfg, log, cfg.TaskQueue, cfg.JobQueue)
+	if err != nil {
+		return fmt.Errorf("publisher: %w", err)
+	}
 	defer pub.Close()
 	// Spacing and in-flight caps per origin are kept in Redis so that they
 	// hold for all crawlers together; without Redis they hold per crawler.
@@ -46,7 +49,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return fmt.Errorf("host gate: %w", err)
 	}
 	defer gate.Close()
-	fetcher := fetch.New(fetch.Config{
+	fetcher, err := fetch.New(fetch.Config{
 		UserAgent:      cfg.Crawler.UserAgent,
 		Timeout:        cfg.Crawler.FetchTimeout,
 		MaxBodyBytes:   cfg.Crawler.MaxBodyBytes,
@@ -57,7 +60,10 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		MaxPoliteWait:  cfg.Crawler.MaxPoliteWait,
 		Pacer:          gate,
 	})
-	svc := crawler.New(crawler.Config{
+	if err != nil {
+		return fmt.Errorf("fetcher: %w", err)
+	}
+	svc, err := crawler.New(crawler.Config{
 		TaskQueue:        cfg.TaskQueue,
 		Limits:           domwalk.Limits{MaxLinks: cfg.Crawler.MaxLinks, MaxTreeBytes: cfg.Crawler.MaxTreeBytes},
 		ParseConcurrency: cfg.Crawler.ParseConcurrency,
@@ -66,13 +72,19 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		ParseMemory:      cfg.Crawler.ParseMemory,
 		MaxTaskBytes:     cfg.Crawler.MaxTaskBytes,
 	}, fetcher, pub, log, reg)
-	consumer := queue.NewConsumer(queue.ConsumerConfig{
+	if err != nil {
+		return fmt.Errorf("crawler: %w", err)
+	}
+	consumer, err := queue.NewConsumer(queue.ConsumerConfig{
 		Config:       qcfg,
 		Queue:        cfg.JobQueue,
 		Prefetch:     cfg.Crawler.Concurrency,
 		Workers:      cfg.Crawler.Concurrency,
 		DrainTimeout: cfg.ShutdownTimeout,
 	}, log, svc.Handle, pub)
+	if err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
 	health.Set("rabbitmq", consumer.Health)
 	health.Set("rabbitmq_publisher", pub.Health)
 

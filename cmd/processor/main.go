@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 func main() { proc.Main("processor", run) }
@@ -33,18 +35,25 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	defer st.Close()
 	qcfg := proc.QueueConfig(cfg, "processor")
-	deadLetters := queue.NewPublisher(qcfg, log, cfg.TaskQueue)
+	deadLetters, err := queue.NewPublisher(qcfg, log, cfg.TaskQueue)
+	if err != nil {
+		return fmt.Errorf("dead-letter publisher: %w", err)
+	}
 	defer deadLetters.Close()
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ops.Serve(ctx, cfg.HTTPAddrOr("127.0.0.1:9103"), health, reg, log) })
 	g.Go(func() error {
-		return processor.NewPruner(processor.RetentionConfig{
+		pruner, err := processor.NewPruner(processor.RetentionConfig{
 			Updates:  cfg.Processor.UpdatesRetention,
 			Links:    cfg.Processor.LinksRetention,
 			Interval: cfg.Processor.PruneInterval,
 			Batch:    cfg.Processor.PruneBatch,
-		}, st, log).Run(ctx)
+		}, st, log)
+		if err != nil {
+			return fmt.Errorf("pruner: %w", err)
+		}
+		return pruner.Run(ctx)
 	})
 	g.Go(func() error {
 		if err := proc.PrepareStore(ctx, st, health, log); err != nil {
@@ -65,22 +74,28 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			defer cancel()
 			return set.Ping(ctx)
 		})
-		svc := processor.New(processor.Config{
+		svc, err := processor.New(processor.Config{
 			CodeLength: cfg.CodeLength,
 			Backoff:    backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second},
-			Caps: store.Caps{
+			Caps: watch.Caps{
 				PerCheck: cfg.Processor.MaxNewLinksPerCheck,
 				PerDay:   cfg.Processor.MaxNewLinksPerDay,
 			},
 			LinkRefresh: processor.LinkRefreshFor(cfg.Processor.LinksRetention),
 		}, st, set, log, reg)
-		consumer := queue.NewConsumer(queue.ConsumerConfig{
+		if err != nil {
+			return fmt.Errorf("processor: %w", err)
+		}
+		consumer, err := queue.NewConsumer(queue.ConsumerConfig{
 			Config:       qcfg,
 			Queue:        cfg.TaskQueue,
 			Prefetch:     cfg.Processor.Prefetch,
 			Workers:      cfg.Processor.Concurrency,
 			DrainTimeout: cfg.ShutdownTimeout,
 		}, log, svc.Handle, deadLetters)
+		if err != nil {
+			return fmt.Errorf("consumer: %w", err)
+		}
 		health.Set("rabbitmq", consumer.Health)
 		return consumer.Run(ctx)
 	})

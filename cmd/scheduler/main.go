@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"golang.org/x/sync/errgroup"
@@ -30,10 +31,13 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	pub := queue.NewPublisher(proc.QueueConfig(cfg, "scheduler"), log, cfg.JobQueue)
+	pub, err := queue.NewPublisher(proc.QueueConfig(cfg, "scheduler"), log, cfg.JobQueue)
+	if err != nil {
+		return fmt.Errorf("publisher: %w", err)
+	}
 	defer pub.Close()
 	health.Set("rabbitmq", pub.Health)
-	svc := scheduler.New(scheduler.Config{
+	svc, err := scheduler.New(scheduler.Config{
 		Queue:        cfg.JobQueue,
 		PollInterval: cfg.Scheduler.PollInterval,
 		BatchSize:    cfg.Scheduler.BatchSize,
@@ -41,6 +45,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Jitter:       cfg.Scheduler.Jitter,
 		Workers:      cfg.Scheduler.Workers,
 	}, st, pub, log, reg)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { pub.Connect(ctx); return nil }) //nolint:errcheck // only ends early when stopping

@@ -51,7 +51,10 @@ type deadListCmd struct {
 }
 
 func (d *deadListCmd) Run(c *cli) error {
-	dead := queue.NewDead(proc.QueueConfig(c.cfg, "watchctl"))
+	dead, err := queue.NewDead(proc.QueueConfig(c.cfg, "watchctl"))
+	if err != nil {
+		return fmt.Errorf("dead letters: %w", err)
+	}
 	return c.deadList(dead, d.queues(c), d.limit(20), d.JSON)
 }
 
@@ -61,9 +64,15 @@ type deadRequeueCmd struct {
 
 func (d *deadRequeueCmd) Run(c *cli) error {
 	qcfg := proc.QueueConfig(c.cfg, "watchctl")
-	dead := queue.NewDead(qcfg)
+	dead, err := queue.NewDead(qcfg)
+	if err != nil {
+		return fmt.Errorf("dead letters: %w", err)
+	}
 	queues := d.queues(c)
-	pub := queue.NewPublisher(qcfg, slog.New(slog.DiscardHandler), queues...)
+	pub, err := queue.NewPublisher(qcfg, slog.New(slog.DiscardHandler), queues...)
+	if err != nil {
+		return fmt.Errorf("publisher: %w", err)
+	}
 	defer pub.Close()
 	for _, q := range queues {
 		n, err := dead.Requeue(c.ctx, q, d.limit(1000), pub)
@@ -80,7 +89,10 @@ type deadPurgeCmd struct {
 }
 
 func (d *deadPurgeCmd) Run(c *cli) error {
-	dead := queue.NewDead(proc.QueueConfig(c.cfg, "watchctl"))
+	dead, err := queue.NewDead(proc.QueueConfig(c.cfg, "watchctl"))
+	if err != nil {
+		return fmt.Errorf("dead letters: %w", err)
+	}
 	for _, q := range d.queues(c) {
 		n, err := dead.Purge(q)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 func TestDeadListRequeuePurge(t *testing.T) {
@@ -17,19 +18,25 @@ func TestDeadListRequeuePurge(t *testing.T) {
 	e := env{"PORTALWATCH_JOB_QUEUE": jobQ, "PORTALWATCH_TASK_QUEUE": taskQ, "AMQP_URL": testsvc.AMQPURL()}
 	log := testsvc.Logger(t)
 	cfg := queue.Config{URL: testsvc.AMQPURL()}
-	pub := queue.NewPublisher(cfg, log, jobQ, taskQ)
+	pub, err := queue.NewPublisher(cfg, log, jobQ, taskQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	ctx := context.Background()
-	if err := pub.Publish(ctx, jobQ, queue.Message{Body: []byte(`{"broken":`)}); err != nil {
+	if err := pub.Publish(ctx, jobQ, watch.Message{Body: []byte(`{"broken":`)}); err != nil {
 		t.Fatal(err)
 	}
 	// A consumer that refuses the message dead-letters it with its reason.
 	cctx, cancel := context.WithCancel(ctx)
 	handled := make(chan struct{}, 10)
-	c := queue.NewConsumer(queue.ConsumerConfig{Config: cfg, Queue: jobQ}, log, func(context.Context, queue.Delivery) error {
+	c, err := queue.NewConsumer(queue.ConsumerConfig{Config: cfg, Queue: jobQ}, log, func(context.Context, watch.Delivery) error {
 		handled <- struct{}{}
-		return queue.Permanent(errors.New("job is not JSON: unexpected end of JSON input"))
+		return watch.Permanent(errors.New("job is not JSON: unexpected end of JSON input"))
 	}, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() { c.Run(cctx); close(done) }()
 	select {
@@ -54,7 +61,7 @@ func TestDeadListRequeuePurge(t *testing.T) {
 	testsvc.WaitDepth(t, 20*time.Second, queue.DeadLetterQueue(jobQ), 0)
 	testsvc.WaitDepth(t, 20*time.Second, jobQ, 1)
 
-	if err := pub.Publish(ctx, queue.DeadLetterQueue(taskQ), queue.Message{Body: []byte("x")}, queue.Message{Body: []byte("y")}); err != nil {
+	if err := pub.Publish(ctx, queue.DeadLetterQueue(taskQ), watch.Message{Body: []byte("x")}, watch.Message{Body: []byte("y")}); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, _ := runCLI(t, e, "dead", "purge", "--queue", "task"); code != 0 || !strings.Contains(out, "purged 2 messages") {

@@ -121,7 +121,7 @@ func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, s
 		return exitUsage
 	}
 	c := &cli{ctx: ctx, cfg: cfg, stdout: stdout,
-		policy: registration.Policy{AllowPrivate: cfg.AllowPrivate, Resolver: resolver}}
+		policy: registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, resolver)}}
 	if err := kctx.Run(c); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", kctx.Selected().FullPath(), err)
 		var ue usageError

@@ -13,6 +13,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 type env map[string]string
@@ -139,9 +140,9 @@ func TestListSetRemoveUpdates(t *testing.T) {
 
 	// Updates as users read them.
 	ctx := context.Background()
-	st.RecordCheck(ctx, store.Check{PageID: 1, FetchedAt: time.Now(), Status: 200}, nil)
-	st.RecordCheck(ctx, store.Check{PageID: 1, FetchedAt: time.Now(), Status: 200},
-		[]store.NewLink{{Key: 1, URL: "http://127.0.0.1:9/new", Text: "Breaking <news> & more", Code: "00000001"}})
+	st.RecordCheck(ctx, watch.Check{PageID: 1, FetchedAt: time.Now(), Status: 200}, nil)
+	st.RecordCheck(ctx, watch.Check{PageID: 1, FetchedAt: time.Now(), Status: 200},
+		[]watch.NewLink{{Key: 1, URL: "http://127.0.0.1:9/new", Text: "Breaking <news> & more", Code: "00000001"}})
 	code, out, _ = runCLI(t, e, "updates", "--json", "--since", "1h")
 	if code != 0 {
 		t.Fatalf("updates --json: exit %d", code)

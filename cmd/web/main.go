@@ -25,6 +25,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/config"
+	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/ops"
 	"github.com/portalwatch/portalwatch/internal/proc"
 	"github.com/portalwatch/portalwatch/internal/queue"
@@ -55,16 +56,20 @@ func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Lo
 		return err
 	}
 	defer st.Close()
+	dead, err := queue.NewDead(proc.QueueConfig(cfg, "web"))
+	if err != nil {
+		return fmt.Errorf("dead letters: %w", err)
+	}
 
 	srv, err := web.New(web.Config{
 		PublicRead: cfg.Web.PublicRead,
-		Policy:     registration.Policy{AllowPrivate: cfg.AllowPrivate},
+		Policy:     registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, nil)},
 		Health:     health,
 		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Registerer: reg,
 	}, web.Deps{
 		Pages: st, Writer: st, Updates: st, Tokens: st,
-		Dead: newDeadLetters(queue.NewDead(proc.QueueConfig(cfg, "web")), []string{cfg.JobQueue, cfg.TaskQueue}),
+		Dead: newDeadLetters(dead, []string{cfg.JobQueue, cfg.TaskQueue}),
 	}, log)
 	if err != nil {
 		ln.Close()

@@ -10,12 +10,19 @@ import (
 	"net"
 	"net/url"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/portalwatch/portalwatch/internal/crawler"
+	"github.com/portalwatch/portalwatch/internal/domwalk"
+	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/hostgate"
+	"github.com/portalwatch/portalwatch/internal/processor"
+	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/redisconn"
+	"github.com/portalwatch/portalwatch/internal/scheduler"
+	"github.com/portalwatch/portalwatch/internal/seen"
 )
 
 // Config holds every setting of every process. Each process reads the parts it
@@ -113,9 +120,10 @@ type Crawler struct {
 	// the job queue prefetch (PORTALWATCH_CRAWLER_CONCURRENCY, default 16).
 	Concurrency int
 	// ParseConcurrency is how many fetched pages one crawler parses at once
-	// (PORTALWATCH_PARSE_CONCURRENCY, default the number of CPUs): a DOM
-	// takes ten times its page's size, so parsing more pages than there are
-	// cores costs memory and gains nothing.
+	// (PORTALWATCH_PARSE_CONCURRENCY, default the number of CPUs,
+	// crawler.DefaultParseConcurrency): a DOM takes ten times its page's
+	// size, so parsing more pages than there are cores costs memory and
+	// gains nothing.
 	ParseConcurrency int
 	// UserAgent is sent with every request (PORTALWATCH_USER_AGENT).
 	UserAgent string
@@ -125,7 +133,9 @@ type Crawler struct {
 	// MaxBodyBytes caps a page's body after decompression
 	// (PORTALWATCH_MAX_BODY_BYTES, default 10 MiB).
 	MaxBodyBytes int64
-	// MaxRedirects caps redirects per fetch (PORTALWATCH_MAX_REDIRECTS, default 5).
+	// MaxRedirects caps redirects per fetch (PORTALWATCH_MAX_REDIRECTS,
+	// default 5, range 0..20); 0 follows none, the first redirect failing
+	// the check.
 	MaxRedirects int
 	// MaxLinks caps the links kept per page (PORTALWATCH_MAX_LINKS, default 5000).
 	MaxLinks int
@@ -199,6 +209,31 @@ type Processor struct {
 	PruneBatch int
 }
 
+// The defaults of the settings that belong to the programs rather than to
+// one component. A component's own defaults are its package's constants
+// (fetch.DefaultTimeout, scheduler.DefaultLease, …), which Load uses, so a
+// default is written once.
+const (
+	DefaultDatabaseURL          = "postgres://postgres@127.0.0.1:5432/portalwatch?sslmode=disable"
+	DefaultAMQPURL              = "amqp://guest:guest@127.0.0.1:5672/"
+	DefaultRedisURL             = "redis://127.0.0.1:6379/0"
+	DefaultJobQueue             = "job_queue"
+	DefaultTaskQueue            = "task_queue"
+	DefaultRedisPrefix          = "portalwatch"
+	DefaultShutdownTimeout      = 20 * time.Second
+	DefaultLogLevel             = "info"
+	DefaultWebAddr              = "127.0.0.1:8080"
+	DefaultCrawlerConcurrency   = 16
+	DefaultProcessorConcurrency = 8
+	// DefaultPrefetchPerWorker times PORTALWATCH_PROCESSOR_CONCURRENCY is
+	// the task queue prefetch unless PORTALWATCH_PROCESSOR_PREFETCH is set.
+	DefaultPrefetchPerWorker = 4
+	// DefaultUpdatesRetention keeps updates forever.
+	DefaultUpdatesRetention time.Duration = 0
+	// DefaultLinksRetention is 90 days.
+	DefaultLinksRetention = 90 * 24 * time.Hour
+)
+
 // Getenv looks up one environment variable; os.Getenv fits.
 type Getenv func(string) string
 
@@ -206,61 +241,62 @@ type Getenv func(string) string
 // validates it. The error names every bad variable and what it expects.
 func Load(getenv Getenv) (Config, error) {
 	r := reader{getenv: getenv}
+	procDefaults := processor.Config{Caps: processor.DefaultCaps}.WithDefaults()
 	c := Config{
-		DatabaseURL:     r.str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portalwatch?sslmode=disable"),
-		AMQPURL:         r.str("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"),
-		RedisURL:        r.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		JobQueue:        r.str("PORTALWATCH_JOB_QUEUE", "job_queue"),
-		TaskQueue:       r.str("PORTALWATCH_TASK_QUEUE", "task_queue"),
-		DeliveryLimit:   r.integer("PORTALWATCH_DELIVERY_LIMIT", 20, 1, 1000),
-		RedisPrefix:     r.str("PORTALWATCH_REDIS_PREFIX", "portalwatch"),
-		CodeLength:      r.integer("PORTALWATCH_CODE_LENGTH", 8, 6, 11),
+		DatabaseURL:     r.str("DATABASE_URL", DefaultDatabaseURL),
+		AMQPURL:         r.str("AMQP_URL", DefaultAMQPURL),
+		RedisURL:        r.str("REDIS_URL", DefaultRedisURL),
+		JobQueue:        r.str("PORTALWATCH_JOB_QUEUE", DefaultJobQueue),
+		TaskQueue:       r.str("PORTALWATCH_TASK_QUEUE", DefaultTaskQueue),
+		DeliveryLimit:   r.integer("PORTALWATCH_DELIVERY_LIMIT", queue.DefaultDeliveryLimit, 1, 1000),
+		RedisPrefix:     r.str("PORTALWATCH_REDIS_PREFIX", DefaultRedisPrefix),
+		CodeLength:      r.integer("PORTALWATCH_CODE_LENGTH", procDefaults.CodeLength, processor.MinCodeLength, processor.MaxCodeLength),
 		AllowPrivate:    r.boolean("PORTALWATCH_ALLOW_PRIVATE", false),
 		HTTPAddr:        r.str("PORTALWATCH_HTTP_ADDR", ""),
-		ShutdownTimeout: r.duration("PORTALWATCH_SHUTDOWN_TIMEOUT", 20*time.Second, time.Second),
-		LogLevel:        r.str("PORTALWATCH_LOG_LEVEL", "info"),
+		ShutdownTimeout: r.duration("PORTALWATCH_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout, time.Second),
+		LogLevel:        r.str("PORTALWATCH_LOG_LEVEL", DefaultLogLevel),
 		Scheduler: Scheduler{
-			PollInterval: r.duration("PORTALWATCH_SCHEDULER_POLL", time.Second, 10*time.Millisecond),
-			BatchSize:    r.integer("PORTALWATCH_SCHEDULER_BATCH", 500, 1, 10000),
-			Lease:        r.duration("PORTALWATCH_LEASE", 10*time.Minute, time.Second),
-			Jitter:       r.fraction("PORTALWATCH_JITTER", 0.1),
-			Workers:      r.integer("PORTALWATCH_SCHEDULER_WORKERS", 2, 1, 64),
+			PollInterval: r.duration("PORTALWATCH_SCHEDULER_POLL", scheduler.DefaultPollInterval, 10*time.Millisecond),
+			BatchSize:    r.integer("PORTALWATCH_SCHEDULER_BATCH", scheduler.DefaultBatchSize, 1, 10000),
+			Lease:        r.duration("PORTALWATCH_LEASE", scheduler.DefaultLease, time.Second),
+			Jitter:       r.fraction("PORTALWATCH_JITTER", scheduler.DefaultJitter),
+			Workers:      r.integer("PORTALWATCH_SCHEDULER_WORKERS", scheduler.DefaultWorkers, 1, 64),
 		},
 		Crawler: Crawler{
-			Concurrency:      r.integer("PORTALWATCH_CRAWLER_CONCURRENCY", 16, 1, 1000),
-			ParseConcurrency: r.integer("PORTALWATCH_PARSE_CONCURRENCY", runtime.GOMAXPROCS(0), 1, 1000),
+			Concurrency:      r.integer("PORTALWATCH_CRAWLER_CONCURRENCY", DefaultCrawlerConcurrency, 1, 1000),
+			ParseConcurrency: r.integer("PORTALWATCH_PARSE_CONCURRENCY", crawler.DefaultParseConcurrency(), 1, 1000),
 			UserAgent:        r.str("PORTALWATCH_USER_AGENT", ""),
-			FetchTimeout:     r.duration("PORTALWATCH_FETCH_TIMEOUT", 30*time.Second, 100*time.Millisecond),
-			MaxBodyBytes:     int64(r.integer("PORTALWATCH_MAX_BODY_BYTES", 10<<20, 1024, 1<<30)),
-			MaxRedirects:     r.integer("PORTALWATCH_MAX_REDIRECTS", 5, 0, 20),
-			MaxLinks:         r.integer("PORTALWATCH_MAX_LINKS", 5000, 1, 100000),
-			ParseMemory:      int64(r.integer("PORTALWATCH_PARSE_MEMORY", 64<<20, 1<<20, 16<<30)),
-			MaxTreeBytes:     int64(r.integer("PORTALWATCH_MAX_TREE_BYTES", 32<<20, 1<<20, 4<<30)),
-			MaxTaskBytes:     r.integer("PORTALWATCH_MAX_TASK_BYTES", 4<<20, 64<<10, 64<<20),
+			FetchTimeout:     r.duration("PORTALWATCH_FETCH_TIMEOUT", fetch.DefaultTimeout, 100*time.Millisecond),
+			MaxBodyBytes:     int64(r.integer("PORTALWATCH_MAX_BODY_BYTES", fetch.DefaultMaxBodyBytes, 1024, 1<<30)),
+			MaxRedirects:     r.integer("PORTALWATCH_MAX_REDIRECTS", fetch.DefaultMaxRedirects, 0, fetch.MaxMaxRedirects),
+			MaxLinks:         r.integer("PORTALWATCH_MAX_LINKS", domwalk.DefaultMaxLinks, 1, 100000),
+			ParseMemory:      int64(r.integer("PORTALWATCH_PARSE_MEMORY", crawler.DefaultParseMemory, 1<<20, 16<<30)),
+			MaxTreeBytes:     int64(r.integer("PORTALWATCH_MAX_TREE_BYTES", domwalk.DefaultMaxTreeBytes, 1<<20, 4<<30)),
+			MaxTaskBytes:     r.integer("PORTALWATCH_MAX_TASK_BYTES", crawler.DefaultMaxTaskBytes, 64<<10, 64<<20),
 			IgnoreRobots:     r.boolean("PORTALWATCH_IGNORE_ROBOTS", false),
-			CheckTimeout:     r.duration("PORTALWATCH_CHECK_TIMEOUT", 45*time.Second, 100*time.Millisecond),
-			MaxPoliteWait:    r.duration("PORTALWATCH_MAX_POLITE_WAIT", 5*time.Second, 10*time.Millisecond),
-			HostSpacing:      r.duration("PORTALWATCH_HOST_SPACING", time.Second, 0),
-			HostMaxInFlight:  r.integer("PORTALWATCH_HOST_MAX_INFLIGHT", 3, 0, 1000),
+			CheckTimeout:     r.duration("PORTALWATCH_CHECK_TIMEOUT", crawler.DefaultCheckTimeout, 100*time.Millisecond),
+			MaxPoliteWait:    r.duration("PORTALWATCH_MAX_POLITE_WAIT", fetch.DefaultMaxPoliteWait, 10*time.Millisecond),
+			HostSpacing:      r.duration("PORTALWATCH_HOST_SPACING", fetch.DefaultMinHostSpacing, 0),
+			HostMaxInFlight:  r.integer("PORTALWATCH_HOST_MAX_INFLIGHT", hostgate.DefaultMaxInFlight, 0, 1000),
 		},
 		Processor: Processor{
-			Concurrency: r.integer("PORTALWATCH_PROCESSOR_CONCURRENCY", 8, 1, 1000),
-			SeenTTL:     r.duration("PORTALWATCH_SEEN_TTL", 720*time.Hour, time.Minute),
+			Concurrency: r.integer("PORTALWATCH_PROCESSOR_CONCURRENCY", DefaultProcessorConcurrency, 1, 1000),
+			SeenTTL:     r.duration("PORTALWATCH_SEEN_TTL", seen.DefaultTTL, time.Minute),
 
-			MaxNewLinksPerCheck: r.integer("PORTALWATCH_MAX_NEW_LINKS_PER_CHECK", 1000, 0, 1000000),
-			MaxNewLinksPerDay:   r.integer("PORTALWATCH_MAX_NEW_LINKS_PER_DAY", 20000, 0, 100000000),
-			UpdatesRetention:    r.retention("PORTALWATCH_UPDATES_RETENTION", 0),
-			LinksRetention:      r.retention("PORTALWATCH_LINKS_RETENTION", 90*24*time.Hour),
-			PruneInterval:       r.duration("PORTALWATCH_PRUNE_INTERVAL", 10*time.Minute, time.Second),
-			PruneBatch:          r.integer("PORTALWATCH_PRUNE_BATCH", 1000, 1, 100000),
+			MaxNewLinksPerCheck: r.integer("PORTALWATCH_MAX_NEW_LINKS_PER_CHECK", procDefaults.Caps.PerCheck, 0, 1000000),
+			MaxNewLinksPerDay:   r.integer("PORTALWATCH_MAX_NEW_LINKS_PER_DAY", procDefaults.Caps.PerDay, 0, 100000000),
+			UpdatesRetention:    r.retention("PORTALWATCH_UPDATES_RETENTION", DefaultUpdatesRetention),
+			LinksRetention:      r.retention("PORTALWATCH_LINKS_RETENTION", DefaultLinksRetention),
+			PruneInterval:       r.duration("PORTALWATCH_PRUNE_INTERVAL", processor.DefaultPruneInterval, time.Second),
+			PruneBatch:          r.integer("PORTALWATCH_PRUNE_BATCH", processor.DefaultPruneBatch, 1, 100000),
 		},
 	}
 	c.Web = Web{
-		Addr:       r.str("PORTALWATCH_WEB_ADDR", "127.0.0.1:8080"),
+		Addr:       r.str("PORTALWATCH_WEB_ADDR", DefaultWebAddr),
 		PublicRead: r.boolean("PORTALWATCH_WEB_PUBLIC_READ", false),
 	}
 	r.check(validAddr("PORTALWATCH_WEB_ADDR", c.Web.Addr))
-	c.Processor.Prefetch = r.integer("PORTALWATCH_PROCESSOR_PREFETCH", 4*c.Processor.Concurrency, 1, 2000)
+	c.Processor.Prefetch = r.integer("PORTALWATCH_PROCESSOR_PREFETCH", DefaultPrefetchPerWorker*c.Processor.Concurrency, 1, 2000)
 	r.check(validURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql"))
 	r.check(validURLList("AMQP_URL", c.AMQPURL, "amqp", "amqps"))
 	r.check(validRedisURL("REDIS_URL", c.RedisURL))

@@ -15,7 +15,6 @@ import (
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -36,7 +35,7 @@ func TestTaskStaysWithinItsBudget(t *testing.T) {
 	pub := &recorder{}
 	svc := newService(t, pub)
 	job, _ := watch.EncodeJob(watch.Job{ID: 1, BaseURL: srv.URL + "/"})
-	if err := svc.Handle(context.Background(), queue.Delivery{Body: job}); err != nil {
+	if err := svc.Handle(context.Background(), watch.Delivery{Body: job}); err != nil {
 		t.Fatal(err)
 	}
 	body := pub.msgs[0].Body
@@ -63,9 +62,15 @@ func TestLinksPastTheCapAreCounted(t *testing.T) {
 			fmt.Fprintf(w, `<a href="/%d">%d</a>`, i, i)
 		}
 	})
-	f := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
-	svc := crawler.New(crawler.Config{TaskQueue: "tasks", Limits: domwalk.Limits{MaxLinks: 10}}, f, &recorder{},
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks", Limits: domwalk.Limits{MaxLinks: 10}}, f, &recorder{},
 		testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/"})
 	if len(task.Context) != 10 || task.Truncated != 20 {
 		t.Fatalf("%d links, %d truncated; want 10 and 20", len(task.Context), task.Truncated)

@@ -52,7 +52,10 @@ type checker struct {
 
 func newChecker() *checker {
 	f := &systest.SnapshotFetcher{}
-	svc := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, &recorder{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, &recorder{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		panic(err) // the zero config is valid; only a broken default gets here
+	}
 	return &checker{f: f, svc: svc}
 }
 

@@ -6,16 +6,16 @@ package crawler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/domwalk"
-	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/urlnorm"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -23,12 +23,12 @@ import (
 
 // Fetcher fetches one page.
 type Fetcher interface {
-	Fetch(ctx context.Context, req fetch.Request) (fetch.Result, error)
+	Fetch(ctx context.Context, req watch.FetchRequest) (watch.FetchResult, error)
 }
 
 // Publisher publishes messages and returns once the broker confirmed them.
 type Publisher interface {
-	Publish(ctx context.Context, queue string, msgs ...queue.Message) error
+	Publish(ctx context.Context, queue string, msgs ...watch.Message) error
 }
 
 // Config configures the crawler.
@@ -38,22 +38,25 @@ type Config struct {
 	// Limits bounds the DOM walk.
 	Limits domwalk.Limits
 	// PublishTimeout bounds the wait for the broker to take a task; after it
-	// the job returns to its queue. Default 60s.
+	// the job returns to its queue. Default DefaultPublishTimeout, 60s.
 	PublishTimeout time.Duration
 	// ParseConcurrency bounds the pages parsed at once; fetches go on
-	// meanwhile. Default 2.
+	// meanwhile. Default DefaultParseConcurrency(), the number of CPUs: a
+	// DOM takes ten times its page's size, so parsing more pages than there
+	// are cores costs memory and gains nothing.
 	ParseConcurrency int
 	// CheckTimeout bounds everything a check does before its page is in
 	// hand: reading robots.txt, any politeness wait and the fetch itself, so
 	// a host that trickles both its robots.txt and its page holds a worker
-	// for this long, not for twice the fetch timeout. Default 45s.
+	// for this long, not for twice the fetch timeout. Default
+	// DefaultCheckTimeout, 45s.
 	CheckTimeout time.Duration
 	// Gate, when set, caps the checks of one origin in flight across all
 	// crawlers; a check of a full origin is deferred by BusyDelay to twice
 	// that. Default nil: no cap.
 	Gate HostGate
 	// BusyDelay is how long a check turned away by Gate is deferred, at
-	// least. Default 5s.
+	// least. Default DefaultBusyDelay, 5s.
 	BusyDelay time.Duration
 	// ParseMemory bounds, in bytes, the pages one crawler holds between
 	// fetch and publish: each counts its body plus its parse's bound
@@ -70,6 +73,54 @@ type Config struct {
 // DefaultCheckTimeout is Config.CheckTimeout's default: the fetch's own 30s
 // default plus room for robots.txt and a short politeness wait.
 const DefaultCheckTimeout = 45 * time.Second
+
+// DefaultPublishTimeout is Config.PublishTimeout's default.
+const DefaultPublishTimeout = 60 * time.Second
+
+// DefaultParseConcurrency returns Config.ParseConcurrency's default: the
+// number of CPUs this process may use (runtime.GOMAXPROCS).
+func DefaultParseConcurrency() int { return runtime.GOMAXPROCS(0) }
+
+// WithDefaults returns a copy of c with every unset (zero) field given its
+// default; Gate stays nil (no cap) when unset.
+func (c Config) WithDefaults() Config {
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.ParseConcurrency == 0 {
+		c.ParseConcurrency = DefaultParseConcurrency()
+	}
+	if c.CheckTimeout == 0 {
+		c.CheckTimeout = DefaultCheckTimeout
+	}
+	if c.BusyDelay == 0 {
+		c.BusyDelay = DefaultBusyDelay
+	}
+	if c.ParseMemory == 0 {
+		c.ParseMemory = DefaultParseMemory
+	}
+	if c.MaxTaskBytes == 0 {
+		c.MaxTaskBytes = DefaultMaxTaskBytes
+	}
+	c.Limits = c.Limits.WithDefaults()
+	return c
+}
+
+// validate refuses what no default can mend, naming every bad field.
+func (c Config) validate() error {
+	var errs []error
+	if c.PublishTimeout < 0 || c.CheckTimeout < 0 || c.BusyDelay < 0 {
+		errs = append(errs, fmt.Errorf("crawler: PublishTimeout %s, CheckTimeout %s, BusyDelay %s: none may be negative",
+			c.PublishTimeout, c.CheckTimeout, c.BusyDelay))
+	}
+	if c.ParseConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("crawler: ParseConcurrency is %d: want at least 1", c.ParseConcurrency))
+	}
+	if c.ParseMemory < 0 || c.MaxTaskBytes < 0 {
+		errs = append(errs, fmt.Errorf("crawler: ParseMemory %d, MaxTaskBytes %d: want positive byte counts", c.ParseMemory, c.MaxTaskBytes))
+	}
+	return errors.Join(errs...)
+}
 
 // Service is the crawler.
 type Service struct {
@@ -89,27 +140,14 @@ type metrics struct {
 	links    prometheus.Histogram
 }
 
-// New returns a crawler. Its metrics are registered with reg.
-func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.Registerer) *Service {
-	if cfg.PublishTimeout <= 0 {
-		cfg.PublishTimeout = 60 * time.Second
+// New returns a crawler with cfg's defaults applied (Config.WithDefaults).
+// Its metrics are registered with reg. It returns an error naming every
+// field of cfg out of range.
+func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if cfg.ParseConcurrency <= 0 {
-		cfg.ParseConcurrency = 2
-	}
-	if cfg.CheckTimeout <= 0 {
-		cfg.CheckTimeout = DefaultCheckTimeout
-	}
-	if cfg.BusyDelay <= 0 {
-		cfg.BusyDelay = DefaultBusyDelay
-	}
-	if cfg.ParseMemory <= 0 {
-		cfg.ParseMemory = DefaultParseMemory
-	}
-	if cfg.MaxTaskBytes <= 0 {
-		cfg.MaxTaskBytes = DefaultMaxTaskBytes
-	}
-	cfg.Limits = cfg.Limits.WithDefaults()
 	m := metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portalwatch_crawler_checks_total", Help: "Page checks, by outcome.",
@@ -125,26 +163,26 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 	}
 	reg.MustRegister(m.checks, m.duration, m.links)
 	return &Service{cfg: cfg, parsing: newParseGate(cfg.ParseMemory, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m,
-		patterns: newPatternCache(reg)}
+		patterns: newPatternCache(reg)}, nil
 }
 
 // Handle handles one job delivery: a job that cannot be decoded is marked
 // permanent (dead-lettered); a task that cannot be published in time returns
 // the job to its queue; everything else, failed fetches included, acks it.
-func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
+func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 	job, err := watch.DecodeJob(d.Body)
 	if err != nil {
 		s.metrics.checks.WithLabelValues("malformed").Inc()
-		return queue.Permanent(err)
+		return watch.Permanent(err)
 	}
 	task := s.Check(ctx, job)
 	body, err := watch.EncodeTask(task)
 	if err != nil {
-		return queue.Permanent(fmt.Errorf("encode task of page %d: %w", job.ID, err))
+		return watch.Permanent(fmt.Errorf("encode task of page %d: %w", job.ID, err))
 	}
 	pubCtx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()
-	if err := s.pub.Publish(pubCtx, s.cfg.TaskQueue, queue.Message{Body: body}); err != nil {
+	if err := s.pub.Publish(pubCtx, s.cfg.TaskQueue, watch.Message{Body: body}); err != nil {
 		return fmt.Errorf("publish task of page %d: %w", job.ID, err)
 	}
 	return nil
@@ -166,7 +204,7 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 		return task
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
-	res, err := s.fetcher.Fetch(fetchCtx, fetch.Request{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified})
+	res, err := s.fetcher.Fetch(fetchCtx, watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified})
 	cancel()
 	leave()
 	task.Status, task.FetchedAt = res.Status, res.FetchedAt
@@ -190,7 +228,7 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	if err != nil {
 		task.Error = watch.CleanText(err.Error())
 		s.metrics.checks.WithLabelValues("fetch_failed").Inc()
-		log.Info("fetch failed", "status", res.Status, "err", task.Error, "kind", fetch.KindOf(err).String())
+		log.Info("fetch failed", "status", res.Status, "err", task.Error, "kind", watch.FetchKindOf(err).String())
 		return task
 	}
 	if res.NotModified {

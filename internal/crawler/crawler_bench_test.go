@@ -12,7 +12,6 @@ import (
 	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -44,7 +43,7 @@ func corpusServer(b *testing.B) (urls []string, size int64) {
 // discard is a Publisher that takes every message and keeps none.
 type discard struct{ bytes int64 }
 
-func (d *discard) Publish(_ context.Context, _ string, msgs ...queue.Message) error {
+func (d *discard) Publish(_ context.Context, _ string, msgs ...watch.Message) error {
 	for _, m := range msgs {
 		d.bytes += int64(len(m.Body))
 	}
@@ -52,9 +51,16 @@ func (d *discard) Publish(_ context.Context, _ string, msgs ...queue.Message) er
 }
 
 func benchService(b *testing.B, pub crawler.Publisher) *crawler.Service {
-	f := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	if err != nil {
+		b.Fatal(err)
+	}
 	log := slog.New(slog.DiscardHandler)
-	return crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, log, prometheus.NewRegistry())
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, log, prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return svc
 }
 
 // BenchmarkCheck is the crawler's per-page work on the corpus, as in
@@ -96,7 +102,7 @@ func BenchmarkHandle(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, j := range jobs {
-			if err := svc.Handle(context.Background(), queue.Delivery{Body: j}); err != nil {
+			if err := svc.Handle(context.Background(), watch.Delivery{Body: j}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -20,11 +19,11 @@ import (
 
 // recorder is a Publisher that keeps what it is given, or fails.
 type recorder struct {
-	msgs []queue.Message
+	msgs []watch.Message
 	err  error
 }
 
-func (r *recorder) Publish(_ context.Context, _ string, msgs ...queue.Message) error {
+func (r *recorder) Publish(_ context.Context, _ string, msgs ...watch.Message) error {
 	if r.err != nil {
 		return r.err
 	}
@@ -33,8 +32,15 @@ func (r *recorder) Publish(_ context.Context, _ string, msgs ...queue.Message) e
 }
 
 func newService(t *testing.T, pub crawler.Publisher) *crawler.Service {
-	f := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
-	return crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, testsvc.Logger(t), prometheus.NewRegistry())
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
 
 func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
@@ -77,7 +83,7 @@ func TestFailedFetchBecomesATaskWithTheError(t *testing.T) {
 	pub := &recorder{}
 	svc := newService(t, pub)
 	body, _ := json.Marshal(watch.Job{ID: 7, BaseURL: srv.URL + "/missing"})
-	if err := svc.Handle(context.Background(), queue.Delivery{Body: body}); err != nil {
+	if err := svc.Handle(context.Background(), watch.Delivery{Body: body}); err != nil {
 		t.Fatalf("Handle of a 404 page = %v, want nil: the job is acked", err)
 	}
 	if len(pub.msgs) != 1 {
@@ -97,8 +103,8 @@ func TestJobIsNotAckedWhenTheTaskCannotBePublished(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<a href=/x>x</a>")) })
 	svc := newService(t, &recorder{err: errors.New("broker down")})
 	body, _ := json.Marshal(watch.Job{ID: 1, BaseURL: srv.URL})
-	err := svc.Handle(context.Background(), queue.Delivery{Body: body})
-	if err == nil || queue.IsPermanent(err) {
+	err := svc.Handle(context.Background(), watch.Delivery{Body: body})
+	if err == nil || watch.IsPermanent(err) {
 		t.Fatalf("Handle with the broker down = %v, want a retryable error (job returns to the queue)", err)
 	}
 }
@@ -107,7 +113,7 @@ func TestMalformedJobIsPermanent(t *testing.T) {
 	t.Parallel()
 	svc := newService(t, &recorder{})
 	for _, body := range []string{`{`, `{"id":1}`, `{"baseUrl":"http://x/"}`} {
-		if err := svc.Handle(context.Background(), queue.Delivery{Body: []byte(body)}); !queue.IsPermanent(err) {
+		if err := svc.Handle(context.Background(), watch.Delivery{Body: []byte(body)}); !watch.IsPermanent(err) {
 			t.Errorf("Handle(%s) = %v, want a permanent error", body, err)
 		}
 	}

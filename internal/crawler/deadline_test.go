@@ -48,9 +48,15 @@ func TestCheckDeadlineCoversRobotsAndFetch(t *testing.T) {
 		}
 		trickle("text/html")(w, r)
 	})
-	f := fetch.New(fetch.Config{AllowPrivate: true, Timeout: fetchTimeout})
-	svc := crawler.New(crawler.Config{TaskQueue: "tasks", CheckTimeout: checkTimeout}, f, &recorder{},
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, Timeout: fetchTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks", CheckTimeout: checkTimeout}, f, &recorder{},
 		testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	start := time.Now()
 	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/"})
@@ -71,9 +77,15 @@ func TestCheckDeferredByPolitenessIsNotAFailure(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(`<a href="/a">A</a>`))
 	})
-	f := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true, MinHostSpacing: time.Minute, MaxPoliteWait: time.Second})
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true, MinHostSpacing: time.Minute, MaxPoliteWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
 	pub := &recorder{}
-	svc := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, testsvc.Logger(t), prometheus.NewRegistry())
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/"}); task.Failed() || len(task.Context) != 1 {
 		t.Fatalf("first check = %+v, want its link", task)
 	}

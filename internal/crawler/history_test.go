@@ -65,7 +65,10 @@ var replays = struct {
 func replayAll(tb testing.TB, snaps []snapshot, ignore []string) []replayStep {
 	tb.Helper()
 	f := &systest.SnapshotFetcher{}
-	svc := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, &recorder{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, &recorder{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		tb.Fatal(err)
+	}
 	var opts *watch.LinkOptions
 	if len(ignore) > 0 {
 		opts = &watch.LinkOptions{Ignore: ignore}

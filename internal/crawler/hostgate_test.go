@@ -29,8 +29,14 @@ func twoCrawlers(t *testing.T, gcfg hostgate.Config, fcfg fetch.Config) [2]*craw
 		t.Cleanup(func() { g.Close() })
 		fc := fcfg
 		fc.AllowPrivate, fc.IgnoreRobots, fc.Pacer = true, true, g
-		svcs[i] = crawler.New(crawler.Config{TaskQueue: "tasks", Gate: g}, fetch.New(fc), &recorder{},
-			testsvc.Logger(t), prometheus.NewRegistry())
+		f, err := fetch.New(fc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if svcs[i], err = crawler.New(crawler.Config{TaskQueue: "tasks", Gate: g}, f, &recorder{},
+			testsvc.Logger(t), prometheus.NewRegistry()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return svcs
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/crawler"
-	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -22,8 +21,8 @@ type pageFetcher struct {
 	html []byte
 }
 
-func (f *pageFetcher) Fetch(context.Context, fetch.Request) (fetch.Result, error) {
-	return fetch.Result{Status: 200, FinalURL: f.url, HTML: f.html, FetchedAt: time.Now()}, nil
+func (f *pageFetcher) Fetch(context.Context, watch.FetchRequest) (watch.FetchResult, error) {
+	return watch.FetchResult{Status: 200, FinalURL: f.url, HTML: f.html, FetchedAt: time.Now()}, nil
 }
 
 // linkPage returns a page of n links whose URLs look like a news portal's
@@ -63,7 +62,10 @@ func BenchmarkCheckIgnorePatterns(b *testing.B) {
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			f := &pageFetcher{url: u, html: linkPage(tc.links, tc.word)}
-			svc := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, &discard{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+			svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, &discard{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+			if err != nil {
+				b.Fatal(err)
+			}
 			job := watch.Job{ID: 1, BaseURL: u.String(), Options: &watch.LinkOptions{Ignore: tc.patterns}}
 			b.SetBytes(int64(len(f.html)))
 			b.ReportAllocs()

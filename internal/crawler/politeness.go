@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // HostGate caps the checks of one origin in flight across all crawlers.
@@ -53,8 +53,8 @@ func originOf(raw string) (string, bool) {
 // deferredUntil reports whether the fetcher put the check off rather than
 // let a politeness wait hold a worker, and until when.
 func deferredUntil(err error) (time.Time, bool) {
-	var fe *fetch.Error
-	if errors.As(err, &fe) && fe.Kind == fetch.KindDeferred {
+	var fe *watch.FetchError
+	if errors.As(err, &fe) && fe.Kind == watch.FetchDeferred {
 		return fe.RetryAt, true
 	}
 	return time.Time{}, false

@@ -26,7 +26,10 @@ func TestSizeGuessIsBounded(t *testing.T) {
 		w.Write(body)
 	}))
 	defer srv.Close()
-	c := New(Config{AllowPrivate: true, IgnoreRobots: true})
+	c, err := New(Config{AllowPrivate: true, IgnoreRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer c.CloseIdleConnections()
 	if _, err := c.Fetch(context.Background(), Request{URL: srv.URL + "/big"}); err != nil {
 		t.Fatal(err)

@@ -279,3 +279,10 @@ func parseIPv4Number(s string) (uint64, bool) {
 	}
 	return n, true
 }
+
+// Guard returns CheckURL with allowPrivate and r fixed, the form
+// registration.Policy.GuardURL takes, so that registering a page refuses what
+// the crawler would.
+func Guard(allowPrivate bool, r Resolver) func(ctx context.Context, raw string) error {
+	return func(ctx context.Context, raw string) error { return CheckURL(ctx, raw, allowPrivate, r) }
+}

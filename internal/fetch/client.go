@@ -14,44 +14,22 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // accept prefers HTML but takes anything, so that servers which negotiate
 // on Accept still answer; the Content-Type check decides afterwards.
 const accept = "text/html, application/xhtml+xml;q=0.9, */*;q=0.1"
 
-// Request is one page to fetch.
-type Request struct {
-	// URL is the absolute http or https URL of the page.
-	URL string
-	// ETag and LastModified are the validators of the previous successful
-	// fetch; when set they are sent as If-None-Match and If-Modified-Since.
-	ETag, LastModified string
-}
-
-// Result is the outcome of one fetch. Fetch returns it filled as far as
-// the fetch got, with a non-nil error too when it failed.
-type Result struct {
-	// Status is the HTTP status of the final response, 0 when there was
-	// none (DNS failure, refused connection, timeout before headers, …).
-	Status int
-	// FinalURL is the URL of the final response, after redirects; nil when
-	// there was no response.
-	FinalURL *url.URL
-	// ETag and LastModified are the final response's validators, to send
-	// back on the next fetch. A 304 that omits one keeps the Request's.
-	ETag, LastModified string
-	// NotModified is true when the server answered a conditional request
-	// with 304 Not Modified; HTML is then empty.
-	NotModified bool
-	// HTML is the body decoded to UTF-8 (see DecodeHTML).
-	HTML []byte
-	// Charset is the WHATWG name of the encoding HTML was decoded from.
-	Charset string
-	// FetchedAt is when the request was sent, after any wait for robots.txt
-	// or Crawl-delay.
-	FetchedAt time.Time
-}
+// Request and Result are watch's, so that a service names no type of this
+// package.
+type (
+	// Request is watch.FetchRequest.
+	Request = watch.FetchRequest
+	// Result is watch.FetchResult.
+	Result = watch.FetchResult
+)
 
 // Client fetches pages within the limits of its Config. It holds one
 // http.Client and Transport (with their connection pool) and the robots.txt
@@ -80,8 +58,14 @@ type Client struct {
 // unless cfg.AllowPrivate, and bounds TLS handshakes (10s), response
 // headers (cfg.HeaderTimeout, at most 64 KiB of them) and idle connections
 // (90s, at most 4 per host).
-func New(cfg Config) *Client {
+//
+// New returns an error naming every field of cfg that is out of range
+// (see Config.validate).
+func New(cfg Config) (*Client, error) {
 	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	c := &Client{
 		cfg:   cfg,
 		agent: productToken(cfg.UserAgent),
@@ -115,7 +99,7 @@ func New(cfg Config) *Client {
 		// c.now, not time.Now, so that tests that replace the clock pace by it.
 		c.pacer = &localPacer{now: func() time.Time { return c.now() }, size: cfg.RobotsCacheSize, next: make(map[string]time.Time)}
 	}
-	return c
+	return c, nil
 }
 
 // CloseIdleConnections closes the Transport's idle keep-alive connections;
@@ -223,7 +207,7 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if len(via) > c.cfg.MaxRedirects {
 		err := fmt.Errorf("stopped after %d redirects", c.cfg.MaxRedirects)
-		if c.cfg.MaxRedirects < 0 {
+		if c.cfg.MaxRedirects == 0 {
 			err = errors.New("redirected, and redirects are not followed")
 		}
 		return &redirectError{&Error{Kind: KindTooManyRedirects, URL: req.URL.String(), Err: err}}

@@ -46,7 +46,10 @@ func newServer(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int64) {
 // robots.txt ignored unless cfg says otherwise by its own fields.
 func newClient(t *testing.T, cfg Config) *Client {
 	t.Helper()
-	c := New(cfg)
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(c.CloseIdleConnections)
 	return c
 }
@@ -446,7 +449,7 @@ func TestFetchRedirects(t *testing.T) {
 			htmlHandler(testPage)(w, r)
 		}
 	}))
-	c := newClient(t, Config{AllowPrivate: true, IgnoreRobots: true}) // MaxRedirects: 5
+	c := newClient(t, Config{AllowPrivate: true, IgnoreRobots: true, MaxRedirects: DefaultMaxRedirects})
 	ctx := context.Background()
 
 	res, err := c.Fetch(ctx, Request{URL: srv.URL + "/hop/5"})
@@ -459,9 +462,13 @@ func TestFetchRedirects(t *testing.T) {
 		t.Errorf("6 redirects: status %d, %q", res.Status, err)
 	}
 
-	none := newClient(t, Config{AllowPrivate: true, IgnoreRobots: true, MaxRedirects: -1})
+	// Zero follows none: the first redirect fails the fetch.
+	none := newClient(t, Config{AllowPrivate: true, IgnoreRobots: true})
 	_, err = none.Fetch(ctx, Request{URL: srv.URL + "/hop/1"})
 	wantKind(t, err, KindTooManyRedirects)
+	if !strings.Contains(err.Error(), "redirects are not followed") {
+		t.Errorf("MaxRedirects 0: %q, want it to say redirects are not followed", err)
+	}
 
 	for path, msg := range map[string]string{
 		"/to-file":     `redirect to file:///etc/passwd: scheme "file" is not allowed`,
@@ -614,7 +621,7 @@ func TestDialGuardRedirect(t *testing.T) {
 		}
 	}))
 	publicAddr := netip.MustParseAddrPort(public.Listener.Addr().String())
-	cfg := Config{IgnoreRobots: true}
+	cfg := Config{IgnoreRobots: true, MaxRedirects: DefaultMaxRedirects}
 	cfg.dialAllowed = func(ap netip.AddrPort) bool { return ap == publicAddr }
 	c := newClient(t, cfg)
 	base := fmt.Sprintf("http://localhost:%d", publicAddr.Port())
@@ -638,17 +645,44 @@ func TestDialGuardRedirect(t *testing.T) {
 func TestConfigWithDefaults(t *testing.T) {
 	c := Config{}.WithDefaults()
 	if c.UserAgent != DefaultUserAgent || c.Timeout != 30*time.Second || c.HeaderTimeout != 10*time.Second ||
-		c.DialTimeout != 5*time.Second || c.MaxBodyBytes != 10<<20 || c.MaxRedirects != 5 || c.AllowPrivate ||
+		c.DialTimeout != 5*time.Second || c.MaxBodyBytes != 10<<20 || c.MaxRedirects != 0 || c.AllowPrivate ||
 		c.IgnoreRobots || c.RobotsTTL != time.Hour || c.RobotsMaxBytes != 512<<10 || c.MaxCrawlDelay != 30*time.Second ||
 		c.Logger == nil {
 		t.Errorf("defaults: %+v", c)
 	}
-	c = Config{MaxRedirects: -1, Timeout: -time.Second, MaxBodyBytes: 7}.WithDefaults()
-	if c.MaxRedirects != -1 || c.Timeout != DefaultTimeout || c.MaxBodyBytes != 7 {
+	c = Config{MaxRedirects: 3, MinHostSpacing: 0, MaxBodyBytes: 7}.WithDefaults()
+	if c.MaxRedirects != 3 || c.MinHostSpacing != 0 || c.MaxBodyBytes != 7 {
 		t.Errorf("explicit values: %+v", c)
 	}
 	if got := productToken(DefaultUserAgent); got != "portalwatch" {
 		t.Errorf("productToken = %q", got)
+	}
+}
+
+// TestNewRefusesInvalidConfig: a limit no default can mend is an error from
+// New, not a silent default (PORTALWATCH_MAX_REDIRECTS=0 once became 5).
+func TestNewRefusesInvalidConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{MaxRedirects: -1},
+		{MaxRedirects: MaxMaxRedirects + 1},
+		{Timeout: -time.Second},
+		{MinHostSpacing: -time.Millisecond},
+		{MaxBodyBytes: -1},
+	} {
+		if c, err := New(cfg); err == nil {
+			c.CloseIdleConnections()
+			t.Errorf("New(%+v) = nil error, want one naming the bad field", cfg)
+		} else if !strings.HasPrefix(err.Error(), "fetch: ") {
+			t.Errorf("New(%+v) = %q, want it to name the component", cfg, err)
+		}
+	}
+	for _, cfg := range []Config{{}, {MaxRedirects: MaxMaxRedirects}} {
+		c, err := New(cfg)
+		if err != nil {
+			t.Errorf("New(%+v) = %v, want a client", cfg, err)
+			continue
+		}
+		c.CloseIdleConnections()
 	}
 }
 

@@ -1,6 +1,8 @@
 package fetch
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -15,11 +17,15 @@ const (
 	DefaultDialTimeout     = 5 * time.Second
 	DefaultMaxBodyBytes    = 10 << 20
 	DefaultMaxRedirects    = 5
+	MaxMaxRedirects        = 20
 	DefaultRobotsTTL       = time.Hour
 	DefaultRobotsMaxBytes  = 512 << 10
 	DefaultRobotsCacheSize = 10000
 	DefaultMaxCrawlDelay   = 30 * time.Second
 	DefaultMaxPoliteWait   = 5 * time.Second
+	// DefaultMinHostSpacing is the spacing the programs use
+	// (PORTALWATCH_HOST_SPACING); Config's zero value means none.
+	DefaultMinHostSpacing = time.Second
 )
 
 // allowPrivateHint ends every refusal of a non-public address, so that an
@@ -27,8 +33,10 @@ const (
 // The variable is read by the config package, which sets AllowPrivate.
 const allowPrivateHint = "set PORTALWATCH_ALLOW_PRIVATE=true to allow private addresses"
 
-// Config configures a Client. The zero value is usable after WithDefaults,
-// which New applies: every zero or negative limit takes its default.
+// Config configures a Client. New applies WithDefaults, which gives every
+// zero limit its default, and then refuses a negative one. MaxRedirects and
+// MinHostSpacing are the exceptions: zero means none, so set MaxRedirects
+// (to DefaultMaxRedirects, say) to follow redirects.
 type Config struct {
 	// UserAgent is sent with every request, robots.txt included. Its
 	// product token (the text before the first "/" or space, lower-cased)
@@ -56,9 +64,10 @@ type Config struct {
 	// Default 10 MiB.
 	MaxBodyBytes int64
 
-	// MaxRedirects is how many redirects a fetch follows; one more fails
-	// it with KindTooManyRedirects. Zero means the default, 5; a negative
-	// value follows none.
+	// MaxRedirects is how many redirects a fetch follows, at most
+	// MaxMaxRedirects; one more fails it with KindTooManyRedirects. Zero
+	// follows none: the first redirect fails the fetch. WithDefaults leaves
+	// it alone; DefaultMaxRedirects (5) is what the programs use.
 	MaxRedirects int
 
 	// AllowPrivate, when true, lets the client connect to loopback,
@@ -122,45 +131,68 @@ type Config struct {
 	dialResolver *net.Resolver
 }
 
-// WithDefaults returns a copy of c with every unset field given its
-// default. Zero and negative durations and sizes count as unset;
-// MaxRedirects is unset only when zero.
+// WithDefaults returns a copy of c with every unset (zero) field given its
+// default. MaxRedirects and MinHostSpacing, where zero means none, are left
+// as they are.
 func (c Config) WithDefaults() Config {
 	if c.UserAgent == "" {
 		c.UserAgent = DefaultUserAgent
 	}
-	if c.Timeout <= 0 {
+	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
-	if c.HeaderTimeout <= 0 {
+	if c.HeaderTimeout == 0 {
 		c.HeaderTimeout = DefaultHeaderTimeout
 	}
-	if c.DialTimeout <= 0 {
+	if c.DialTimeout == 0 {
 		c.DialTimeout = DefaultDialTimeout
 	}
-	if c.MaxBodyBytes <= 0 {
+	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if c.MaxRedirects == 0 {
-		c.MaxRedirects = DefaultMaxRedirects
-	}
-	if c.RobotsTTL <= 0 {
+	if c.RobotsTTL == 0 {
 		c.RobotsTTL = DefaultRobotsTTL
 	}
-	if c.RobotsMaxBytes <= 0 {
+	if c.RobotsMaxBytes == 0 {
 		c.RobotsMaxBytes = DefaultRobotsMaxBytes
 	}
-	if c.RobotsCacheSize <= 0 {
+	if c.RobotsCacheSize == 0 {
 		c.RobotsCacheSize = DefaultRobotsCacheSize
 	}
-	if c.MaxCrawlDelay <= 0 {
+	if c.MaxCrawlDelay == 0 {
 		c.MaxCrawlDelay = DefaultMaxCrawlDelay
 	}
-	if c.MaxPoliteWait <= 0 {
+	if c.MaxPoliteWait == 0 {
 		c.MaxPoliteWait = DefaultMaxPoliteWait
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
+}
+
+// validate refuses what no default can mend: a negative limit, or more
+// redirects than MaxMaxRedirects. It names every bad field at once.
+func (c Config) validate() error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"Timeout", c.Timeout}, {"HeaderTimeout", c.HeaderTimeout}, {"DialTimeout", c.DialTimeout},
+		{"MinHostSpacing", c.MinHostSpacing}, {"MaxPoliteWait", c.MaxPoliteWait},
+		{"RobotsTTL", c.RobotsTTL}, {"MaxCrawlDelay", c.MaxCrawlDelay},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("fetch: %s is %s: want a duration of at least 0", d.name, d.v))
+		}
+	}
+	if c.MaxBodyBytes < 0 || c.RobotsMaxBytes < 0 || c.RobotsCacheSize < 0 {
+		errs = append(errs, fmt.Errorf("fetch: MaxBodyBytes %d, RobotsMaxBytes %d, RobotsCacheSize %d: none may be negative",
+			c.MaxBodyBytes, c.RobotsMaxBytes, c.RobotsCacheSize))
+	}
+	if c.MaxRedirects < 0 || c.MaxRedirects > MaxMaxRedirects {
+		errs = append(errs, fmt.Errorf("fetch: MaxRedirects is %d: want 0 (follow none) to %d", c.MaxRedirects, MaxMaxRedirects))
+	}
+	return errors.Join(errs...)
 }

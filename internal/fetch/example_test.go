@@ -58,7 +58,11 @@ func ExampleClient_Fetch() {
 	defer srv.Close()
 
 	// AllowPrivate only because the test server listens on loopback.
-	c := fetch.New(fetch.Config{AllowPrivate: true})
+	c, err := fetch.New(fetch.Config{AllowPrivate: true, MaxRedirects: fetch.DefaultMaxRedirects})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.CloseIdleConnections()
 
 	res, err := c.Fetch(context.Background(), fetch.Request{URL: srv.URL + "/"})

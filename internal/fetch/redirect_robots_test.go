@@ -18,7 +18,7 @@ func TestRedirectObeysTheTargetsRobots(t *testing.T) {
 		}
 		http.Redirect(w, r, targetURL+r.URL.Path, http.StatusFound)
 	}))
-	c, _ := newRobotsClient(t, Config{})
+	c, _ := newRobotsClient(t, Config{MaxRedirects: DefaultMaxRedirects})
 
 	res, err := c.Fetch(context.Background(), Request{URL: start.URL + "/private"})
 	fe := wantKind(t, err, KindDisallowed)

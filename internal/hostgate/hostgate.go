@@ -42,6 +42,9 @@ const (
 	DefaultTimeout   = 250 * time.Millisecond
 	DefaultCooldown  = 5 * time.Second
 	DefaultLocalSize = 10000
+	// DefaultMaxInFlight is the cap the programs use
+	// (PORTALWATCH_HOST_MAX_INFLIGHT); Config's zero value means no cap.
+	DefaultMaxInFlight = 3
 )
 
 // Config configures a Gate.

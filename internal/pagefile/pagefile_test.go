@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -107,7 +108,7 @@ func TestCheckNamesEveryBadRow(t *testing.T) {
 		{Line: 6, Enabled: true, Page: registration.Page{URL: "http://127.0.0.1:9/t", Interval: time.Minute, Tags: []string{"no/slash"}}},
 		{Line: 7, Enabled: false, Page: registration.Page{URL: "http://127.0.0.1:9/ok", Interval: time.Minute}},
 	}
-	pol := registration.Policy{AllowPrivate: true}
+	pol := registration.Policy{GuardURL: fetch.Guard(true, nil)}
 	_, err := Check(context.Background(), pol, rows, func(u string) bool { return u == "http://127.0.0.1:9/old" })
 	var bad *BadRowsError
 	if !errors.As(err, &bad) {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/queue"
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -29,8 +27,8 @@ func (s *Service) deferCheck(ctx context.Context, task watch.Task) (outcome stri
 		case errors.Is(err, watch.ErrPageNotFound):
 			s.log.Info("task for a removed page dropped", "page_id", task.ID, "url", task.BaseURL)
 			return "page_removed", nil
-		case store.IsPermanent(err):
-			return "rejected", queue.Permanent(err)
+		case watch.IsPermanent(err):
+			return "rejected", watch.Permanent(err)
 		}
 		s.log.Warn("recording deferral failed; retrying", "page_id", task.ID, "attempt", attempt+1, "err", err)
 		if sleepErr := s.cfg.Backoff.Sleep(ctx, attempt); sleepErr != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -86,7 +85,7 @@ func TestEvictedSeenSetsLoseAndDoubleNothing(t *testing.T) {
 					return
 				}
 				for range 2 {
-					if err := f.svc.Handle(ctx, queue.Delivery{Body: body}); err != nil {
+					if err := f.svc.Handle(ctx, watch.Delivery{Body: body}); err != nil {
 						t.Errorf("Handle page %d round %d: %v", id, r, err)
 						return
 					}

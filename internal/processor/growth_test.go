@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/processor"
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // A link cut by the caps must not enter the seen-set: the next check, when
 // there is room, records it.
 func TestCutLinksAreRecordedLater(t *testing.T) {
-	f := newFixtureWith(t, "", processor.Config{Caps: store.Caps{PerCheck: 2}})
+	f := newFixtureWith(t, "", processor.Config{Caps: watch.Caps{PerCheck: 2}})
 	f.deliver(t, f.task("/a"))
 	task := f.task("/a", "/b", "/c", "/d")
 	task.Truncated = 9
@@ -43,7 +43,10 @@ func TestLinkRetentionForgetsOnlyLinksGoneFromThePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.deliver(t, f.task("/stays")) // refresh due: /stays is seen now, /gone is not
-	pruner := processor.NewPruner(processor.RetentionConfig{Links: 90 * 24 * time.Hour, Batch: 1}, f.st, testsvc.Logger(t))
+	pruner, err := processor.NewPruner(processor.RetentionConfig{Links: 90 * 24 * time.Hour, Batch: 1}, f.st, testsvc.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	updates, links, err := pruner.Round(ctx)
 	if err != nil || updates != 0 || links != 1 {
 		t.Fatalf("Round = %d updates, %d links, %v; want one link", updates, links, err)

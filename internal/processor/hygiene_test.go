@@ -13,8 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/processor"
-	"github.com/portalwatch/portalwatch/internal/queue"
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -63,11 +61,14 @@ func TestNetworkStringsAreStoredCleaned(t *testing.T) {
 func TestNetworkStringsAreLoggedCleaned(t *testing.T) {
 	f := newFixture(t, "")
 	var buf syncBuffer
-	svc := processor.New(processor.Config{}, f.st, nil, slog.New(slog.NewJSONHandler(&buf, nil)), prometheus.NewRegistry())
+	svc, err := processor.New(processor.Config{}, f.st, nil, slog.New(slog.NewJSONHandler(&buf, nil)), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 	task := watch.Task{BaseURL: "https://portal.example/" + hostile, ID: f.page.ID, FinalURL: "https://final.example/" + hostile,
 		Error: "tls: " + hostile, FetchedAt: time.Now()}
 	body, _ := json.Marshal(task)
-	if err := svc.Handle(context.Background(), queue.Delivery{Body: body}); err != nil {
+	if err := svc.Handle(context.Background(), watch.Delivery{Body: body}); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -86,7 +87,7 @@ func TestNetworkStringsAreLoggedCleaned(t *testing.T) {
 func TestRefusedCheckShowsOnThePageAndFreesTheLease(t *testing.T) {
 	f := newFixture(t, "")
 	ctx := context.Background()
-	_, err := f.st.ClaimDue(ctx, store.ClaimParams{Limit: 10, Lease: time.Hour},
+	_, err := f.st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour},
 		func(context.Context, []watch.Job) error { return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -108,8 +109,8 @@ func TestRefusedCheckShowsOnThePageAndFreesTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = f.svc.Handle(ctx, queue.Delivery{Body: body})
-	if !queue.IsPermanent(err) {
+	err = f.svc.Handle(ctx, watch.Delivery{Body: body})
+	if !watch.IsPermanent(err) {
 		t.Fatalf("Handle = %v, want a permanent error (dead letter)", err)
 	}
 	p, _ := f.st.Page(ctx, f.page.ID)

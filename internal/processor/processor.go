@@ -14,16 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // Recorder records a check of a page, PostgreSQL deciding what is new, or
 // that a check was deferred.
 type Recorder interface {
-	RecordCheck(ctx context.Context, c store.Check, links []store.NewLink) (store.Recorded, error)
+	RecordCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error)
 	DeferCheck(ctx context.Context, pageID int64, decidedAt, until time.Time) error
 	RefreshLinks(ctx context.Context, pageID int64, keys []uint64, digest string) error
 }
@@ -36,19 +34,53 @@ type SeenSet interface {
 
 // Config configures the processor.
 type Config struct {
-	// CodeLength is the length of the short codes. Default
-	// shortlink.DefaultLength.
+	// CodeLength is the length of the short codes, from MinCodeLength to
+	// MaxCodeLength. Default shortlink.DefaultLength.
 	CodeLength int
 	// Backoff spaces retries while the database is unavailable.
 	Backoff backoff.Policy
 	// Caps bound the new links one check of a page records; zero fields
-	// mean no cap. What is cut shows on the page (watch.Page.LastCut).
-	Caps store.Caps
+	// mean no cap (the zero value). The programs use DefaultCaps. What is cut shows on the page (watch.Page.LastCut).
+	Caps watch.Caps
 	// LinkRefresh is how often a page's links' last-seen times are refreshed
 	// from a whole link set, which link retention needs; zero never. One
 	// refresh costs one statement over the page's links (RefreshLinks), so
 	// it runs once per period per page, not on every check.
 	LinkRefresh time.Duration
+}
+
+// Limits and defaults of Config.
+const (
+	MinCodeLength = 6
+	MaxCodeLength = shortlink.MaxLength
+)
+
+// DefaultCaps are the caps the programs use: a page that suddenly shows a
+// thousand new links is more likely rebuilt than newsworthy.
+var DefaultCaps = watch.Caps{PerCheck: 1000, PerDay: 20000}
+
+// WithDefaults returns a copy of c with every unset (zero) field given its
+// default. Caps and LinkRefresh, where zero means none, are left as they are.
+func (c Config) WithDefaults() Config {
+	if c.CodeLength == 0 {
+		c.CodeLength = shortlink.DefaultLength
+	}
+	return c
+}
+
+// validate refuses what no default can mend, naming every bad field.
+func (c Config) validate() error {
+	var errs []error
+	if c.CodeLength < MinCodeLength || c.CodeLength > MaxCodeLength {
+		errs = append(errs, fmt.Errorf("processor: CodeLength is %d: want %d to %d", c.CodeLength, MinCodeLength, MaxCodeLength))
+	}
+	if c.Caps.PerCheck < 0 || c.Caps.PerDay < 0 {
+		errs = append(errs, fmt.Errorf("processor: Caps %+v: want 0 (no cap) or more", c.Caps))
+	}
+	if c.LinkRefresh < 0 {
+		errs = append(errs, fmt.Errorf("processor: LinkRefresh is %s: want 0 (never) or more", c.LinkRefresh))
+	}
+	return errors.Join(errs...)
 }
 
 // LinkRefreshFor returns the refresh period that link retention needs: often
@@ -80,10 +112,13 @@ type metrics struct {
 	duration   prometheus.Histogram
 }
 
-// New returns a processor. Its metrics are registered with reg.
-func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus.Registerer) *Service {
-	if cfg.CodeLength == 0 {
-		cfg.CodeLength = shortlink.DefaultLength
+// New returns a processor with cfg's defaults applied (Config.WithDefaults).
+// Its metrics are registered with reg. It returns an error naming every
+// field of cfg out of range.
+func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	m := metrics{
 		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -110,7 +145,7 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 		}),
 	}
 	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.duration)
-	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}
+	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}, nil
 }
 
 // Handle handles one task delivery. A task that cannot be decoded, or whose
@@ -118,12 +153,12 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 // database is unavailable it retries in place with backoff, so an outage
 // delays tasks instead of burning their delivery count; it gives up only when
 // ctx ends, and the task returns to the queue.
-func (s *Service) Handle(ctx context.Context, d queue.Delivery) error {
+func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 	start := time.Now()
 	task, err := watch.DecodeTask(d.Body)
 	if err != nil {
 		s.metrics.tasks.WithLabelValues("malformed").Inc()
-		return queue.Permanent(err)
+		return watch.Permanent(err)
 	}
 	outcome, err := s.process(ctx, task)
 	s.metrics.tasks.WithLabelValues(outcome).Inc()
@@ -149,7 +184,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	if !task.DeferredUntil.IsZero() {
 		return s.deferCheck(ctx, task)
 	}
-	check := store.Check{
+	check := watch.Check{
 		PageID:       task.ID,
 		FetchedAt:    task.FetchedAt,
 		Status:       task.Status,
@@ -167,7 +202,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	log := s.log.With("page_id", task.ID, "url", task.BaseURL)
 
 	var (
-		links []store.NewLink
+		links []watch.NewLink
 		codes []uint64 // codes of links, the candidates PostgreSQL decides
 		keys  []uint64 // keys of the task's whole link set
 	)
@@ -180,7 +215,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	case errors.Is(err, watch.ErrPageNotFound):
 		log.Info("task for a removed page dropped")
 		return "page_removed", nil
-	case err != nil && store.IsPermanent(err):
+	case err != nil && watch.IsPermanent(err):
 		return "rejected", s.recordRejection(ctx, check, err)
 	case err != nil:
 		return "interrupted", err
@@ -235,8 +270,8 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 // their codes, and the keys and digest of the task's whole link set. Links
 // are deduplicated by key, and their text made safe for PostgreSQL, whatever
 // the crawler sent.
-func (s *Service) candidates(ctx context.Context, task watch.Task) (links []store.NewLink, codes, all []uint64, digest string) {
-	links = make([]store.NewLink, 0, len(task.Context))
+func (s *Service) candidates(ctx context.Context, task watch.Task) (links []watch.NewLink, codes, all []uint64, digest string) {
+	links = make([]watch.NewLink, 0, len(task.Context))
 	codes = make([]uint64, 0, len(task.Context))
 	keys := make(map[uint64]struct{}, len(task.Context))
 	for _, l := range task.Context {
@@ -249,7 +284,7 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []stor
 			continue
 		}
 		keys[key] = struct{}{}
-		links = append(links, store.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
+		links = append(links, watch.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
 		codes = append(codes, shortlink.CodeValue(key, s.cfg.CodeLength))
 	}
 	all = make([]uint64, 0, len(keys))
@@ -282,7 +317,7 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []stor
 // is not in PostgreSQL, and a cache that called it seen would keep it from
 // ever being recorded. The old links among the candidates stay out of the
 // cache until a check without cuts; they only cost PostgreSQL a lookup.
-func recordedCodes(links []store.NewLink, codes []uint64, updates []watch.Update) []uint64 {
+func recordedCodes(links []watch.NewLink, codes []uint64, updates []watch.Update) []uint64 {
 	recorded := make(map[string]struct{}, len(updates))
 	for _, u := range updates {
 		recorded[u.Code] = struct{}{}
@@ -302,10 +337,10 @@ func recordedCodes(links []store.NewLink, codes []uint64, updates []watch.Update
 // page would show nothing of the check and stay leased until the lease ran
 // out. An error while recording the failure is transient (the task returns
 // to its queue) or permanent too (it is logged, and the task dead-lettered).
-func (s *Service) recordRejection(ctx context.Context, c store.Check, rejected error) error {
+func (s *Service) recordRejection(ctx context.Context, c watch.Check, rejected error) error {
 	// Only values the processor chose: any of the check's may be what was
 	// refused, its fetch time included.
-	failure := store.Check{
+	failure := watch.Check{
 		PageID:    c.PageID,
 		FetchedAt: time.Now(),
 		Error:     watch.CleanText("the database refused this check's data: " + rejected.Error()),
@@ -313,25 +348,25 @@ func (s *Service) recordRejection(ctx context.Context, c store.Check, rejected e
 	_, err := s.record(ctx, failure, nil)
 	switch {
 	case err == nil || errors.Is(err, watch.ErrPageNotFound):
-		return queue.Permanent(rejected)
-	case store.IsPermanent(err):
+		return watch.Permanent(rejected)
+	case watch.IsPermanent(err):
 		s.log.Error("the page's failure could not be recorded either", "page_id", c.PageID, "err", err)
-		return queue.Permanent(fmt.Errorf("%w (recording the failure on the page failed too: %v)", rejected, err))
+		return watch.Permanent(fmt.Errorf("%w (recording the failure on the page failed too: %v)", rejected, err))
 	default:
 		return fmt.Errorf("record the refused check of page %d as a failure: %w", c.PageID, err)
 	}
 }
 
 // record retries RecordCheck while the failure is transient.
-func (s *Service) record(ctx context.Context, c store.Check, links []store.NewLink) (store.Recorded, error) {
+func (s *Service) record(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
 	for attempt := 0; ; attempt++ {
 		rec, err := s.store.RecordCheck(ctx, c, links)
-		if err == nil || errors.Is(err, watch.ErrPageNotFound) || store.IsPermanent(err) {
+		if err == nil || errors.Is(err, watch.ErrPageNotFound) || watch.IsPermanent(err) {
 			return rec, err
 		}
 		s.log.Warn("recording check failed; retrying", "page_id", c.PageID, "attempt", attempt+1, "err", err)
 		if sleepErr := s.cfg.Backoff.Sleep(ctx, attempt); sleepErr != nil {
-			return store.Recorded{}, fmt.Errorf("record check of page %d: %w (gave up: %v)", c.PageID, err, sleepErr)
+			return watch.Recorded{}, fmt.Errorf("record check of page %d: %w (gave up: %v)", c.PageID, err, sleepErr)
 		}
 	}
 }

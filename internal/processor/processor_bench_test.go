@@ -17,7 +17,6 @@ import (
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/processor"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
@@ -73,8 +72,11 @@ func newBenchProcessor(b *testing.B, redisURL string, pages int) *benchProcessor
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { set.Close() })
-	bp := &benchProcessor{st: st,
-		svc: processor.New(processor.Config{}, st, set, slog.New(slog.DiscardHandler), prometheus.NewRegistry())}
+	svc, err := processor.New(processor.Config{}, st, set, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	bp := &benchProcessor{st: st, svc: svc}
 	for i := range pages {
 		p, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://portal-%d.example/", i)})
 		if err != nil {
@@ -90,7 +92,7 @@ func (bp *benchProcessor) handle(b *testing.B, page watch.Page, links []watch.Li
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := bp.svc.Handle(context.Background(), queue.Delivery{Body: body}); err != nil {
+	if err := bp.svc.Handle(context.Background(), watch.Delivery{Body: body}); err != nil {
 		b.Fatal(err)
 	}
 	return len(body)

@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/portalwatch/portalwatch/internal/processor"
-	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/store"
@@ -63,7 +62,10 @@ func newFixtureWith(t *testing.T, redisURL string, cfg processor.Config) *fixtur
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := processor.New(cfg, st, set, testsvc.Logger(t), prometheus.NewRegistry())
+	svc, err := processor.New(cfg, st, set, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +81,7 @@ func (f *fixture) deliver(t *testing.T, task watch.Task) {
 		task.FetchedAt = f.clock
 	}
 	body, _ := json.Marshal(task)
-	if err := f.svc.Handle(context.Background(), queue.Delivery{Body: body}); err != nil {
+	if err := f.svc.Handle(context.Background(), watch.Delivery{Body: body}); err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
 }
@@ -168,8 +170,8 @@ func TestMalformedTaskIsPermanent(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "")
 	for _, body := range []string{`not json`, `{"baseUrl":"https://x/"}`, `{"id":5}`, `{"id":-1,"baseUrl":"x"}`} {
-		err := f.svc.Handle(context.Background(), queue.Delivery{Body: []byte(body)})
-		if !queue.IsPermanent(err) {
+		err := f.svc.Handle(context.Background(), watch.Delivery{Body: []byte(body)})
+		if !watch.IsPermanent(err) {
 			t.Errorf("Handle(%s) = %v, want a permanent error (dead letter)", body, err)
 		}
 	}
@@ -181,7 +183,7 @@ func TestTaskForRemovedPageIsAcked(t *testing.T) {
 	task := f.task("/a")
 	task.ID = 999
 	body, _ := json.Marshal(task)
-	if err := f.svc.Handle(context.Background(), queue.Delivery{Body: body}); err != nil {
+	if err := f.svc.Handle(context.Background(), watch.Delivery{Body: body}); err != nil {
 		t.Fatalf("Handle of a removed page's task = %v, want nil (acked)", err)
 	}
 }
@@ -207,7 +209,7 @@ func TestLinkSetDigestTravelsToTheNextJob(t *testing.T) {
 	claim := func() watch.Job {
 		t.Helper()
 		jobs = nil
-		_, err := f.st.ClaimDue(context.Background(), store.ClaimParams{Limit: 10, Lease: time.Minute},
+		_, err := f.st.ClaimDue(context.Background(), watch.ClaimParams{Limit: 10, Lease: time.Minute},
 			func(_ context.Context, js []watch.Job) error { jobs = append(jobs, js...); return nil })
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("ClaimDue: %v, %d jobs", err, len(jobs))

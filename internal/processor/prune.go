@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -21,15 +22,51 @@ type RetentionConfig struct {
 	// Links forgets links absent from their page for this long; zero keeps
 	// them forever. The processor must refresh links at LinkRefreshFor(Links).
 	Links time.Duration
-	// Interval is the pause between rounds. Default 10m.
+	// Interval is the pause between rounds. Default DefaultPruneInterval,
+	// 10m.
 	Interval time.Duration
 	// Batch is how many rows one statement deletes, so no statement holds
-	// many locks or runs long. Default 1000.
+	// many locks or runs long. Default DefaultPruneBatch, 1000.
 	Batch int
 	// MaxBatches bounds the statements of one round per table, so a backlog
 	// is worked off over several rounds instead of in one long burst.
-	// Default 100.
+	// Default DefaultPruneMaxBatches, 100.
 	MaxBatches int
+}
+
+// Defaults of RetentionConfig, applied by WithDefaults.
+const (
+	DefaultPruneInterval   = 10 * time.Minute
+	DefaultPruneBatch      = 1000
+	DefaultPruneMaxBatches = 100
+)
+
+// WithDefaults returns a copy of c with every unset (zero) field given its
+// default. Updates and Links, where zero means keep forever, are left as
+// they are.
+func (c RetentionConfig) WithDefaults() RetentionConfig {
+	if c.Interval == 0 {
+		c.Interval = DefaultPruneInterval
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultPruneBatch
+	}
+	if c.MaxBatches == 0 {
+		c.MaxBatches = DefaultPruneMaxBatches
+	}
+	return c
+}
+
+// validate refuses what no default can mend, naming every bad field.
+func (c RetentionConfig) validate() error {
+	var errs []error
+	if c.Updates < 0 || c.Links < 0 || c.Interval < 0 {
+		errs = append(errs, fmt.Errorf("pruner: Updates %s, Links %s, Interval %s: none may be negative", c.Updates, c.Links, c.Interval))
+	}
+	if c.Batch < 0 || c.MaxBatches < 0 {
+		errs = append(errs, fmt.Errorf("pruner: Batch %d, MaxBatches %d: want at least 1", c.Batch, c.MaxBatches))
+	}
+	return errors.Join(errs...)
 }
 
 // Pruner deletes old updates and links gone from their pages, in bounded
@@ -41,18 +78,15 @@ type Pruner struct {
 	log *slog.Logger
 }
 
-// NewPruner returns a Pruner.
-func NewPruner(cfg RetentionConfig, st Pruning, log *slog.Logger) *Pruner {
-	if cfg.Interval <= 0 {
-		cfg.Interval = 10 * time.Minute
+// NewPruner returns a Pruner with cfg's defaults applied
+// (RetentionConfig.WithDefaults), or an error naming every field of cfg out
+// of range.
+func NewPruner(cfg RetentionConfig, st Pruning, log *slog.Logger) (*Pruner, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = 1000
-	}
-	if cfg.MaxBatches <= 0 {
-		cfg.MaxBatches = 100
-	}
-	return &Pruner{cfg: cfg, st: st, log: log}
+	return &Pruner{cfg: cfg, st: st, log: log}, nil
 }
 
 // Run prunes once per Interval until ctx ends; it returns nil then. A failed

@@ -5,30 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// Delivery is one message handed to a Handler.
-type Delivery struct {
-	Body []byte
-	// Redelivered is true when the broker may have delivered the message
-	// before (to this or another consumer).
-	Redelivered bool
-	// DeliveryCount is how many times the message was returned to the queue
-	// before this delivery (RabbitMQ's x-delivery-count), 0 at first.
-	DeliveryCount int64
-}
-
 // Handler handles one delivery. Returning nil acks it. Returning an error
-// marked with Permanent sends it to the dead-letter queue with the error as
+// that is or wraps watch.ErrPermanent sends it to the dead-letter queue with the error as
 // its reason. Any other error returns it to the queue, where the broker's
 // delivery limit eventually dead-letters a message that always fails. ctx is
 // cancelled only when a graceful stop runs out of time.
-type Handler func(ctx context.Context, d Delivery) error
+type Handler func(ctx context.Context, d watch.Delivery) error
 
 // ConsumerConfig configures a Consumer.
 type ConsumerConfig struct {
@@ -38,15 +30,58 @@ type ConsumerConfig struct {
 	Queue string
 	// Prefetch bounds the deliveries held unacked at once. Default Workers.
 	Prefetch int
-	// Workers is how many deliveries are handled at once. Default 1.
+	// Workers is how many deliveries are handled at once. Default
+	// DefaultWorkers, 1.
 	Workers int
 	// DrainTimeout bounds how long a stop waits for handlers to finish before
-	// cancelling them. Default 15s.
+	// cancelling them. Default DefaultDrainTimeout, 15s.
 	DrainTimeout time.Duration
 	// AckDelay is how long a handled delivery's ack may wait to be sent
 	// together with others' (see acker); a quarter of Prefetch pending acks
-	// are sent at once. Default 5ms; negative acks each delivery at once.
+	// are sent at once. Default DefaultAckDelay, 5ms; negative acks each
+	// delivery at once.
 	AckDelay time.Duration
+}
+
+// Defaults of ConsumerConfig, applied by WithDefaults.
+const (
+	DefaultWorkers      = 1
+	DefaultDrainTimeout = 15 * time.Second
+	DefaultAckDelay     = 5 * time.Millisecond
+)
+
+// WithDefaults returns a copy of c with every unset (zero) field, its Config's
+// included, given its default.
+func (c ConsumerConfig) WithDefaults() ConsumerConfig {
+	c.Config = c.Config.WithDefaults()
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Prefetch == 0 {
+		c.Prefetch = c.Workers
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.AckDelay == 0 {
+		c.AckDelay = DefaultAckDelay
+	}
+	return c
+}
+
+// validate refuses what no default can mend, naming every bad field.
+func (c ConsumerConfig) validate() error {
+	errs := []error{c.Config.validate()}
+	if c.Queue == "" {
+		errs = append(errs, errors.New("queue: ConsumerConfig.Queue is empty: name the queue to consume"))
+	}
+	if c.Workers < 0 || c.Prefetch < 0 || c.Prefetch > math.MaxUint16 {
+		errs = append(errs, fmt.Errorf("queue: Workers %d, Prefetch %d: want at least 1, Prefetch at most %d", c.Workers, c.Prefetch, math.MaxUint16))
+	}
+	if c.DrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("queue: DrainTimeout is %s: want a positive duration", c.DrainTimeout))
+	}
+	return errors.Join(errs...)
 }
 
 // Consumer consumes one work queue with manual acks on its own connection and
@@ -64,20 +99,12 @@ const consumerTag = "portalwatch"
 
 // NewConsumer returns a consumer of cfg.Queue that calls handle for each
 // delivery and dead-letters through deadLetter, a publisher on a connection
-// of its own. It does not connect until Run.
-func NewConsumer(cfg ConsumerConfig, log *slog.Logger, handle Handler, deadLetter *Publisher) *Consumer {
-	cfg.Config = cfg.Config.WithDefaults()
-	if cfg.Workers <= 0 {
-		cfg.Workers = 1
-	}
-	if cfg.Prefetch <= 0 {
-		cfg.Prefetch = cfg.Workers
-	}
-	if cfg.DrainTimeout <= 0 {
-		cfg.DrainTimeout = 15 * time.Second
-	}
-	if cfg.AckDelay == 0 {
-		cfg.AckDelay = 5 * time.Millisecond
+// of its own. It does not connect until Run. It returns an error naming
+// every field of cfg out of range.
+func NewConsumer(cfg ConsumerConfig, log *slog.Logger, handle Handler, deadLetter *Publisher) (*Consumer, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	log = log.With("component", "amqp_consumer", "queue", cfg.Queue)
 	return &Consumer{
@@ -86,7 +113,7 @@ func NewConsumer(cfg ConsumerConfig, log *slog.Logger, handle Handler, deadLette
 		handle:     handle,
 		deadLetter: deadLetter,
 		conn:       newConnection(cfg.Config, "consumer "+cfg.Queue, log, cfg.Queue),
-	}
+	}, nil
 }
 
 // Health returns nil while the consumer is consuming, or what it is waiting
@@ -235,7 +262,7 @@ func (c *Consumer) dispatch(ctx context.Context, d amqp.Delivery, acks *acker) {
 	case err == nil:
 		acks.Ack(d.DeliveryTag)
 		return
-	case IsPermanent(err):
+	case watch.IsPermanent(err):
 		c.log.Warn("dead-lettering message", "err", err, "redelivered", d.Redelivered)
 		dlErr := c.deadLetterMessage(ctx, d, err)
 		if dlErr == nil {
@@ -262,7 +289,7 @@ func (c *Consumer) safeHandle(ctx context.Context, d amqp.Delivery) (err error) 
 			err = fmt.Errorf("handler panicked: %v", r)
 		}
 	}()
-	return c.handle(ctx, Delivery{Body: d.Body, Redelivered: d.Redelivered, DeliveryCount: deliveryCount(d)})
+	return c.handle(ctx, watch.Delivery{Body: d.Body, Redelivered: d.Redelivered, DeliveryCount: deliveryCount(d)})
 }
 
 func (c *Consumer) deadLetterMessage(ctx context.Context, d amqp.Delivery, reason error) error {
@@ -271,7 +298,7 @@ func (c *Consumer) deadLetterMessage(ctx context.Context, d amqp.Delivery, reaso
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConfirmTimeout)
 	defer cancel()
-	return c.deadLetter.Publish(ctx, DeadLetterQueue(c.cfg.Queue), Message{
+	return c.deadLetter.Publish(ctx, DeadLetterQueue(c.cfg.Queue), watch.Message{
 		Body: d.Body,
 		Headers: map[string]string{
 			HeaderReason:      reason.Error(),

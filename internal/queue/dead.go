@@ -9,6 +9,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // DeadLetter is a message in a dead-letter queue.
@@ -29,8 +31,15 @@ type Dead struct {
 	cfg Config
 }
 
-// NewDead returns a Dead for the broker in cfg.
-func NewDead(cfg Config) *Dead { return &Dead{cfg: cfg.WithDefaults()} }
+// NewDead returns a Dead for the broker in cfg, or an error naming every
+// field of cfg out of range.
+func NewDead(cfg Config) (*Dead, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Dead{cfg: cfg}, nil
+}
 
 func (d *Dead) channel() (*amqp.Connection, *amqp.Channel, error) {
 	ns, err := newNodes(d.cfg.URL, rand.IntN(1<<16))
@@ -112,7 +121,7 @@ func (d *Dead) Requeue(ctx context.Context, queue string, limit int, pub *Publis
 			return moved, fmt.Errorf("read %s: %w", DeadLetterQueue(queue), err)
 		}
 		// A fresh message: the old delivery count would dead-letter it again.
-		if err := pub.Publish(ctx, queue, Message{Body: m.Body}); err != nil {
+		if err := pub.Publish(ctx, queue, watch.Message{Body: m.Body}); err != nil {
 			return moved, fmt.Errorf("requeue to %s: %w", queue, err)
 		}
 		if err := m.Ack(false); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // A node that refuses connections in the list costs nothing: publisher and
@@ -19,9 +20,12 @@ func TestDeadNodeInTheListIsSkipped(t *testing.T) {
 	cfg.URL = "amqp://guest:guest@127.0.0.1:1/," + testsvc.AMQPURL() // nothing listens on port 1
 	log := testsvc.Logger(t)
 	for range 3 { // each publisher starts at a random node
-		pub := queue.NewPublisher(cfg, log, jobQ)
+		pub, err := queue.NewPublisher(cfg, log, jobQ)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := pub.Publish(ctx, jobQ, queue.Message{Body: []byte("x")})
+		err = pub.Publish(ctx, jobQ, watch.Message{Body: []byte("x")})
 		cancel()
 		pub.Close()
 		if err != nil {
@@ -29,7 +33,7 @@ func TestDeadNodeInTheListIsSkipped(t *testing.T) {
 		}
 	}
 	got := newCollector()
-	runConsumer(t, queue.ConsumerConfig{Config: cfg, Queue: jobQ}, func(_ context.Context, d queue.Delivery) error {
+	runConsumer(t, queue.ConsumerConfig{Config: cfg, Queue: jobQ}, func(_ context.Context, d watch.Delivery) error {
 		got.add(string(d.Body))
 		return nil
 	}, nil)
@@ -57,10 +61,13 @@ func TestPublisherAndConsumerMoveToAnotherNode(t *testing.T) {
 	cfg.URL = a.URL() + "," + b.URL()
 	cfg.Heartbeat = 2 * time.Second
 	log := testsvc.Logger(t)
-	pub := queue.NewPublisher(cfg, log, jobQ)
+	pub, err := queue.NewPublisher(cfg, log, jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	got := newCollector()
-	runConsumer(t, queue.ConsumerConfig{Config: cfg, Queue: jobQ}, func(_ context.Context, d queue.Delivery) error {
+	runConsumer(t, queue.ConsumerConfig{Config: cfg, Queue: jobQ}, func(_ context.Context, d watch.Delivery) error {
 		got.add(string(d.Body))
 		return nil
 	}, nil)
@@ -74,7 +81,7 @@ func TestPublisherAndConsumerMoveToAnotherNode(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		body := fmt.Sprintf("after %s", step)
-		if err := pub.Publish(ctx, jobQ, queue.Message{Body: []byte(body)}); err != nil {
+		if err := pub.Publish(ctx, jobQ, watch.Message{Body: []byte(body)}); err != nil {
 			t.Fatalf("%s: publish: %v", step, err)
 		}
 		for {

@@ -8,13 +8,9 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
-)
 
-// Message is one message to publish.
-type Message struct {
-	Body    []byte
-	Headers map[string]string
-}
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
 
 // Publisher publishes persistent messages on its own connection and waits for
 // the broker's confirm of each, so a message it reports as published is on
@@ -30,11 +26,15 @@ type Publisher struct {
 // NewPublisher returns a publisher for the given work queues, which it
 // declares (with their dead-letter queues) on every new connection: RabbitMQ
 // confirms, and then drops, a message routed to a queue that does not exist.
-// It does not connect until the first Publish or Connect.
-func NewPublisher(cfg Config, log *slog.Logger, queues ...string) *Publisher {
+// It does not connect until the first Publish or Connect. It returns an
+// error naming every field of cfg out of range.
+func NewPublisher(cfg Config, log *slog.Logger, queues ...string) (*Publisher, error) {
 	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	log = log.With("component", "amqp_publisher")
-	return &Publisher{cfg: cfg, log: log, conn: newConnection(cfg, "publisher", log, queues...)}
+	return &Publisher{cfg: cfg, log: log, conn: newConnection(cfg, "publisher", log, queues...)}, nil
 }
 
 // Publish publishes msgs to queue and returns once the broker has confirmed
@@ -42,7 +42,7 @@ func NewPublisher(cfg Config, log *slog.Logger, queues ...string) *Publisher {
 // broker refused them) are published again after a backoff until they are, or
 // until ctx ends; then the error says how many were left. A message may thus
 // reach the queue twice; consumers absorb that.
-func (p *Publisher) Publish(ctx context.Context, queue string, msgs ...Message) error {
+func (p *Publisher) Publish(ctx context.Context, queue string, msgs ...watch.Message) error {
 	pending := msgs
 	for attempt := 0; ; attempt++ {
 		sess, err := p.conn.open(ctx, enableConfirms)
@@ -93,7 +93,7 @@ func enableConfirms(ch *amqp.Channel) error {
 // whose leader was lost while this channel was opened can go on refusing
 // every publish on that channel while a fresh one is served (RabbitMQ 3.10,
 // seen in chaos/cluster_test.go).
-func (p *Publisher) publishOnce(ctx context.Context, sess *session, queue string, msgs []Message) (failed []Message, refused bool, err error) {
+func (p *Publisher) publishOnce(ctx context.Context, sess *session, queue string, msgs []watch.Message) (failed []watch.Message, refused bool, err error) {
 	confirms := make([]*amqp.DeferredConfirmation, len(msgs))
 	var sendErr error
 	for i, m := range msgs {

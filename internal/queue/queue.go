@@ -48,21 +48,42 @@ type Config struct {
 	Backoff backoff.Policy
 }
 
+// Defaults of Config, applied by WithDefaults.
+const (
+	DefaultDeliveryLimit  = 20
+	DefaultHeartbeat      = 10 * time.Second
+	DefaultConfirmTimeout = 30 * time.Second
+	DefaultName           = "portalwatch"
+)
+
 // WithDefaults returns c with its zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.DeliveryLimit <= 0 {
-		c.DeliveryLimit = 20
+	if c.DeliveryLimit == 0 {
+		c.DeliveryLimit = DefaultDeliveryLimit
 	}
-	if c.Heartbeat <= 0 {
-		c.Heartbeat = 10 * time.Second
+	if c.Heartbeat == 0 {
+		c.Heartbeat = DefaultHeartbeat
 	}
-	if c.ConfirmTimeout <= 0 {
-		c.ConfirmTimeout = 30 * time.Second
+	if c.ConfirmTimeout == 0 {
+		c.ConfirmTimeout = DefaultConfirmTimeout
 	}
 	if c.Name == "" {
-		c.Name = "portalwatch"
+		c.Name = DefaultName
 	}
 	return c
+}
+
+// validate refuses what no default can mend, naming every bad field. The
+// URL is checked when a connection is dialled (Run and Publish say so).
+func (c Config) validate() error {
+	var errs []error
+	if c.DeliveryLimit < 0 {
+		errs = append(errs, fmt.Errorf("queue: DeliveryLimit is %d: want at least 1", c.DeliveryLimit))
+	}
+	if c.Heartbeat < 0 || c.ConfirmTimeout < 0 {
+		errs = append(errs, fmt.Errorf("queue: Heartbeat %s, ConfirmTimeout %s: neither may be negative", c.Heartbeat, c.ConfirmTimeout))
+	}
+	return errors.Join(errs...)
 }
 
 // DeadLetterQueue returns the name of queue's dead-letter queue.
@@ -208,25 +229,4 @@ func amqpURI(raw string) (string, error) {
 	u.Password = ""
 	u.Username = ""
 	return fmt.Sprintf("%s://%s", u.Scheme, net.JoinHostPort(u.Host, fmt.Sprint(u.Port))), nil
-}
-
-// Permanent marks a handler error that no retry can fix, such as a message
-// that cannot be decoded: the consumer sends the message to the dead-letter
-// queue with the error as its reason instead of requeueing it.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return permanentError{err}
-}
-
-type permanentError struct{ err error }
-
-func (e permanentError) Error() string { return e.err.Error() }
-func (e permanentError) Unwrap() error { return e.err }
-
-// IsPermanent reports whether err was marked with Permanent.
-func IsPermanent(err error) bool {
-	var p permanentError
-	return errors.As(err, &p)
 }

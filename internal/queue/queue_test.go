@@ -13,6 +13,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 func testConfig(limit int) queue.Config {
@@ -57,7 +58,10 @@ func (c *collector) waitFor(t *testing.T, n int) {
 func runConsumer(t *testing.T, cfg queue.ConsumerConfig, h queue.Handler, dl *queue.Publisher) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := queue.NewConsumer(cfg, testsvc.Logger(t), h, dl)
+	c, err := queue.NewConsumer(cfg, testsvc.Logger(t), h, dl)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	var once sync.Once
@@ -81,13 +85,16 @@ func runConsumer(t *testing.T, cfg queue.ConsumerConfig, h queue.Handler, dl *qu
 func TestPublishConsumeEveryMessageOnce(t *testing.T) {
 	jobQ, _ := testsvc.Queues(t)
 	log := testsvc.Logger(t)
-	pub := queue.NewPublisher(testConfig(20), log, jobQ)
+	pub, err := queue.NewPublisher(testConfig(20), log, jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 
 	const n = 500
-	msgs := make([]queue.Message, n)
+	msgs := make([]watch.Message, n)
 	for i := range msgs {
-		msgs[i] = queue.Message{Body: fmt.Appendf(nil, `{"n":%d}`, i)}
+		msgs[i] = watch.Message{Body: fmt.Appendf(nil, `{"n":%d}`, i)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -100,7 +107,7 @@ func TestPublishConsumeEveryMessageOnce(t *testing.T) {
 
 	got := newCollector()
 	stop := runConsumer(t, queue.ConsumerConfig{Config: testConfig(20), Queue: jobQ, Workers: 8, Prefetch: 32},
-		func(_ context.Context, d queue.Delivery) error { got.add(string(d.Body)); return nil }, pub)
+		func(_ context.Context, d watch.Delivery) error { got.add(string(d.Body)); return nil }, pub)
 	got.waitFor(t, n)
 	stop()
 	for i := range n {
@@ -116,18 +123,21 @@ func TestPublishConsumeEveryMessageOnce(t *testing.T) {
 func TestPermanentErrorGoesToDeadLetterQueueWithReason(t *testing.T) {
 	jobQ, _ := testsvc.Queues(t)
 	log := testsvc.Logger(t)
-	pub := queue.NewPublisher(testConfig(20), log, jobQ)
+	pub, err := queue.NewPublisher(testConfig(20), log, jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	ctx := context.Background()
-	if err := pub.Publish(ctx, jobQ, queue.Message{Body: []byte("not json")}, queue.Message{Body: []byte("good")}); err != nil {
+	if err := pub.Publish(ctx, jobQ, watch.Message{Body: []byte("not json")}, watch.Message{Body: []byte("good")}); err != nil {
 		t.Fatal(err)
 	}
 	got := newCollector()
 	runConsumer(t, queue.ConsumerConfig{Config: testConfig(20), Queue: jobQ, Workers: 2},
-		func(_ context.Context, d queue.Delivery) error {
+		func(_ context.Context, d watch.Delivery) error {
 			got.add(string(d.Body))
 			if string(d.Body) == "not json" {
-				return queue.Permanent(errors.New("job is not JSON"))
+				return watch.Permanent(errors.New("job is not JSON"))
 			}
 			return nil
 		}, pub)
@@ -148,15 +158,18 @@ func TestPermanentErrorGoesToDeadLetterQueueWithReason(t *testing.T) {
 func TestMessageThatAlwaysFailsIsDeadLetteredAfterTheLimit(t *testing.T) {
 	jobQ, _ := testsvc.Queues(t)
 	const limit = 3
-	pub := queue.NewPublisher(testConfig(limit), testsvc.Logger(t), jobQ)
+	pub, err := queue.NewPublisher(testConfig(limit), testsvc.Logger(t), jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	ctx := context.Background()
-	if err := pub.Publish(ctx, jobQ, queue.Message{Body: []byte("poison")}); err != nil {
+	if err := pub.Publish(ctx, jobQ, watch.Message{Body: []byte("poison")}); err != nil {
 		t.Fatal(err)
 	}
 	got := newCollector()
 	runConsumer(t, queue.ConsumerConfig{Config: testConfig(limit), Queue: jobQ, Workers: 1},
-		func(_ context.Context, d queue.Delivery) error {
+		func(_ context.Context, d watch.Delivery) error {
 			got.add(string(d.Body))
 			if string(d.Body) == "poison" {
 				panic("poison pill")
@@ -165,7 +178,7 @@ func TestMessageThatAlwaysFailsIsDeadLetteredAfterTheLimit(t *testing.T) {
 		}, pub)
 	got.waitFor(t, limit+1)
 	// The consumer keeps serving everything else.
-	if err := pub.Publish(ctx, jobQ, queue.Message{Body: []byte("healthy")}); err != nil {
+	if err := pub.Publish(ctx, jobQ, watch.Message{Body: []byte("healthy")}); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the poison message reaches the dead-letter queue", func() bool {
@@ -184,10 +197,13 @@ func TestMessageThatAlwaysFailsIsDeadLetteredAfterTheLimit(t *testing.T) {
 func TestPublishWaitsForBrokerThatIsNotThereYet(t *testing.T) {
 	cfg := testConfig(20)
 	cfg.URL = "amqp://guest:guest@127.0.0.1:1/" // nothing listens on port 1
-	pub := queue.NewPublisher(cfg, testsvc.Logger(t), "nowhere")
+	pub, err := queue.NewPublisher(cfg, testsvc.Logger(t), "nowhere")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err := pub.Publish(ctx, "nowhere", queue.Message{Body: []byte("x")})
+	err = pub.Publish(ctx, "nowhere", watch.Message{Body: []byte("x")})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Publish to an absent broker = %v, want a deadline error after retrying", err)
 	}
@@ -257,13 +273,16 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestCoalescedAcksSettleEveryMessageExactlyOnce(t *testing.T) {
 	jobQ, _ := testsvc.Queues(t)
 	log := testsvc.Logger(t)
-	pub := queue.NewPublisher(testConfig(20), log, jobQ)
+	pub, err := queue.NewPublisher(testConfig(20), log, jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 
 	const n = 400
-	msgs := make([]queue.Message, n)
+	msgs := make([]watch.Message, n)
 	for i := range msgs {
-		msgs[i] = queue.Message{Body: fmt.Appendf(nil, "%d", i)}
+		msgs[i] = watch.Message{Body: fmt.Appendf(nil, "%d", i)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -278,7 +297,7 @@ func TestCoalescedAcksSettleEveryMessageExactlyOnce(t *testing.T) {
 	)
 	done := make(chan struct{}, n)
 	cfg := queue.ConsumerConfig{Config: testConfig(20), Queue: jobQ, Workers: 8, Prefetch: 32, AckDelay: 20 * time.Millisecond}
-	stop := runConsumer(t, cfg, func(_ context.Context, d queue.Delivery) error {
+	stop := runConsumer(t, cfg, func(_ context.Context, d watch.Delivery) error {
 		var i int
 		fmt.Sscan(string(d.Body), &i)
 		mu.Lock()
@@ -289,7 +308,7 @@ func TestCoalescedAcksSettleEveryMessageExactlyOnce(t *testing.T) {
 		switch {
 		case i%25 == 0:
 			done <- struct{}{}
-			return queue.Permanent(errors.New("never valid"))
+			return watch.Permanent(errors.New("never valid"))
 		case i%10 == 3 && first:
 			return errors.New("transient failure")
 		}

@@ -3,14 +3,14 @@
 // is changed - watchctl add and set today, the HTTP API, the web form and
 // import later - so that a rule added here holds everywhere at once.
 //
-// It combines the rules of the packages that own them: fetch.CheckURL for
-// the URL (syntax, and the same non-public address guard the crawler's
-// dialer applies, with names resolved), watch.MinInterval for the interval,
-// LinkOptions.Validate for the ignore patterns and keyword rules (the caps
-// the crawler checks again when it compiles a job's patterns) and
-// domwalk.CompileRegions for the region selectors. It depends on fetch,
-// urlnorm, domwalk and watch only, so a command can import it without
-// importing another command or a store.
+// It combines the rules of the packages that own them: the fetcher's URL
+// guard for the URL (syntax, and the same non-public address guard the
+// crawler's dialer applies, with names resolved; the program wires in
+// fetch.Guard), watch.MinInterval for the interval, LinkOptions.Validate for
+// the ignore patterns and keyword rules (the caps the crawler checks again
+// when it compiles a job's patterns) and domwalk.CompileRegions for the
+// region selectors. It depends on urlnorm, domwalk and watch only, so a
+// service can import it without importing an adapter.
 package registration
 
 import (
@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/domwalk"
-	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/urlnorm"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -32,13 +31,15 @@ const DefaultResolveTimeout = 10 * time.Second
 
 // Policy holds the deployment's registration rules.
 type Policy struct {
-	// AllowPrivate admits loopback, private, link-local and localhost
-	// targets (PORTALWATCH_ALLOW_PRIVATE); names are then not resolved.
-	AllowPrivate bool
-	// Resolver looks up host names. Nil is net.DefaultResolver, the one the
-	// crawler dials with; tests pass their own.
-	Resolver fetch.Resolver
+	// GuardURL refuses a URL the crawler would not fetch, with an error
+	// that is or wraps a *watch.FetchError; the programs pass fetch.Guard
+	// with the deployment's PORTALWATCH_ALLOW_PRIVATE. Nil refuses every
+	// URL: a policy nobody configured admits nothing.
+	GuardURL func(ctx context.Context, raw string) error
 }
+
+// errNoGuard is what a Policy without GuardURL answers.
+var errNoGuard = errors.New("registration: no URL guard configured (Policy.GuardURL is nil)")
 
 // Page is a page as an operator asks for it.
 type Page struct {
@@ -94,7 +95,7 @@ func refused(field string, err error) error { return &RefusedError{Field: field,
 
 // CheckPage checks p and returns it with its URL in normalised form, so
 // that one page cannot be registered twice under two spellings. It returns
-// a *RefusedError for a URL that CheckURL refuses (also a name that does
+// a *RefusedError for a URL that GuardURL refuses (also a name that does
 // not exist), an interval under watch.MinInterval or options that
 // LinkOptions.Validate refuses; another error when the host's name could
 // not be resolved (timeout, DNS failure) or ctx ended.
@@ -123,12 +124,15 @@ func (pol Policy) CheckPage(ctx context.Context, p Page) (Page, error) {
 func (pol Policy) CheckURL(ctx context.Context, raw string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultResolveTimeout)
 	defer cancel()
-	if err := fetch.CheckURL(ctx, raw, pol.AllowPrivate, pol.Resolver); err != nil {
+	if pol.GuardURL == nil {
+		return "", errNoGuard
+	}
+	if err := pol.GuardURL(ctx, raw); err != nil {
 		var dnsErr *net.DNSError
-		switch fetch.KindOf(err) {
-		case fetch.KindTimeout, fetch.KindCanceled:
+		switch watch.FetchKindOf(err) {
+		case watch.FetchTimeout, watch.FetchCanceled:
 			return "", err
-		case fetch.KindDNS:
+		case watch.FetchDNS:
 			if errors.As(err, &dnsErr) && !dnsErr.IsNotFound {
 				return "", err // the resolver failed; the name may be fine
 			}

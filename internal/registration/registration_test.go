@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -18,10 +19,10 @@ func (r staticResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.
 }
 
 func TestCheckPage(t *testing.T) {
-	pol := Policy{Resolver: staticResolver{
+	pol := Policy{GuardURL: fetch.Guard(false, staticResolver{
 		"news.example": {netip.MustParseAddr("93.184.216.34")},
 		"db.example":   {netip.MustParseAddr("192.168.1.5")},
-	}}
+	})}
 	ctx := context.Background()
 	got, err := pol.CheckPage(ctx, Page{URL: "HTTP://News.Example/#top", Interval: time.Minute,
 		Options: watch.LinkOptions{Ignore: []string{`\?page=\d+`}}})
@@ -55,7 +56,10 @@ func TestCheckPage(t *testing.T) {
 			t.Errorf("CheckPage(%+v) = %v, want a refusal of %s saying %q", tt.page, err, tt.field, tt.msg)
 		}
 	}
-	if _, err := (Policy{AllowPrivate: true}).CheckPage(ctx, Page{URL: "http://app.localhost/", Interval: time.Minute}); err != nil {
+	if _, err := (Policy{}).CheckURL(ctx, "http://news.example/"); err == nil {
+		t.Error("a Policy without GuardURL admitted a URL; it must admit nothing")
+	}
+	if _, err := (Policy{GuardURL: fetch.Guard(true, nil)}).CheckPage(ctx, Page{URL: "http://app.localhost/", Interval: time.Minute}); err != nil {
 		t.Errorf("localhost with AllowPrivate: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -13,19 +14,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
-	"github.com/portalwatch/portalwatch/internal/queue"
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // Claimer claims due pages and reschedules them once publish succeeds.
 type Claimer interface {
-	ClaimDue(ctx context.Context, p store.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error)
+	ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error)
 }
 
 // Publisher publishes messages and returns once the broker confirmed them.
 type Publisher interface {
-	Publish(ctx context.Context, queue string, msgs ...queue.Message) error
+	Publish(ctx context.Context, queue string, msgs ...watch.Message) error
 }
 
 // Config configures the scheduler.
@@ -33,44 +32,74 @@ type Config struct {
 	// Queue is the job queue.
 	Queue string
 	// PollInterval is the pause after a round that found fewer than
-	// BatchSize due pages. Default 1s.
+	// BatchSize due pages. Default DefaultPollInterval, 1s.
 	PollInterval time.Duration
-	// BatchSize is how many pages one round claims. Default 500.
+	// BatchSize is how many pages one round claims. Default
+	// DefaultBatchSize, 500.
 	BatchSize int
 	// Lease keeps a page with a job in flight from being scheduled again.
-	// Default 10m.
+	// Default DefaultLease, 10m.
 	Lease time.Duration
 	// Jitter is the largest share of a page's interval added at random to
-	// its next check. Default 0 (none).
+	// its next check, from 0 (none, the zero value) to 1. The programs use
+	// DefaultJitter, 0.1.
 	Jitter float64
 	// PublishTimeout bounds one round's publishing; the claim rolls back
-	// after it. Default 30s.
+	// after it. Default DefaultPublishTimeout, 30s.
 	PublishTimeout time.Duration
 	// Backoff spaces rounds after a failure.
 	Backoff backoff.Policy
 	// Workers is how many rounds run at once. While one round waits for the
 	// broker's confirms, another claims the next batch (SKIP LOCKED keeps
-	// them apart). Default 2.
+	// them apart). Default DefaultWorkers, 2.
 	Workers int
 }
 
-func (c Config) withDefaults() Config {
-	if c.PollInterval <= 0 {
-		c.PollInterval = time.Second
+// Defaults of Config, applied by WithDefaults.
+const (
+	DefaultPollInterval   = time.Second
+	DefaultBatchSize      = 500
+	DefaultLease          = 10 * time.Minute
+	DefaultJitter         = 0.1
+	DefaultPublishTimeout = 30 * time.Second
+	DefaultWorkers        = 2
+)
+
+// WithDefaults returns a copy of c with every unset (zero) field given its
+// default. Jitter, where zero means none, is left as it is.
+func (c Config) WithDefaults() Config {
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
 	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = 500
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
 	}
-	if c.Lease <= 0 {
-		c.Lease = 10 * time.Minute
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
 	}
-	if c.PublishTimeout <= 0 {
-		c.PublishTimeout = 30 * time.Second
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
 	}
-	if c.Workers <= 0 {
-		c.Workers = 2
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
 	}
 	return c
+}
+
+// validate refuses what no default can mend, naming every bad field.
+func (c Config) validate() error {
+	var errs []error
+	if c.PollInterval < 0 || c.Lease < 0 || c.PublishTimeout < 0 {
+		errs = append(errs, fmt.Errorf("scheduler: PollInterval %s, Lease %s, PublishTimeout %s: none may be negative",
+			c.PollInterval, c.Lease, c.PublishTimeout))
+	}
+	if c.BatchSize < 0 || c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("scheduler: BatchSize %d, Workers %d: want at least 1", c.BatchSize, c.Workers))
+	}
+	if c.Jitter < 0 || c.Jitter > 1 || c.Jitter != c.Jitter {
+		errs = append(errs, fmt.Errorf("scheduler: Jitter is %v: want a share from 0 to 1", c.Jitter))
+	}
+	return errors.Join(errs...)
 }
 
 // Service is the scheduler.
@@ -87,8 +116,14 @@ type metrics struct {
 	failures  prometheus.Counter
 }
 
-// New returns a scheduler. Its metrics are registered with reg.
-func New(cfg Config, st Claimer, pub Publisher, log *slog.Logger, reg prometheus.Registerer) *Service {
+// New returns a scheduler with cfg's defaults applied (Config.WithDefaults).
+// Its metrics are registered with reg. It returns an error naming every
+// field of cfg out of range.
+func New(cfg Config, st Claimer, pub Publisher, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	m := metrics{
 		published: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portalwatch_scheduler_jobs_published_total", Help: "Jobs published and confirmed by the broker.",
@@ -98,7 +133,7 @@ func New(cfg Config, st Claimer, pub Publisher, log *slog.Logger, reg prometheus
 		}),
 	}
 	reg.MustRegister(m.published, m.failures)
-	return &Service{cfg: cfg.withDefaults(), store: st, pub: pub, log: log, metrics: m}
+	return &Service{cfg: cfg, store: st, pub: pub, log: log, metrics: m}, nil
 }
 
 // Run schedules until ctx ends, with Workers rounds in flight. A full batch
@@ -144,7 +179,7 @@ func (s *Service) loop(ctx context.Context) {
 
 // Round claims and publishes one batch of due pages and returns how many.
 func (s *Service) Round(ctx context.Context) (int, error) {
-	n, err := s.store.ClaimDue(ctx, store.ClaimParams{Limit: s.cfg.BatchSize, Lease: s.cfg.Lease, Jitter: s.cfg.Jitter},
+	n, err := s.store.ClaimDue(ctx, watch.ClaimParams{Limit: s.cfg.BatchSize, Lease: s.cfg.Lease, Jitter: s.cfg.Jitter},
 		s.publish)
 	if err != nil {
 		return 0, err
@@ -157,13 +192,13 @@ func (s *Service) Round(ctx context.Context) (int, error) {
 }
 
 func (s *Service) publish(ctx context.Context, jobs []watch.Job) error {
-	msgs := make([]queue.Message, len(jobs))
+	msgs := make([]watch.Message, len(jobs))
 	for i, j := range jobs {
 		body, err := watch.EncodeJob(j)
 		if err != nil {
 			return fmt.Errorf("encode job for page %d: %w", j.ID, err)
 		}
-		msgs[i] = queue.Message{Body: body}
+		msgs[i] = watch.Message{Body: body}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()

@@ -36,11 +36,17 @@ func TestPlainSQLPagesArePublishedOnceWhileInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobQ, _ := testsvc.Queues(t)
-	pub := queue.NewPublisher(queue.Config{URL: testsvc.AMQPURL()}, testsvc.Logger(t), jobQ)
+	pub, err := queue.NewPublisher(queue.Config{URL: testsvc.AMQPURL()}, testsvc.Logger(t), jobQ)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pub.Close()
 	claims := &countingClaimer{Claimer: st}
-	svc := scheduler.New(scheduler.Config{Queue: jobQ, BatchSize: 500, PollInterval: 20 * time.Millisecond},
+	svc, err := scheduler.New(scheduler.Config{Queue: jobQ, BatchSize: 500, PollInterval: 20 * time.Millisecond},
 		claims, pub, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
@@ -89,7 +95,7 @@ type countingClaimer struct {
 	rounds atomic.Int64
 }
 
-func (c *countingClaimer) ClaimDue(ctx context.Context, p store.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error) {
+func (c *countingClaimer) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error) {
 	c.rounds.Add(1)
 	return c.Claimer.ClaimDue(ctx, p, publish)
 }

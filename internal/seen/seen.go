@@ -32,6 +32,9 @@ import (
 	"github.com/portalwatch/portalwatch/internal/redisconn"
 )
 
+// DefaultTTL is Config.TTL's default, 30 days.
+const DefaultTTL = 30 * 24 * time.Hour
+
 // Config configures a Set.
 type Config struct {
 	// Prefix starts every key, so instances and tests never collide.
@@ -79,7 +82,7 @@ func Open(url string, cfg Config) (*Set, error) {
 		cfg.Buckets = 8
 	}
 	if cfg.TTL <= 0 {
-		cfg.TTL = 30 * 24 * time.Hour
+		cfg.TTL = DefaultTTL
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 2 * time.Second

@@ -12,44 +12,6 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// Check is the outcome of one check of a page, as a crawler reported it.
-type Check struct {
-	PageID       int64
-	FetchedAt    time.Time
-	Status       int
-	Error        string // empty for a successful check
-	ETag         string
-	LastModified string
-	// LinksDigest is the digest of the check's whole link set
-	// (shortlink.KeySetDigest); empty keeps the page's digest.
-	LinksDigest string
-	// Truncated counts the links the crawler left out of the check (link
-	// cap, task byte budget); it is shown on the page as LastTruncated.
-	Truncated int
-	// Caps bound the new links this check may record.
-	Caps Caps
-	// FullSet says the check carries the page's whole link set, so the
-	// caller can refresh the links' last-seen times (RefreshLinks) when
-	// Recorded.RefreshDue says so. A check without it (304, unchanged,
-	// failed) that finds a refresh due makes the page's next job ask for the
-	// whole set: it clears the page's validators and links digest.
-	FullSet bool
-	// RefreshEvery is how often a page's links' last-seen times are
-	// refreshed; zero never (link retention off).
-	RefreshEvery time.Duration
-}
-
-// Caps bound the new links one check of a page records. Zero means no cap.
-// The page's baseline is never capped: its links are the page as it was, and
-// leaving some out would report them as new later. A new link that is cut is
-// not recorded at all, so a later check may record it if it is still there.
-type Caps struct {
-	// PerCheck caps the new links of one check.
-	PerCheck int
-	// PerDay caps the new links of one page on one UTC day.
-	PerDay int
-}
-
 // budget returns a cap for SQL, where a huge number stands for none.
 func budget(n int) int32 {
 	if n <= 0 {
@@ -58,43 +20,19 @@ func budget(n int) int32 {
 	return int32(min(n, math.MaxInt32))
 }
 
-// NewLink is a link to record: its 64-bit key (internal/shortlink), URL, text
-// and short code.
-type NewLink struct {
-	Key  uint64
-	URL  string
-	Text string
-	Code string
-}
-
-// Recorded says what RecordCheck did.
-type Recorded struct {
-	// Baseline is true when this check was the page's first successful one:
-	// its links were recorded as the page's starting point, not as updates.
-	Baseline bool
-	// Updates holds the links that were new and went into updates.
-	Updates []watch.Update
-	// Inserted counts links that were new to the seen-set, baseline included.
-	Inserted int
-	// Cut counts the new links that Caps left out; they are not recorded.
-	Cut int
-	// RefreshDue says the page's links' last-seen times are older than
-	// Check.RefreshEvery: call RefreshLinks with the check's whole link set.
-	RefreshDue bool
-}
-
 // RecordCheck records one check of a page: the candidate links go into links
 // (ON CONFLICT DO NOTHING), the ones that were really new go into updates
 // unless this is the page's baseline, and the page's status is updated and
 // its lease cleared, all in one statement, so in one transaction and one
 // round trip. A redelivered check changes nothing the first delivery did. It
-// returns watch.ErrPageNotFound if the page was removed.
+// returns watch.ErrPageNotFound if the page was removed, and an error
+// wrapping watch.ErrPermanent if PostgreSQL refuses the check's data.
 //
 // links must hold every link of the check that the caller cannot prove is
 // already recorded; for a failed check it is ignored.
-func (s *Store) RecordCheck(ctx context.Context, c Check, links []NewLink) (Recorded, error) {
+func (s *Store) RecordCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
 	var (
-		rec Recorded
+		rec watch.Recorded
 		err error
 	)
 	switch {
@@ -106,7 +44,7 @@ func (s *Store) RecordCheck(ctx context.Context, c Check, links []NewLink) (Reco
 		rec, err = recordLinks(ctx, s.pool, c, links)
 	}
 	if err != nil {
-		return Recorded{}, fmt.Errorf("record check of page %d: %w", c.PageID, err)
+		return watch.Recorded{}, fmt.Errorf("record check of page %d: %w", c.PageID, interpretError(err))
 	}
 	return rec, nil
 }
@@ -172,7 +110,7 @@ const today = `CASE WHEN new_links_day = (now() AT TIME ZONE 'UTC')::date THEN n
 // updates unless this check is the baseline. The result has one row per new
 // link, or a single row without a link when none was new, and no row when
 // the page is gone.
-func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Recorded, error) {
+func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
 	keys := make([]int64, len(links))
 	urls := make([]string, len(links))
 	texts := make([]string, len(links))
@@ -217,11 +155,11 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links))
 	if err != nil {
-		return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
+		return watch.Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
 	}
 	defer rows.Close()
 	var (
-		rec   Recorded
+		rec   watch.Recorded
 		found bool
 	)
 	for rows.Next() {
@@ -233,7 +171,7 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 			u        watch.Update
 		)
 		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &inserted, &id, &u.URL, &u.Text, &u.Code, &at); err != nil {
-			return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
+			return watch.Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
 		}
 		rec.Cut = int(cut)
 		found = true
@@ -247,18 +185,18 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
+		return watch.Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
 	}
 	if !found {
-		return Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
+		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
 	return rec, nil
 }
 
 // recordSuccess updates the page's status after a check without candidate
 // links and reports whether this check set the page's baseline.
-func recordSuccess(ctx context.Context, q querier, c Check) (Recorded, error) {
-	var rec Recorded
+func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorded, error) {
+	var rec watch.Recorded
 	err := q.QueryRow(ctx, `
 		UPDATE pages SET `+successSet("false")+`,
 			last_cut = CASE WHEN `+fresh+` THEN 0 ELSE last_cut END
@@ -267,10 +205,10 @@ func recordSuccess(ctx context.Context, q querier, c Check) (Recorded, error) {
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 		c.RefreshEvery.Milliseconds()).Scan(&rec.Baseline, &rec.RefreshDue)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
+		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
 	if err != nil {
-		return Recorded{}, fmt.Errorf("update page status: %w", err)
+		return watch.Recorded{}, fmt.Errorf("update page status: %w", err)
 	}
 	return rec, nil
 }
@@ -279,7 +217,7 @@ func recordSuccess(ctx context.Context, q querier, c Check) (Recorded, error) {
 // last recorded one.
 const fresh = `(last_checked_at IS NULL OR last_checked_at <= $2)`
 
-func recordFailure(ctx context.Context, q querier, c Check) error {
+func recordFailure(ctx context.Context, q querier, c watch.Check) error {
 	var id int64
 	err := q.QueryRow(ctx, `
 		UPDATE pages SET
@@ -319,7 +257,7 @@ func (s *Store) RefreshLinks(ctx context.Context, pageID int64, keys []uint64, d
 		UPDATE pages SET links_seen_at = now(), links_digest = coalesce(nullif($3, ''), links_digest)
 		WHERE id = $1`, pageID, ks, digest)
 	if err != nil {
-		return fmt.Errorf("refresh last-seen times of %d links of page %d: %w", len(keys), pageID, err)
+		return fmt.Errorf("refresh last-seen times of %d links of page %d: %w", len(keys), pageID, interpretError(err))
 	}
 	return nil
 }

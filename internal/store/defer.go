@@ -17,7 +17,8 @@ import (
 // failure, so the page's status, validators, failure count and links stay
 // as they were. A deferral older than the page's last recorded check (a late
 // redelivery) changes nothing, so it cannot pull a newer schedule back. It
-// returns watch.ErrPageNotFound if the page was removed.
+// returns watch.ErrPageNotFound if the page was removed, and an error
+// wrapping watch.ErrPermanent if PostgreSQL refuses the deferral.
 func (s *Store) DeferCheck(ctx context.Context, pageID int64, decidedAt, until time.Time) error {
 	var id int64
 	err := s.pool.QueryRow(ctx, `
@@ -30,7 +31,7 @@ func (s *Store) DeferCheck(ctx context.Context, pageID int64, decidedAt, until t
 		return fmt.Errorf("defer check of page %d: %w", pageID, watch.ErrPageNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("defer check of page %d: %w", pageID, err)
+		return fmt.Errorf("defer check of page %d: %w", pageID, interpretError(err))
 	}
 	return nil
 }

@@ -17,11 +17,11 @@ func TestDeferCheckFreesTheLeaseAndKeepsTheStatus(t *testing.T) {
 	ctx := context.Background()
 	p, _ := st.AddPage(ctx, store.NewPage{URL: "https://deferred.example/", Interval: time.Hour})
 	checked := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
-	if _, err := st.RecordCheck(ctx, store.Check{PageID: p.ID, FetchedAt: checked, Status: 503, Error: "HTTP 503"}, nil); err != nil {
+	if _, err := st.RecordCheck(ctx, watch.Check{PageID: p.ID, FetchedAt: checked, Status: 503, Error: "HTTP 503"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var jobs []watch.Job
-	if n, err := st.ClaimDue(ctx, store.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); err != nil || n != 1 {
+	if n, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); err != nil || n != 1 {
 		t.Fatalf("ClaimDue = %d, %v; want the page", n, err)
 	}
 	before, _ := st.Page(ctx, p.ID)

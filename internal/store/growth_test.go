@@ -8,9 +8,10 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-func numbered(prefix string, from, to int) []store.NewLink {
+func numbered(prefix string, from, to int) []watch.NewLink {
 	var urls []string
 	for i := from; i < to; i++ {
 		urls = append(urls, fmt.Sprintf("%s%d", prefix, i))
@@ -25,9 +26,9 @@ func TestNewLinksAreCappedPerCheckAndPerDay(t *testing.T) {
 	st, pool := openStore(t)
 	ctx := context.Background()
 	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://rotating.example/"})
-	caps := store.Caps{PerCheck: 10, PerDay: 25}
+	caps := watch.Caps{PerCheck: 10, PerDay: 25}
 	at := time.Now()
-	check := func(ls []store.NewLink, truncated int) store.Recorded {
+	check := func(ls []watch.NewLink, truncated int) watch.Recorded {
 		t.Helper()
 		at = at.Add(time.Second)
 		c := ok(page.ID, at)
@@ -139,7 +140,7 @@ func TestDueRefreshAsksForTheWholePage(t *testing.T) {
 	if _, err := st.RecordCheck(ctx, c, links("https://static.example/a")); err != nil {
 		t.Fatal(err)
 	}
-	notModified := store.Check{PageID: page.ID, FetchedAt: c.FetchedAt.Add(time.Second), Status: 304, RefreshEvery: time.Hour}
+	notModified := watch.Check{PageID: page.ID, FetchedAt: c.FetchedAt.Add(time.Second), Status: 304, RefreshEvery: time.Hour}
 	if _, err := st.RecordCheck(ctx, notModified, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -3,24 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
-
-// ClaimParams tunes one scheduling round.
-type ClaimParams struct {
-	// Limit is the most pages claimed in one round.
-	Limit int
-	// Lease is how long a claimed page is kept from being scheduled again
-	// unless its task comes back first.
-	Lease time.Duration
-	// Jitter is the largest share of a page's interval added at random to its
-	// next check.
-	Jitter float64
-}
 
 // ClaimDue claims up to p.Limit pages that are due (enabled, next_check_at
 // passed, no job in flight), moves each page's next check forward by its
@@ -30,7 +17,7 @@ type ClaimParams struct {
 // rolls back and the pages stay due. A page whose job was published but whose
 // claim did not commit gets a second job later, which the processor absorbs.
 // ClaimDue returns how many pages it claimed.
-func (s *Store) ClaimDue(ctx context.Context, p ClaimParams, publish func(context.Context, []watch.Job) error) (int, error) {
+func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("claim due pages: begin: %w", err)

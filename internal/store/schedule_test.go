@@ -27,7 +27,7 @@ func TestClaimDueLeasesAndReschedules(t *testing.T) {
 	ctx := context.Background()
 	p, _ := st.AddPage(ctx, store.NewPage{URL: "https://due.example/", Interval: time.Minute,
 		Options: watch.LinkOptions{SameSiteOnly: true, Ignore: []string{`\?page=`}}})
-	params := store.ClaimParams{Limit: 10, Lease: time.Hour}
+	params := watch.ClaimParams{Limit: 10, Lease: time.Hour}
 
 	var jobs []watch.Job
 	n, err := st.ClaimDue(ctx, params, collect(&jobs))
@@ -62,9 +62,9 @@ func TestClaimDueExpiredLeaseIsClaimedAgain(t *testing.T) {
 	ctx := context.Background()
 	p, _ := st.AddPage(ctx, store.NewPage{URL: "https://lost.example/"})
 	var jobs []watch.Job
-	st.ClaimDue(ctx, store.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs))
+	st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs))
 	pool.Exec(ctx, `UPDATE pages SET next_check_at = now(), lease_until = now() - interval '1 second' WHERE id = $1`, p.ID)
-	if n, _ := st.ClaimDue(ctx, store.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); n != 1 {
+	if n, _ := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); n != 1 {
 		t.Fatal("a page whose lease expired (its job was lost) was not claimed again")
 	}
 }
@@ -74,14 +74,14 @@ func TestClaimDueRollsBackWhenPublishFails(t *testing.T) {
 	st, _ := openStore(t)
 	ctx := context.Background()
 	st.AddPage(ctx, store.NewPage{URL: "https://retry.example/"})
-	_, err := st.ClaimDue(ctx, store.ClaimParams{Limit: 10, Lease: time.Hour}, func(context.Context, []watch.Job) error {
+	_, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, func(context.Context, []watch.Job) error {
 		return errors.New("broker down")
 	})
 	if err == nil {
 		t.Fatal("ClaimDue hid the publish failure")
 	}
 	var jobs []watch.Job
-	if n, _ := st.ClaimDue(ctx, store.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); n != 1 {
+	if n, _ := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); n != 1 {
 		t.Fatal("after a failed publish the page was not due any more: its check would be lost")
 	}
 }
@@ -101,7 +101,7 @@ func TestConcurrentClaimsNeverShareAPage(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for {
-				n, err := st.ClaimDue(ctx, store.ClaimParams{Limit: 25, Lease: time.Hour}, func(_ context.Context, js []watch.Job) error {
+				n, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 25, Lease: time.Hour}, func(_ context.Context, js []watch.Job) error {
 					time.Sleep(5 * time.Millisecond) // hold the rows like a real publish
 					mu.Lock()
 					for _, j := range js {

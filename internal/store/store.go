@@ -29,14 +29,19 @@ type Store struct {
 	pool *pgxpool.Pool
 }
 
+// DefaultConnectTimeout bounds the dial and startup of one database
+// connection.
+const DefaultConnectTimeout = 5 * time.Second
+
 // Open connects to the database at dsn. It does not wait for the server: the
-// first query does. MaxConns defaults to pgxpool's (4 or the CPU count).
+// first query does. MaxConns defaults to pgxpool's (4 or the CPU count), and
+// each connection's dial to DefaultConnectTimeout.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
-	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
@@ -289,19 +294,22 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
-// IsPermanent reports whether err is a database error that retrying the same
-// statement cannot fix: bad data, such as a NUL byte in text, or a violated
-// constraint. Connection failures, restarts and timeouts are not permanent.
-func IsPermanent(err error) bool {
+// interpretError translates a database error at the store's boundary: one
+// that retrying the same statement cannot fix (bad data, such as a NUL byte
+// in text, a violated constraint, or a statement PostgreSQL will never
+// accept) is marked watch.ErrPermanent, so callers decide without importing
+// pgx. Connection failures, restarts and timeouts stay as they are:
+// transient.
+func interpretError(err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
-		return false
+		return err
 	}
 	switch pgErr.Code[:2] {
 	case "22", // data exception
 		"23", // integrity constraint violation
 		"42": // syntax error or access rule violation: a bug, not a hiccup
-		return true
+		return watch.Permanent(err)
 	}
-	return false
+	return err
 }

@@ -36,17 +36,17 @@ func openStore(t *testing.T) (*store.Store, *pgxpool.Pool) {
 	return st, pool
 }
 
-func links(urls ...string) []store.NewLink {
-	out := make([]store.NewLink, len(urls))
+func links(urls ...string) []watch.NewLink {
+	out := make([]watch.NewLink, len(urls))
 	for i, u := range urls {
 		k := shortlink.Key(u)
-		out[i] = store.NewLink{Key: k, URL: u, Text: "text of " + u, Code: shortlink.Code(k, 8)}
+		out[i] = watch.NewLink{Key: k, URL: u, Text: "text of " + u, Code: shortlink.Code(k, 8)}
 	}
 	return out
 }
 
-func ok(id int64, at time.Time) store.Check {
-	return store.Check{PageID: id, FetchedAt: at, Status: 200}
+func ok(id int64, at time.Time) watch.Check {
+	return watch.Check{PageID: id, FetchedAt: at, Status: 200}
 }
 
 func TestMigrateTwiceIsANoOp(t *testing.T) {
@@ -137,7 +137,7 @@ func TestFailedCheckIsNotABaseline(t *testing.T) {
 	st, _ := openStore(t)
 	ctx := context.Background()
 	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://down.example/"})
-	_, err := st.RecordCheck(ctx, store.Check{PageID: page.ID, FetchedAt: time.Now(), Status: 503, Error: "HTTP 503"}, nil)
+	_, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: time.Now(), Status: 503, Error: "HTTP 503"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // SnapshotFetcher answers every fetch with Snap as fetch.Client would have
@@ -22,11 +23,11 @@ type SnapshotFetcher struct {
 }
 
 // Fetch returns the current snapshot, whatever is asked.
-func (f *SnapshotFetcher) Fetch(context.Context, fetch.Request) (fetch.Result, error) {
+func (f *SnapshotFetcher) Fetch(context.Context, watch.FetchRequest) (watch.FetchResult, error) {
 	final := f.PageURL
 	if final == nil {
 		final = f.Snap.URL
 	}
 	html, charset := fetch.DecodeHTML(f.Snap.Body, f.Snap.ContentType)
-	return fetch.Result{Status: 200, FinalURL: final, HTML: html, Charset: charset, FetchedAt: time.Now()}, nil
+	return watch.FetchResult{Status: 200, FinalURL: final, HTML: html, Charset: charset, FetchedAt: time.Now()}, nil
 }

@@ -27,10 +27,6 @@ const (
 	MinInterval     = 10 * time.Second
 )
 
-// ErrMalformed marks a message that can never be handled, however often it is
-// delivered: it goes to the dead-letter queue at once.
-var ErrMalformed = errors.New("malformed message")
-
 // ErrPageNotFound is returned when a page id names no registered page.
 var ErrPageNotFound = errors.New("page not found")
 

@@ -18,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
@@ -93,7 +94,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 
 // serve starts a server over st (the env's store, or one with another role).
 func (e *env) serve(st *store.Store, opts ...envOption) *httptest.Server {
-	cfg := Config{Policy: registration.Policy{AllowPrivate: true}}
+	cfg := Config{Policy: registration.Policy{GuardURL: fetch.Guard(true, nil)}}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/pagefile"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -72,7 +71,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			errs[i] = fieldError{Row: row.Line, Detail: row.Err.Error()}
 		}
 		s.problem(w, r, http.StatusUnprocessableEntity, bad.Error(), errs...)
-	case fetch.KindOf(err) == fetch.KindDNS || fetch.KindOf(err) == fetch.KindTimeout:
+	case watch.FetchKindOf(err) == watch.FetchDNS || watch.FetchKindOf(err) == watch.FetchTimeout:
 		s.problem(w, r, http.StatusServiceUnavailable, err.Error()+"; try again")
 	default:
 		s.fail(w, r, err)

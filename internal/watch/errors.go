@@ -1,0 +1,41 @@
+package watch
+
+import "errors"
+
+// ErrPermanent marks a failure that no retry can fix: a message that cannot
+// be decoded, data the database refuses. It is the one spelling of "do not
+// retry": adapters translate their drivers' errors into it at their boundary
+// (the store a refused statement, the fetcher a 404 or a bad URL, see
+// FetchKind) and the queue dead-letters a message whose handler returns it.
+// Test for it with errors.Is.
+var ErrPermanent = errors.New("permanent failure")
+
+// ErrMalformed marks a message that can never be handled, however often it is
+// delivered: it is permanent (errors.Is(err, ErrPermanent) holds) and goes to
+// the dead-letter queue at once.
+var ErrMalformed error = permanentSentinel("malformed message")
+
+// permanentSentinel is a sentinel of its own that is also ErrPermanent, so
+// its message names the specific failure.
+type permanentSentinel string
+
+func (e permanentSentinel) Error() string        { return string(e) }
+func (e permanentSentinel) Is(target error) bool { return target == ErrPermanent }
+
+// Permanent marks err as permanent without changing its message: errors.Is
+// finds both ErrPermanent and whatever err wraps. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string        { return e.err.Error() }
+func (e permanentError) Unwrap() error        { return e.err }
+func (e permanentError) Is(target error) bool { return target == ErrPermanent }
+
+// IsPermanent reports whether err is, or wraps, ErrPermanent.
+func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }

@@ -1,0 +1,165 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// FetchRequest asks the fetcher for one page.
+type FetchRequest struct {
+	// URL is the absolute http or https URL of the page.
+	URL string
+	// ETag and LastModified are the validators of the previous successful
+	// fetch; when set they are sent as If-None-Match and If-Modified-Since.
+	ETag, LastModified string
+}
+
+// FetchResult is the outcome of one fetch. A fetcher returns it filled as far
+// as the fetch got, with a non-nil error too when it failed.
+type FetchResult struct {
+	// Status is the HTTP status of the final response, 0 when there was
+	// none (DNS failure, refused connection, timeout before headers, …).
+	Status int
+	// FinalURL is the URL of the final response, after redirects; nil when
+	// there was no response.
+	FinalURL *url.URL
+	// ETag and LastModified are the final response's validators, to send
+	// back on the next fetch. A 304 that omits one keeps the request's.
+	ETag, LastModified string
+	// NotModified is true when the server answered a conditional request
+	// with 304 Not Modified; HTML is then empty.
+	NotModified bool
+	// HTML is the body decoded to UTF-8.
+	HTML []byte
+	// Charset is the WHATWG name of the encoding HTML was decoded from.
+	Charset string
+	// FetchedAt is when the request was sent, after any wait for robots.txt
+	// or Crawl-delay.
+	FetchedAt time.Time
+}
+
+// FetchKind classifies a failed fetch or a refused URL. The fetch adapter
+// classifies its failures into these kinds, so a service can tell them apart
+// without importing it. Whether a kind is permanent (record it, don't retry
+// soon) or transient is the caller's decision; the kinds are fine-grained
+// enough to make it.
+type FetchKind int
+
+// The kinds of FetchError.
+const (
+	// FetchUnknown is the zero FetchKind; Fetch and CheckURL never return it.
+	FetchUnknown FetchKind = iota
+	// FetchBadURL: the URL is malformed, not absolute, not http or https,
+	// carries user info or a backslash.
+	FetchBadURL
+	// FetchBlocked: the URL's host is, or resolves to, a non-public address
+	// and private addresses are not allowed.
+	FetchBlocked
+	// FetchDisallowed: robots.txt disallows the URL for our user agent.
+	FetchDisallowed
+	// FetchDNS: the host name could not be resolved.
+	FetchDNS
+	// FetchNetwork: the connection failed or broke (refused, reset, TLS).
+	FetchNetwork
+	// FetchTimeout: a time limit ran out (dial, response headers, whole
+	// fetch, or the caller's context deadline).
+	FetchTimeout
+	// FetchCanceled: the caller's context was canceled; the page itself is
+	// not at fault.
+	FetchCanceled
+	// FetchTooManyRedirects: more than the fetcher's MaxRedirects redirects.
+	FetchTooManyRedirects
+	// FetchHTTPStatus: the final response had a non-2xx status (other than
+	// 304 to a conditional request); Error.Status holds it.
+	FetchHTTPStatus
+	// FetchTooLarge: the decompressed body exceeds the fetcher's MaxBodyBytes.
+	FetchTooLarge
+	// FetchNotHTML: the response is not text/html or application/xhtml+xml.
+	FetchNotHTML
+	// FetchBadResponse: the response could not be read as sent: an unknown
+	// Content-Encoding or a corrupt compressed stream.
+	FetchBadResponse
+	// FetchDeferred: nothing was sent; the origin's next polite slot is
+	// further away than the fetcher's MaxPoliteWait. Error.RetryAt says when to
+	// come back. The page is not at fault.
+	FetchDeferred
+)
+
+var kindNames = [...]string{
+	FetchUnknown:          "unknown",
+	FetchBadURL:           "bad_url",
+	FetchBlocked:          "blocked",
+	FetchDisallowed:       "disallowed",
+	FetchDNS:              "dns",
+	FetchNetwork:          "network",
+	FetchTimeout:          "timeout",
+	FetchCanceled:         "canceled",
+	FetchTooManyRedirects: "too_many_redirects",
+	FetchHTTPStatus:       "http_status",
+	FetchTooLarge:         "too_large",
+	FetchNotHTML:          "not_html",
+	FetchBadResponse:      "bad_response",
+	FetchDeferred:         "deferred",
+}
+
+// String returns the kind's stable snake_case name, suitable as a metric
+// label or log value, e.g. "too_large".
+func (k FetchKind) String() string {
+	if k >= 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// FetchError is the error the fetch adapter's Fetch and CheckURL return. Its
+// message is one line that names the URL, e.g.
+//
+//	https://example.com/: HTTP 404 Not Found
+//
+// Use errors.As to get it and read Kind; Unwrap exposes the cause (a
+// *net.DNSError, context.DeadlineExceeded, …).
+type FetchError struct {
+	// Kind classifies the failure.
+	Kind FetchKind
+	// URL is the URL that was asked for, not the redirect target.
+	URL string
+	// Status is the HTTP status of the last response received, 0 when there
+	// was none.
+	Status int
+	// Err describes the failure; it wraps the underlying cause where there
+	// is one.
+	Err error
+	// RetryAt is when a FetchDeferred fetch may be tried again; zero for
+	// every other kind.
+	RetryAt time.Time
+}
+
+// Error returns "URL: description"; a URL with whitespace or control
+// characters is quoted so that the message stays on one line. The
+// description is cleaned (CleanText): it may quote the network, such as
+// a TLS certificate's names, which can hold NUL bytes or bidi overrides.
+func (e *FetchError) Error() string {
+	u := e.URL
+	if strings.ContainsFunc(u, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		u = strconv.Quote(u)
+	}
+	return u + ": " + CleanText(e.Err.Error())
+}
+
+// Unwrap returns the underlying error.
+func (e *FetchError) Unwrap() error { return e.Err }
+
+// FetchKindOf returns the FetchKind of err when it is or wraps a *FetchError,
+// FetchUnknown otherwise.
+func FetchKindOf(err error) FetchKind {
+	var fe *FetchError
+	if errors.As(err, &fe) {
+		return fe.Kind
+	}
+	return FetchUnknown
+}

@@ -1,0 +1,82 @@
+package watch
+
+import "time"
+
+// The types below are what a service hands the store and gets back: the
+// store's methods take and return them, so a service names no type of the
+// store, and so imports no database driver.
+
+// Check is the outcome of one check of a page, as a crawler reported it.
+type Check struct {
+	PageID       int64
+	FetchedAt    time.Time
+	Status       int
+	Error        string // empty for a successful check
+	ETag         string
+	LastModified string
+	// LinksDigest is the digest of the check's whole link set
+	// (shortlink.KeySetDigest); empty keeps the page's digest.
+	LinksDigest string
+	// Truncated counts the links the crawler left out of the check (link
+	// cap, task byte budget); it is shown on the page as LastTruncated.
+	Truncated int
+	// Caps bound the new links this check may record.
+	Caps Caps
+	// FullSet says the check carries the page's whole link set, so the
+	// caller can refresh the links' last-seen times (the store's RefreshLinks) when
+	// Recorded.RefreshDue says so. A check without it (304, unchanged,
+	// failed) that finds a refresh due makes the page's next job ask for the
+	// whole set: it clears the page's validators and links digest.
+	FullSet bool
+	// RefreshEvery is how often a page's links' last-seen times are
+	// refreshed; zero never (link retention off).
+	RefreshEvery time.Duration
+}
+
+// Caps bound the new links one check of a page records. Zero means no cap.
+// The page's baseline is never capped: its links are the page as it was, and
+// leaving some out would report them as new later. A new link that is cut is
+// not recorded at all, so a later check may record it if it is still there.
+type Caps struct {
+	// PerCheck caps the new links of one check.
+	PerCheck int
+	// PerDay caps the new links of one page on one UTC day.
+	PerDay int
+}
+
+// NewLink is a link to record: its 64-bit key (internal/shortlink), URL, text
+// and short code.
+type NewLink struct {
+	Key  uint64
+	URL  string
+	Text string
+	Code string
+}
+
+// Recorded says what the store's RecordCheck did.
+type Recorded struct {
+	// Baseline is true when this check was the page's first successful one:
+	// its links were recorded as the page's starting point, not as updates.
+	Baseline bool
+	// Updates holds the links that were new and went into updates.
+	Updates []Update
+	// Inserted counts links that were new to the seen-set, baseline included.
+	Inserted int
+	// Cut counts the new links that Caps left out; they are not recorded.
+	Cut int
+	// RefreshDue says the page's links' last-seen times are older than
+	// Check.RefreshEvery: call the store's RefreshLinks with the check's whole link set.
+	RefreshDue bool
+}
+
+// ClaimParams tunes one scheduling round.
+type ClaimParams struct {
+	// Limit is the most pages claimed in one round.
+	Limit int
+	// Lease is how long a claimed page is kept from being scheduled again
+	// unless its task comes back first.
+	Lease time.Duration
+	// Jitter is the largest share of a page's interval added at random to its
+	// next check.
+	Jitter float64
+}
