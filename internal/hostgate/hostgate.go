@@ -24,6 +24,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -65,6 +66,39 @@ type Config struct {
 	LocalSize int
 }
 
+// WithDefaults returns c with every zero field given its default.
+// MaxInFlight keeps its zero: it means no cap.
+func (c Config) WithDefaults() Config {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Cooldown == 0 {
+		c.Cooldown = DefaultCooldown
+	}
+	if c.LocalSize == 0 {
+		c.LocalSize = DefaultLocalSize
+	}
+	return c
+}
+
+// validate names every field that is out of range, in one error.
+func (c Config) validate() error {
+	var errs []error
+	if c.Prefix == "" {
+		errs = append(errs, errors.New("hostgate: Prefix is empty; every key needs the installation's prefix"))
+	}
+	if c.MaxInFlight < 0 {
+		errs = append(errs, fmt.Errorf("hostgate: MaxInFlight = %d, want 0 (no cap) or more", c.MaxInFlight))
+	}
+	if c.Timeout <= 0 || c.Cooldown <= 0 {
+		errs = append(errs, fmt.Errorf("hostgate: Timeout = %s and Cooldown = %s, want positive durations", c.Timeout, c.Cooldown))
+	}
+	if c.LocalSize < 1 {
+		errs = append(errs, fmt.Errorf("hostgate: LocalSize = %d, want at least 1", c.LocalSize))
+	}
+	return errors.Join(errs...)
+}
+
 // Gate is the fleet-wide gate of every origin. It is safe for concurrent
 // use.
 type Gate struct {
@@ -88,14 +122,9 @@ func Open(url string, cfg Config, log *slog.Logger) (*Gate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Cooldown <= 0 {
-		cfg.Cooldown = DefaultCooldown
-	}
-	if cfg.LocalSize <= 0 {
-		cfg.LocalSize = DefaultLocalSize
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	// Without retries (redisconn sets none): a retry would double the time a
 	// check waits on a Redis that is away; the per-process rules answer

@@ -2,7 +2,9 @@ package hostgate_test
 
 import (
 	"context"
+	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,5 +152,22 @@ func TestFallbackWithoutRedis(t *testing.T) {
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("answering without Redis took %s; want well under a second", d)
+	}
+}
+
+func TestOpenRefusesAnInvalidConfig(t *testing.T) {
+	_, err := hostgate.Open("redis://127.0.0.1:6379/0", hostgate.Config{Prefix: "", MaxInFlight: -2}, slog.Default())
+	if err == nil {
+		t.Fatal("Open accepted an empty prefix and a negative in-flight cap")
+	}
+	for _, field := range []string{"Prefix", "MaxInFlight"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("error does not name %s: %v", field, err)
+		}
+	}
+	// 0 in-flight means no cap, and stays 0.
+	if c := (hostgate.Config{}).WithDefaults(); c.MaxInFlight != 0 || c.Timeout != hostgate.DefaultTimeout ||
+		c.Cooldown != hostgate.DefaultCooldown || c.LocalSize != hostgate.DefaultLocalSize {
+		t.Errorf("WithDefaults = %+v", c)
 	}
 }

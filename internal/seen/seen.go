@@ -23,6 +23,7 @@ package seen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -32,8 +33,18 @@ import (
 	"github.com/portalwatch/portalwatch/internal/redisconn"
 )
 
-// DefaultTTL is Config.TTL's default, 30 days.
-const DefaultTTL = 30 * 24 * time.Hour
+// Defaults applied by Config.WithDefaults.
+const (
+	// DefaultTTL is Config.TTL's default, 30 days.
+	DefaultTTL = 30 * 24 * time.Hour
+	// DefaultBuckets is Config.Buckets' default.
+	DefaultBuckets = 8
+	// DefaultMaxPerBucket is Config.MaxPerBucket's default: Redis's default
+	// set-max-intset-entries.
+	DefaultMaxPerBucket = 512
+	// DefaultTimeout is Config.Timeout's default.
+	DefaultTimeout = 2 * time.Second
+)
 
 // Config configures a Set.
 type Config struct {
@@ -63,6 +74,47 @@ type Config struct {
 	Timeout time.Duration
 }
 
+// WithDefaults returns c with every zero field given its default.
+func (c Config) WithDefaults() Config {
+	if c.Buckets == 0 {
+		c.Buckets = DefaultBuckets
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxPerBucket == 0 {
+		c.MaxPerBucket = DefaultMaxPerBucket
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// validate names every field that is out of range, in one error.
+func (c Config) validate() error {
+	var errs []error
+	if c.Prefix == "" {
+		errs = append(errs, errors.New("seen: Prefix is empty; every key needs the installation's prefix"))
+	}
+	if c.Buckets < 1 {
+		errs = append(errs, fmt.Errorf("seen: Buckets = %d, want at least 1", c.Buckets))
+	}
+	if c.TTL < time.Minute {
+		errs = append(errs, fmt.Errorf("seen: TTL = %s, want at least 1m", c.TTL))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("seen: Timeout = %s, want a positive duration", c.Timeout))
+	}
+	if c.MaxPerBucket < 1 {
+		errs = append(errs, fmt.Errorf("seen: MaxPerBucket = %d, want at least 1", c.MaxPerBucket))
+	}
+	return errors.Join(errs...)
+}
+
 // Set is the seen-set of every page. It is safe for concurrent use.
 type Set struct {
 	rdb redis.UniversalClient
@@ -78,20 +130,9 @@ func Open(url string, cfg Config) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
-	if cfg.Buckets <= 0 {
-		cfg.Buckets = 8
-	}
-	if cfg.TTL <= 0 {
-		cfg.TTL = DefaultTTL
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 2 * time.Second
-	}
-	if cfg.MaxPerBucket <= 0 {
-		cfg.MaxPerBucket = 512
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	// A cache that is down must not hold a task back with retries of its own
 	// (redisconn sets none): a failed command is a cache miss, and PostgreSQL

@@ -235,3 +235,19 @@ func TestRotatingPageStaysBounded(t *testing.T) {
 		t.Fatalf("%d of the first round's codes are seen, want all %d codes the sets hold", n, total)
 	}
 }
+
+func TestOpenRefusesAnInvalidConfig(t *testing.T) {
+	_, err := seen.Open("redis://127.0.0.1:6379/0", seen.Config{Prefix: "", Buckets: -1, TTL: time.Second})
+	if err == nil {
+		t.Fatal("Open accepted an empty prefix, -1 buckets and a 1s TTL")
+	}
+	for _, field := range []string{"Prefix", "Buckets", "TTL"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("error does not name %s: %v", field, err)
+		}
+	}
+	if c := (seen.Config{}).WithDefaults(); c.Buckets != seen.DefaultBuckets || c.TTL != seen.DefaultTTL ||
+		c.MaxPerBucket != seen.DefaultMaxPerBucket || c.Timeout != seen.DefaultTimeout {
+		t.Errorf("WithDefaults = %+v, want the package's defaults", c)
+	}
+}
