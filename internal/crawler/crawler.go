@@ -245,6 +245,9 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 		s.metrics.checks.WithLabelValues("options_refused").Inc()
 		return task
 	}
+	// Read before the links, so that a page whose links are unchanged (or
+	// whose regions fail) still shows its current title.
+	task.Title = watch.CleanText(domwalk.Title(res.HTML, s.cfg.Limits.MaxTextRunes))
 	parsed, err := s.parsing.enter(ctx, res.HTML, s.cfg.Limits)
 	if err != nil {
 		task.Error = fmt.Sprintf("stopped before parsing %s: %v", job.BaseURL, err)

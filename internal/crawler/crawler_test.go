@@ -142,10 +142,13 @@ func TestTaskCarriesResponseStringsCleaned(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("ETag", "\"v1\u202Eexe\u0085\"")
-		w.Write([]byte(`<a href="/a">A</a>`))
+		w.Write([]byte("<title>Portal\u202E \x01News</title><a href=\"/a\">A</a>"))
 	})
 	task := newService(t, &recorder{}).Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/"})
 	if task.Failed() || task.ETag != `"v1exe"` {
 		t.Fatalf("task ETag = %q (error %q), want \"v1exe\" without the bidi override and the C1 control", task.ETag, task.Error)
+	}
+	if task.Title != "Portal News" {
+		t.Fatalf("task Title = %q, want the page's title cleaned", task.Title)
 	}
 }

@@ -57,7 +57,8 @@ type querier interface {
 
 // successSet is the SET list of a successful check: $1 page id, $2 fetched
 // at, $3 status, $4 ETag, $5 Last-Modified, $6 links digest, $7 links the
-// crawler left out, $8 full link set, $9 refresh period in milliseconds. A
+// crawler left out, $8 full link set, $9 refresh period in milliseconds, and
+// the parameter named by title: the page's <title> ('' keeps the last). A
 // stale check (fetched before the page's last recorded one, as with a late
 // redelivery) only clears the lease: it must not roll back newer validators.
 // Every expression reads the row as it was before the statement, so the
@@ -70,8 +71,9 @@ type querier interface {
 // digest promises that every link of its set is recorded, and the crawler
 // would otherwise report the same page as unchanged and the cut links would
 // never be recorded.
-func successSet(cut string) string {
+func successSet(cut, title string) string {
 	return `
+	title                = CASE WHEN ` + fresh + ` AND ` + title + ` <> '' THEN ` + title + ` ELSE title END,
 	lease_until          = NULL,
 	baseline_at          = coalesce(baseline_at, now()),
 	last_checked_at      = CASE WHEN ` + fresh + ` THEN $2 ELSE last_checked_at END,
@@ -140,7 +142,7 @@ func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.Ne
 			ON CONFLICT DO NOTHING
 			RETURNING id, link_key
 		), status AS (
-			UPDATE pages SET `+successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`)+`,
+			UPDATE pages SET `+successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`, "$17")+`,
 				last_cut        = CASE WHEN `+fresh+` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,
 				new_links_today = CASE WHEN page.is_first THEN new_links_today
 				                       ELSE `+today+` + (SELECT count(*) FROM fresh) END,
@@ -153,7 +155,8 @@ func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.Ne
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at
 		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`,
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links))
+		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
+		c.Title)
 	if err != nil {
 		return watch.Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
 	}
@@ -198,12 +201,12 @@ func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.Ne
 func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorded, error) {
 	var rec watch.Recorded
 	err := q.QueryRow(ctx, `
-		UPDATE pages SET `+successSet("false")+`,
+		UPDATE pages SET `+successSet("false", "$10")+`,
 			last_cut = CASE WHEN `+fresh+` THEN 0 ELSE last_cut END
 		WHERE id = $1
 		RETURNING baseline_at = now(), `+fresh+` AND `+refreshDue,
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-		c.RefreshEvery.Milliseconds()).Scan(&rec.Baseline, &rec.RefreshDue)
+		c.RefreshEvery.Milliseconds(), c.Title).Scan(&rec.Baseline, &rec.RefreshDue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}

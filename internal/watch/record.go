@@ -14,6 +14,9 @@ type Check struct {
 	Error        string // empty for a successful check
 	ETag         string
 	LastModified string
+	// Title is the page's <title> as the check read it; empty keeps the
+	// page's last one.
+	Title string
 	// LinksDigest is the digest of the check's whole link set
 	// (shortlink.KeySetDigest); empty keeps the page's digest.
 	LinksDigest string

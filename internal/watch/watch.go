@@ -128,6 +128,10 @@ type Task struct {
 	// (a politeness wait would have held a worker too long): the processor
 	// records nothing but frees the page to be checked again at that time.
 	DeferredUntil time.Time `json:"deferredUntil,omitzero"`
+	// Title is the page's <title> as fetched, cleaned; empty when it has
+	// none or was not read (a failed check, a 304). It names a page whose
+	// user gave it no name.
+	Title string `json:"title,omitempty"`
 }
 
 // Failed reports whether the check failed; a failed check leaves the page's
