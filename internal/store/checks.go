@@ -58,7 +58,7 @@ type querier interface {
 // successSet is the SET list of a successful check: $1 page id, $2 fetched
 // at, $3 status, $4 ETag, $5 Last-Modified, $6 links digest, $7 links the
 // crawler left out, $8 full link set, $9 refresh period in milliseconds, and
-// the parameter named by title: the page's <title> (” keeps the last). A
+// the parameter named by title: the page's <title> (empty keeps the last). A
 // stale check (fetched before the page's last recorded one, as with a late
 // redelivery) only clears the lease: it must not roll back newer validators.
 // Every expression reads the row as it was before the statement, so the
