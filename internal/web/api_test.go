@@ -68,6 +68,7 @@ func TestAPIAccess(t *testing.T) {
 		{"GET", "/feeds/all.atom?token=" + e.readTok, "", "", 200},
 		{"GET", "/api/v1/updates?token=" + e.readTok, "", "", 401}, // ?token= is for feeds only
 		{"GET", "/api/v1/nosuch", e.readTok, "", 404},
+		{"PUT", "/api/v1/pages/1", e.writeTk, body, 405}, // PATCH edits a page
 	} {
 		resp, b := e.do(tt.method, tt.path, tt.token, tt.body)
 		if resp.StatusCode != tt.want {
@@ -75,6 +76,9 @@ func TestAPIAccess(t *testing.T) {
 		}
 		if tt.want >= 400 && tt.path != "/healthz" && resp.Header.Get("Content-Type") != "application/problem+json" {
 			t.Errorf("%s %s: error as %q, want application/problem+json", tt.method, tt.path, resp.Header.Get("Content-Type"))
+		}
+		if tt.want == 405 && resp.Header.Get("Allow") != "GET, PATCH, DELETE" {
+			t.Errorf("%s %s: 405 with Allow %q, want GET, PATCH, DELETE", tt.method, tt.path, resp.Header.Get("Allow"))
 		}
 		if tt.want == 401 && resp.Header.Get("WWW-Authenticate") == "" {
 			t.Errorf("%s %s: 401 without WWW-Authenticate", tt.method, tt.path)

@@ -205,7 +205,18 @@ func (s *Server) Handler() http.Handler {
 	for _, rt := range s.routes() {
 		mux.Handle(rt.method+" "+rt.pattern, s.instrument(rt, s.guard(rt)))
 	}
+	// The catch-all below would answer every method the table lacks with a
+	// 404; a path the API has under other methods deserves 405 and Allow.
+	known := http.NewServeMux()
+	for _, rt := range s.routes() {
+		known.Handle(rt.method+" "+rt.pattern, http.NotFoundHandler())
+	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowedMethods(known, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.problem(w, r, http.StatusMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+"; use "+strings.Join(allow, ", "))
+			return
+		}
 		s.problem(w, r, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not part of the API (see /api/v1/openapi.json)")
 	})
 	// Forms post same-origin; a cross-site POST (a CSRF attempt) is
@@ -216,6 +227,19 @@ func (s *Server) Handler() http.Handler {
 		s.problem(w, r, http.StatusForbidden, "this form can only be sent from the portalwatch page itself")
 	}))
 	return securityHeaders(cop.Handler(mux))
+}
+
+// allowedMethods returns the methods known routes r's path under.
+func allowedMethods(known *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := known.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // instrument counts and times h's requests under rt's pattern.
