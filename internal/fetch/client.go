@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/portalwatch/portalwatch/internal/pacing"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -97,7 +98,7 @@ func New(cfg Config) (*Client, error) {
 	c.pacer = cfg.Pacer
 	if c.pacer == nil {
 		// c.now, not time.Now, so that tests that replace the clock pace by it.
-		c.pacer = &localPacer{now: func() time.Time { return c.now() }, size: cfg.RobotsCacheSize, next: make(map[string]time.Time)}
+		c.pacer = localPacer{slots: pacing.New(cfg.RobotsCacheSize, func() time.Time { return c.now() })}
 	}
 	return c, nil
 }

@@ -3,8 +3,9 @@ package fetch
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
+
+	"github.com/portalwatch/portalwatch/internal/pacing"
 )
 
 // Pacer books fetch slots per origin so that fetches of one origin are
@@ -20,38 +21,12 @@ type Pacer interface {
 	Reserve(ctx context.Context, origin string, spacing, maxWait time.Duration) (wait time.Duration, booked bool)
 }
 
-// localPacer is the per-process Pacer: slots are booked in call order in a
-// map bounded by Config.RobotsCacheSize origins (past slots go first). It is
-// safe for concurrent use.
-type localPacer struct {
-	now  func() time.Time
-	size int
+// localPacer is the per-process Pacer (package pacing), bounded by
+// Config.RobotsCacheSize origins.
+type localPacer struct{ slots *pacing.Slots }
 
-	mu   sync.Mutex
-	next map[string]time.Time // earliest start of the next fetch per origin
-}
-
-func (p *localPacer) Reserve(_ context.Context, origin string, spacing, maxWait time.Duration) (time.Duration, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := p.now()
-	slot := p.next[origin]
-	if slot.Before(now) {
-		slot = now
-	}
-	wait := slot.Sub(now)
-	if wait > maxWait {
-		return wait, false
-	}
-	p.next[origin] = slot.Add(spacing)
-	if len(p.next) > p.size {
-		for k, t := range p.next {
-			if t.Before(now) {
-				delete(p.next, k)
-			}
-		}
-	}
-	return wait, true
+func (p localPacer) Reserve(_ context.Context, origin string, spacing, maxWait time.Duration) (time.Duration, bool) {
+	return p.slots.Reserve(origin, spacing, maxWait)
 }
 
 // pace waits for origin's next fetch slot, spacing after the previous one.

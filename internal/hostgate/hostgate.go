@@ -35,6 +35,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/portalwatch/portalwatch/internal/pacing"
 	"github.com/portalwatch/portalwatch/internal/redisconn"
 )
 
@@ -275,38 +276,20 @@ func (g *Gate) redisFailed(ctx context.Context, op, origin string, err error) {
 // local holds the per-process rules used while Redis is away: the same
 // spacing per origin and the same in-flight cap, counted in this process.
 type local struct {
-	size, maxInFlight int
+	maxInFlight int
+
+	slots *pacing.Slots // the next free slot per origin
 
 	mu   sync.Mutex
-	next map[string]time.Time // the next free slot per origin
-	busy map[string]int       // checks in flight per origin
+	busy map[string]int // checks in flight per origin
 }
 
 func newLocal(size, maxInFlight int) *local {
-	return &local{size: size, maxInFlight: maxInFlight, next: make(map[string]time.Time), busy: make(map[string]int)}
+	return &local{maxInFlight: maxInFlight, slots: pacing.New(size, nil), busy: make(map[string]int)}
 }
 
 func (l *local) reserve(origin string, spacing, maxWait time.Duration) (time.Duration, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	slot := l.next[origin]
-	if slot.Before(now) {
-		slot = now
-	}
-	wait := slot.Sub(now)
-	if wait > maxWait {
-		return wait, false
-	}
-	l.next[origin] = slot.Add(spacing)
-	if len(l.next) > l.size {
-		for k, t := range l.next {
-			if t.Before(now) {
-				delete(l.next, k)
-			}
-		}
-	}
-	return wait, true
+	return l.slots.Reserve(origin, spacing, maxWait)
 }
 
 func (l *local) enter(origin string) (func(), bool) {
