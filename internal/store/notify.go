@@ -283,27 +283,13 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 	return b, nil
 }
 
-// Attempt is the outcome of one attempt to deliver a batch.
-type Attempt struct {
-	// ResponseCode is the HTTP status or SMTP reply code, 0 for none.
-	ResponseCode int
-	// Error is why the attempt failed; empty for a delivery.
-	Error string
-	// RetryAt is when to try again after a failure.
-	RetryAt time.Time
-	// PauseNow pauses the subscription at once (the target said it is
-	// gone); otherwise it is paused once it has failed for PauseAfter.
-	PauseNow   bool
-	PauseAfter time.Duration
-}
-
 // CompleteDelivery records that batch b of lease l was delivered: the
 // subscription's cursor moves past it, its failures are forgotten, its
 // lease ends, and it is due again at once (a digest: at its next hour or
 // day). The log entry is written in the same transaction. It returns
 // watch.ErrLeaseLost when another notifier has taken the subscription over
 // or moved its cursor; nothing is then changed.
-func (s *Store) CompleteDelivery(ctx context.Context, l watch.Lease, b watch.Batch, a Attempt) error {
+func (s *Store) CompleteDelivery(ctx context.Context, l watch.Lease, b watch.Batch, a watch.Attempt) error {
 	xact, id, err := parseCursor(l.Cursor)
 	if err != nil {
 		return err
@@ -357,7 +343,7 @@ func logDelivery(from, status string) string {
 // message has failed for a.PauseAfter. It reports whether it paused the
 // subscription, and returns watch.ErrLeaseLost when another notifier has
 // taken the subscription over.
-func (s *Store) FailDelivery(ctx context.Context, l watch.Lease, b watch.Batch, a Attempt) (paused bool, err error) {
+func (s *Store) FailDelivery(ctx context.Context, l watch.Lease, b watch.Batch, a watch.Attempt) (paused bool, err error) {
 	err = s.pool.QueryRow(ctx, `
 		WITH failed AS (
 			UPDATE subscriptions SET lease_until = NULL, lease_token = NULL, attempts = attempts + 1,

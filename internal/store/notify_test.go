@@ -121,7 +121,7 @@ func TestNotifyCursorSkipsNothingCommittedOutOfOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = append(got, updateIDs(b)...)
-		if err := st.CompleteDelivery(ctx, l, b, store.Attempt{ResponseCode: 204}); err != nil {
+		if err := st.CompleteDelivery(ctx, l, b, watch.Attempt{ResponseCode: 204}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -170,7 +170,7 @@ func TestNotifyBatchIsOneCheckAndStableUnderItsID(t *testing.T) {
 	if len(capped.Updates) != 2 {
 		t.Fatalf("capped batch holds %d updates, want 2", len(capped.Updates))
 	}
-	if err := st.CompleteDelivery(ctx, l, capped, store.Attempt{ResponseCode: 200}); err != nil {
+	if err := st.CompleteDelivery(ctx, l, capped, watch.Attempt{ResponseCode: 200}); err != nil {
 		t.Fatal(err)
 	}
 	l, _ = claimOne(t, st)
@@ -212,13 +212,13 @@ func TestNotifyClaimSkipsLeasedAndLostLeaseChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CompleteDelivery(ctx, stale, b, store.Attempt{}); !errors.Is(err, watch.ErrLeaseLost) {
+	if err := st.CompleteDelivery(ctx, stale, b, watch.Attempt{}); !errors.Is(err, watch.ErrLeaseLost) {
 		t.Fatalf("complete with a lost lease: %v, want ErrLeaseLost", err)
 	}
-	if _, err := st.FailDelivery(ctx, stale, b, store.Attempt{Error: "x", RetryAt: time.Now()}); !errors.Is(err, watch.ErrLeaseLost) {
+	if _, err := st.FailDelivery(ctx, stale, b, watch.Attempt{Error: "x", RetryAt: time.Now()}); !errors.Is(err, watch.ErrLeaseLost) {
 		t.Fatalf("fail with a lost lease: %v, want ErrLeaseLost", err)
 	}
-	if err := st.CompleteDelivery(ctx, fresh, b, store.Attempt{ResponseCode: 200}); err != nil {
+	if err := st.CompleteDelivery(ctx, fresh, b, watch.Attempt{ResponseCode: 200}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := claimOne(t, st); ok {
@@ -241,7 +241,7 @@ func TestNotifyFailuresBackOffThenPause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paused, err := st.FailDelivery(ctx, l, b, store.Attempt{ResponseCode: 500, Error: "HTTP 500", RetryAt: time.Now().Add(time.Hour), PauseAfter: time.Hour})
+	paused, err := st.FailDelivery(ctx, l, b, watch.Attempt{ResponseCode: 500, Error: "HTTP 500", RetryAt: time.Now().Add(time.Hour), PauseAfter: time.Hour})
 	if err != nil || paused {
 		t.Fatalf("first failure: paused %v, %v", paused, err)
 	}
@@ -256,7 +256,7 @@ func TestNotifyFailuresBackOffThenPause(t *testing.T) {
 	if l.Attempts != 1 {
 		t.Fatalf("lease attempts %d, want 1", l.Attempts)
 	}
-	paused, err = st.FailDelivery(ctx, l, b, store.Attempt{ResponseCode: 500, Error: "HTTP 500: boom", RetryAt: time.Now(), PauseAfter: time.Hour})
+	paused, err = st.FailDelivery(ctx, l, b, watch.Attempt{ResponseCode: 500, Error: "HTTP 500: boom", RetryAt: time.Now(), PauseAfter: time.Hour})
 	if err != nil || !paused {
 		t.Fatalf("failure past PauseAfter: paused %v, %v", paused, err)
 	}
@@ -307,7 +307,7 @@ func TestNotifyDigestTakesEveryCheckAndWaitsForItsHour(t *testing.T) {
 	if len(b.Updates) != 5 {
 		t.Fatalf("digest holds %d updates, want both checks' 5", len(b.Updates))
 	}
-	if err := st.CompleteDelivery(ctx, l, b, store.Attempt{ResponseCode: 250}); err != nil {
+	if err := st.CompleteDelivery(ctx, l, b, watch.Attempt{ResponseCode: 250}); err != nil {
 		t.Fatal(err)
 	}
 	var next time.Time
@@ -338,7 +338,7 @@ func TestNotifyDeliveryLogKeepsTheNewest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.CompleteDelivery(ctx, l, b, store.Attempt{ResponseCode: 200}); err != nil {
+		if err := st.CompleteDelivery(ctx, l, b, watch.Attempt{ResponseCode: 200}); err != nil {
 			t.Fatal(err)
 		}
 	}

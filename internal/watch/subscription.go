@@ -145,3 +145,19 @@ type SubscriptionStatus struct {
 	Subscription
 	Last Delivery
 }
+
+// Attempt is the outcome of one attempt to deliver a batch, as the store
+// records it.
+type Attempt struct {
+	// ResponseCode is the HTTP status or SMTP reply code, 0 for none.
+	ResponseCode int
+	// Error is why the attempt failed, on one line; empty for a delivery.
+	Error string
+	// RetryAt is when to try again after a failure.
+	RetryAt time.Time
+	// PauseNow pauses the subscription at once (the target said it is
+	// gone); otherwise it is paused once its pending message has failed
+	// for PauseAfter.
+	PauseNow   bool
+	PauseAfter time.Duration
+}
