@@ -9,6 +9,7 @@ SUPCONF    := $(SUPERVISOR)/supervisord.conf
 SUPCTL     := supervisorctl -c $(SUPCONF)
 DB_NAME    ?= portalwatch
 PROGRAMS   := scheduler crawler processor watchctl
+PROGRAMS   += notifier
 FUZZTIME   ?= 5s
 
 .PHONY: up down status build services test vet fuzz chaos chaos-short clean

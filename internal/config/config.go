@@ -63,6 +63,7 @@ type Config struct {
 	Scheduler Scheduler
 	Crawler   Crawler
 	Processor Processor
+	Notifier  Notifier
 }
 
 // Scheduler holds the scheduler's settings.
@@ -154,6 +155,42 @@ type Processor struct {
 	SeenTTL time.Duration
 }
 
+// Notifier holds the notifier's settings (webhooks and e-mail).
+type Notifier struct {
+	// Concurrency is how many deliveries one notifier runs at once
+	// (PORTALWATCH_NOTIFIER_CONCURRENCY, default 8).
+	Concurrency int
+	// PollInterval is how often the notifier looks for updates to send
+	// when it found none (PORTALWATCH_NOTIFIER_POLL, default 1s).
+	PollInterval time.Duration
+	// Lease is how long a notifier holds a subscription it works on; one
+	// that dies holds it this long (PORTALWATCH_NOTIFIER_LEASE, default 2m,
+	// at least twice the webhook and SMTP timeouts).
+	Lease time.Duration
+	// WebhookTimeout bounds one webhook request
+	// (PORTALWATCH_WEBHOOK_TIMEOUT, default 10s).
+	WebhookTimeout time.Duration
+	// SMTPTimeout bounds one SMTP session (PORTALWATCH_SMTP_TIMEOUT,
+	// default 30s).
+	SMTPTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff between attempts of a failing
+	// delivery (PORTALWATCH_NOTIFY_RETRY_MIN, default 10s;
+	// PORTALWATCH_NOTIFY_RETRY_MAX, default 24h, at most 24h).
+	RetryMin, RetryMax time.Duration
+	// PauseAfter is how long a subscription may keep failing before it is
+	// paused with its last error (PORTALWATCH_NOTIFY_PAUSE_AFTER, default
+	// 72h).
+	PauseAfter time.Duration
+	// SMTPURL is the mail server, smtp://user:password@host:port or
+	// smtps://… (PORTALWATCH_SMTP_URL). Empty: e-mail subscriptions fail
+	// (and are paused after PauseAfter) until it is set. Never printed
+	// with its password.
+	SMTPURL string
+	// SMTPFrom is the sender of e-mail (PORTALWATCH_SMTP_FROM); required
+	// with SMTPURL.
+	SMTPFrom string
+}
+
 // Getenv looks up one environment variable; os.Getenv fits.
 type Getenv func(string) string
 
@@ -203,6 +240,19 @@ func Load(getenv Getenv) (Config, error) {
 			SeenTTL:     r.duration("PORTALWATCH_SEEN_TTL", 720*time.Hour, time.Minute),
 		},
 	}
+	c.Notifier = Notifier{
+		Concurrency:    r.integer("PORTALWATCH_NOTIFIER_CONCURRENCY", 8, 1, 1000),
+		PollInterval:   r.duration("PORTALWATCH_NOTIFIER_POLL", time.Second, 10*time.Millisecond),
+		Lease:          r.duration("PORTALWATCH_NOTIFIER_LEASE", 2*time.Minute, time.Second),
+		WebhookTimeout: r.duration("PORTALWATCH_WEBHOOK_TIMEOUT", 10*time.Second, 100*time.Millisecond),
+		SMTPTimeout:    r.duration("PORTALWATCH_SMTP_TIMEOUT", 30*time.Second, 100*time.Millisecond),
+		RetryMin:       r.duration("PORTALWATCH_NOTIFY_RETRY_MIN", 10*time.Second, 10*time.Millisecond),
+		RetryMax:       r.duration("PORTALWATCH_NOTIFY_RETRY_MAX", 24*time.Hour, 10*time.Millisecond),
+		PauseAfter:     r.duration("PORTALWATCH_NOTIFY_PAUSE_AFTER", 72*time.Hour, time.Second),
+		SMTPURL:        r.str("PORTALWATCH_SMTP_URL", ""),
+		SMTPFrom:       r.str("PORTALWATCH_SMTP_FROM", ""),
+	}
+	r.check(c.Notifier.validate())
 	c.Processor.Prefetch = r.integer("PORTALWATCH_PROCESSOR_PREFETCH", 4*c.Processor.Concurrency, 1, 2000)
 	r.check(validURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql"))
 	r.check(validURL("AMQP_URL", c.AMQPURL, "amqp", "amqps"))
