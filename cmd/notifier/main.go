@@ -60,4 +60,3 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	})
 	return g.Wait()
 }
-
