@@ -46,6 +46,7 @@ type commandLine struct {
 	Remove  removeCmd  `cmd:"" help:"Stop watching a page and delete its links and updates."`
 	Updates updatesCmd `cmd:"" help:"Print new links, newest first."`
 	Dead    deadCmd    `cmd:"" help:"Show, retry or drop dead-lettered messages."`
+	Notify  notifyCmd  `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`
 }
 
 // cli is what every command runs with.
