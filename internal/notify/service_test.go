@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -175,5 +176,113 @@ func TestServicePausesAGoneTargetAndLogsIt(t *testing.T) {
 	})
 	if got.ID != sub.ID || got.Last.Status != watch.Paused || got.Last.ResponseCode != 410 || got.PausedReason != "HTTP 410: Gone" {
 		t.Fatalf("paused subscription: %+v", got)
+	}
+}
+
+func TestServiceServesEverySubscriptionInTurn(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var order []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		order = append(order, r.URL.Path)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	busy, err := st.AddPage(ctx, store.NewPage{URL: "http://busy.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet, err := st.AddPage(ctx, store.NewPage{URL: "http://quiet.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		path string
+		page int64
+	}{{"/busy", busy.ID}, {"/quiet", quiet.ID}} {
+		if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL + s.path, Secret: notify.NewSecret(), PageID: s.page}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 30 checks of the busy page, then one of the quiet one.
+	for i := range 30 {
+		if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key) VALUES ($1, $2, 't', 'c', $3)`,
+			busy.ID, fmt.Sprintf("http://busy.example/%d", i), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key) VALUES ($1, 'http://quiet.example/1', 't', 'c', 1)`, quiet.ID); err != nil {
+		t.Fatal(err)
+	}
+	stop := startService(t, st, notify.Config{Concurrency: 1, PollInterval: 20 * time.Millisecond})
+	defer stop()
+	testsvc.Eventually(t, 30*time.Second, "all 31 messages", func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 31, nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	// One batch per claim, longest-waiting first: the quiet subscription
+	// waits for at most one of the busy one's messages, not all 30.
+	if i := slices.Index(order, "/quiet"); i < 0 || i > 2 {
+		t.Fatalf("the quiet subscription was served at position %d of %v: starved", i, order)
+	}
+}
+
+func TestServiceStopReleasesWhatItCannotFinish(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release) // before Close, which waits for the handler
+	p, err := st.AddPage(ctx, store.NewPage{URL: "http://a.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: notify.NewSecret()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key) VALUES ($1, 'http://a.example/x', 't', 'c', 1)`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	svc := notify.New(notify.Config{PollInterval: 20 * time.Millisecond, Lease: time.Hour, DrainTimeout: 200 * time.Millisecond}, st,
+		map[watch.Channel]notify.Sender{watch.Webhook: notify.NewWebhookSender(notify.WebhookConfig{AllowPrivate: true, Timeout: time.Minute})},
+		testsvc.Logger(t), prometheus.NewRegistry())
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(runCtx) }()
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no delivery started")
+	}
+	stopped := time.Now()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the drain timeout")
+	}
+	if took := time.Since(stopped); took > 5*time.Second {
+		t.Errorf("stop took %s with a 200ms drain timeout", took)
+	}
+	// Released, not failed: claimable at once despite the hour-long
+	// lease, with no attempt counted.
+	leases, err := st.ClaimSubscriptions(ctx, 1, time.Minute)
+	if err != nil || len(leases) != 1 || leases[0].Attempts != 0 {
+		t.Fatalf("after the stop: leases %+v, %v; want the subscription free with no attempt", leases, err)
 	}
 }
