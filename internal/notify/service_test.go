@@ -21,7 +21,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-func openStore(t *testing.T) (*store.Store, *pgxpool.Pool) {
+func openStore(t testing.TB) (*store.Store, *pgxpool.Pool) {
 	t.Helper()
 	dsn := testsvc.Postgres(t)
 	ctx := context.Background()
