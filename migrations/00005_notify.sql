@@ -36,6 +36,8 @@ CREATE TABLE subscriptions (
     -- in clear to sign, so it is shown once and never printed again.
     secret          text NOT NULL DEFAULT '',
     digest          text NOT NULL DEFAULT 'none' CHECK (digest IN ('none', 'hourly', 'daily')),
+    -- A webhook message is about one page's check, so webhooks get no digest.
+    CHECK (channel = 'email' OR digest = 'none'),
     -- At most one scope; neither means every page.
     page_id         bigint REFERENCES pages (id) ON DELETE CASCADE,
     tag             text CHECK (tag <> ''),

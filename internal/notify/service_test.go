@@ -21,6 +21,9 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
+// openStore returns a migrated store of the test's own. Deliveries wait
+// for the snapshot horizon, which any write transaction open on the shared
+// server holds back: the waits below allow for minutes of that.
 func openStore(t testing.TB) (*store.Store, *pgxpool.Pool) {
 	t.Helper()
 	dsn := testsvc.Postgres(t)
@@ -129,7 +132,7 @@ func TestServiceDeliversEveryUpdateAfterFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testsvc.Eventually(t, 30*time.Second, "every update received", func() (bool, error) { return rc.received() == checks*3, nil })
+	testsvc.Eventually(t, 3*time.Minute, "every update received", func() (bool, error) { return rc.received() == checks*3, nil })
 	stop = func() {}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -166,7 +169,7 @@ func TestServicePausesAGoneTargetAndLogsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got watch.SubscriptionStatus
-	testsvc.Eventually(t, 30*time.Second, "subscription paused", func() (bool, error) {
+	testsvc.Eventually(t, 3*time.Minute, "subscription paused", func() (bool, error) {
 		list, err := st.Subscriptions(ctx)
 		if err != nil || len(list) != 1 {
 			return false, err
@@ -219,7 +222,7 @@ func TestServiceServesEverySubscriptionInTurn(t *testing.T) {
 	}
 	stop := startService(t, st, notify.Config{Concurrency: 1, PollInterval: 20 * time.Millisecond})
 	defer stop()
-	testsvc.Eventually(t, 30*time.Second, "all 31 messages", func() (bool, error) {
+	testsvc.Eventually(t, 3*time.Minute, "all 31 messages", func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(order) == 31, nil
@@ -266,7 +269,7 @@ func TestServiceStopReleasesWhatItCannotFinish(t *testing.T) {
 	go func() { done <- svc.Run(runCtx) }()
 	select {
 	case <-entered:
-	case <-time.After(30 * time.Second):
+	case <-time.After(3 * time.Minute): // the horizon may be held back (see openStore)
 		t.Fatal("no delivery started")
 	}
 	stopped := time.Now()

@@ -55,7 +55,7 @@ func (s *Store) AddSubscription(ctx context.Context, sub watch.Subscription) (wa
 // hour or day (UTC).
 func nextSlot(d string) string {
 	return `CASE ` + d + `
-		WHEN 'hourly' THEN date_trunc('hour', now()) + interval '1 hour'
+		WHEN 'hourly' THEN (date_trunc('hour', now() AT TIME ZONE 'UTC') + interval '1 hour') AT TIME ZONE 'UTC'
 		WHEN 'daily'  THEN (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC'
 		ELSE now() END`
 }
@@ -245,7 +245,7 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 	rows, err := s.pool.Query(ctx, `
 		WITH pending AS (
 			SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, u.xact,
-				p.base_url, p.name
+				p.base_url, coalesce(p.name, '') AS name
 			FROM updates u JOIN pages p ON p.id = u.page_id
 			WHERE (u.xact, u.id) > ($1::xid8, $2::bigint) AND u.xact < `+horizon+` AND `+scope+`
 			ORDER BY u.xact, u.id

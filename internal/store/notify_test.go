@@ -37,14 +37,24 @@ func writeUpdates(t *testing.T, pool *pgxpool.Pool, page int64, prefix string, n
 	settle(t, pool)
 }
 
-// settle waits until every update written so far is under the horizon.
+// settle waits until every update written so far is under the horizon. A
+// write transaction open anywhere on the server (another suite's bulk load)
+// holds the horizon back for as long as it runs; the failure names it.
 func settle(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	testsvc.Eventually(t, 30*time.Second, "updates under the horizon", func() (bool, error) {
+	err := testsvc.Poll(context.Background(), 3*time.Minute, testsvc.PollInterval, func() (bool, string, error) {
 		var final bool
-		err := pool.QueryRow(context.Background(), `SELECT coalesce(max(xact) < pg_snapshot_xmin(pg_current_snapshot()), true) FROM updates`).Scan(&final)
-		return final, err
+		var holder string
+		err := pool.QueryRow(context.Background(), `
+			SELECT coalesce(max(xact) < pg_snapshot_xmin(pg_current_snapshot()), true),
+				coalesce((SELECT format('pid %s in database %s, open for %s', pid, datname, now() - xact_start)
+					FROM pg_stat_activity WHERE backend_xid IS NOT NULL ORDER BY xact_start LIMIT 1), '')
+			FROM updates`).Scan(&final, &holder)
+		return final, "oldest write transaction: " + holder, err
 	})
+	if err != nil {
+		t.Fatalf("updates under the horizon: %v", err)
+	}
 }
 
 func claimOne(t *testing.T, st *store.Store) (watch.Lease, bool) {
