@@ -219,9 +219,9 @@ func (s *Store) ClaimSubscriptions(ctx context.Context, n int, lease time.Durati
 }
 
 // PendingBatch returns the next message of a leased subscription: the
-// updates past its cursor that the first pending check wrote (all in one
-// transaction), or for a digest every pending update, at most max of them
-// in (xact, id) order. A batch that would exceed max is cut, and the rest
+// updates past its cursor that the first pending check wrote (one page's,
+// in one transaction), or for a digest every pending update, at most max
+// of them in (xact, id) order. A batch that would exceed max is cut, and the rest
 // follows as the next batch. An empty batch (Updates nil) means nothing is
 // pending.
 func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch.Batch, error) {
@@ -240,21 +240,13 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 	case sub.Tag != "":
 		scope, arg = "$3::text = ANY (p.tags)", sub.Tag
 	}
-	// A check's updates share their xact; a digest takes every xact.
-	sameCheck := sub.Digest == watch.DigestNone
 	rows, err := s.pool.Query(ctx, `
-		WITH pending AS (
-			SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, u.xact,
-				p.base_url, coalesce(p.name, '') AS name
-			FROM updates u JOIN pages p ON p.id = u.page_id
-			WHERE (u.xact, u.id) > ($1::xid8, $2::bigint) AND u.xact < `+horizon+` AND `+scope+`
-			ORDER BY u.xact, u.id
-			LIMIT $5
-		)
-		SELECT id, page_id, url, text, code, discovered_at, xact::text, base_url, name FROM pending
-		WHERE NOT $4::bool OR xact = (SELECT min(xact) FROM pending)
-		ORDER BY xact, id`,
-		xact, id, arg, sameCheck, max)
+		SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, u.xact::text, p.base_url, coalesce(p.name, '')
+		FROM updates u JOIN pages p ON p.id = u.page_id
+		WHERE (u.xact, u.id) > ($1::xid8, $2::bigint) AND u.xact < `+horizon+` AND `+scope+`
+		ORDER BY u.xact, u.id
+		LIMIT $4`,
+		xact, id, arg, max)
 	if err != nil {
 		return watch.Batch{}, fmt.Errorf("pending updates of subscription %d: %w", sub.ID, err)
 	}
@@ -263,15 +255,23 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 	var lastXact string
 	for rows.Next() {
 		var (
-			u    watch.Update
-			page watch.NotifiedPage
+			u     watch.Update
+			page  watch.NotifiedPage
+			uXact string
 		)
-		if err := rows.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &lastXact, &page.URL, &page.Name); err != nil {
+		if err := rows.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &uXact, &page.URL, &page.Name); err != nil {
 			return watch.Batch{}, fmt.Errorf("pending updates of subscription %d: %w", sub.ID, err)
+		}
+		// Without a digest a message holds one check: the run of rows
+		// that one transaction wrote for one page. The rest waits for the
+		// next batch, which starts where this one ends.
+		if sub.Digest == watch.DigestNone && len(b.Updates) > 0 && (uXact != lastXact || u.PageID != b.Updates[0].PageID) {
+			break
 		}
 		page.ID = u.PageID
 		b.Pages[u.PageID] = page
 		b.Updates = append(b.Updates, u)
+		lastXact = uXact
 	}
 	if err := rows.Err(); err != nil {
 		return watch.Batch{}, fmt.Errorf("pending updates of subscription %d: %w", sub.ID, err)

@@ -372,3 +372,38 @@ func TestNotifySubscribeToMissingPage(t *testing.T) {
 		t.Fatalf("remove 5: %v", err)
 	}
 }
+
+// TestNotifyBatchHoldsOnePage splits a transaction that wrote two pages'
+// updates into one message per page, skipping nothing between them.
+func TestNotifyBatchHoldsOnePage(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	a, b := addPage(t, st, "http://a.example/"), addPage(t, st, "http://b.example/")
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: "http://hook.example/"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key)
+		VALUES ($1, 'http://a.example/1', 't', 'c', 1), ($2, 'http://b.example/1', 't', 'c', 2), ($1, 'http://a.example/2', 't', 'c', 3)`, a, b); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, pool)
+	var pages []string
+	for range 4 {
+		l, ok := claimOne(t, st)
+		if !ok {
+			break
+		}
+		batch, err := st.PendingBatch(ctx, l, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, fmt.Sprint(batch.Updates[0].PageID, updateIDs(batch)))
+		if err := st.CompleteDelivery(ctx, l, batch, watch.Attempt{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{fmt.Sprint(a, []int64{1}), fmt.Sprint(b, []int64{2}), fmt.Sprint(a, []int64{3})}; fmt.Sprint(pages) != fmt.Sprint(want) {
+		t.Fatalf("batches %v, want %v", pages, want)
+	}
+}
