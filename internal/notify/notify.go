@@ -125,7 +125,14 @@ type Outbox interface {
 	CompleteDelivery(ctx context.Context, l watch.Lease, b watch.Batch, a watch.Attempt) error
 	FailDelivery(ctx context.Context, l watch.Lease, b watch.Batch, a watch.Attempt) (paused bool, err error)
 	ReleaseLease(ctx context.Context, l watch.Lease) error
+	// AdvanceIdleCursors moves the cursors of subscriptions with nothing
+	// pending up to the horizon, so that claims need not scan past them.
+	AdvanceIdleCursors(ctx context.Context) (int64, error)
 }
+
+// advanceEvery is how often a notifier moves idle cursors forward: often
+// enough that a claim scans at most this long's updates for a quiet scope.
+const advanceEvery = time.Minute
 
 // Service delivers pending updates. Create it with New and run it with Run.
 type Service struct {
@@ -178,7 +185,14 @@ func (s *Service) Run(ctx context.Context) error {
 	slots := make(chan struct{}, s.cfg.Concurrency)
 	policy := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second}
 	failures := 0
+	advanced := time.Now()
 	for ctx.Err() == nil {
+		if time.Since(advanced) >= advanceEvery {
+			advanced = time.Now()
+			if _, err := s.box.AdvanceIdleCursors(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("moving idle cursors failed; claims scan further until the next try", "err", err)
+			}
+		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():

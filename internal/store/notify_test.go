@@ -407,3 +407,41 @@ func TestNotifyBatchHoldsOnePage(t *testing.T) {
 		t.Fatalf("batches %v, want %v", pages, want)
 	}
 }
+
+func TestNotifyIdleCursorsAdvanceWithoutSkipping(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	busy, quiet := addPage(t, st, "http://busy.example/"), addPage(t, st, "http://quiet.example/")
+	if _, err := pool.Exec(ctx, `UPDATE pages SET tags = '{quiet}' WHERE id = $1`, quiet); err != nil {
+		t.Fatal(err)
+	}
+	idle, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: "http://hook.example/", Tag: "quiet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor := func() string {
+		var c string
+		if err := pool.QueryRow(ctx, `SELECT cursor_xact::text FROM subscriptions WHERE id = $1`, idle.ID).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	before := cursor()
+	writeUpdates(t, pool, busy, "http://busy.example/", 50) // out of the tag's scope
+	if n, err := st.AdvanceIdleCursors(ctx); err != nil || n != 1 || cursor() == before {
+		t.Fatalf("advance over the busy page's updates: moved %d (%v), cursor %s then %s", n, err, before, cursor())
+	}
+	writeUpdates(t, pool, quiet, "http://quiet.example/", 2)
+	if n, err := st.AdvanceIdleCursors(ctx); err != nil || n != 0 {
+		t.Fatalf("advance with the quiet page's updates pending: moved %d (%v), want 0", n, err)
+	}
+	l, ok := claimOne(t, st)
+	if !ok {
+		t.Fatal("the tag subscription's pending updates were not claimed")
+	}
+	b, err := st.PendingBatch(ctx, l, 100)
+	if err != nil || len(b.Updates) != 2 || b.Updates[0].PageID != quiet {
+		t.Fatalf("batch %v (%v), want the quiet page's 2 updates", updateIDs(b), err)
+	}
+}
