@@ -185,7 +185,7 @@ func (s *Service) Run(ctx context.Context) error {
 	slots := make(chan struct{}, s.cfg.Concurrency)
 	policy := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second}
 	failures := 0
-	advanced := time.Now()
+	var advanced time.Time // at start, then every advanceEvery
 	for ctx.Err() == nil {
 		if time.Since(advanced) >= advanceEvery {
 			advanced = time.Now()
