@@ -8,7 +8,7 @@ SUPERVISOR := deploy/supervisor
 SUPCONF    := $(SUPERVISOR)/supervisord.conf
 SUPCTL     := supervisorctl -c $(SUPCONF)
 DB_NAME    ?= portalwatch
-PROGRAMS   := scheduler crawler processor watchctl web
+PROGRAMS   := scheduler crawler processor watchctl web notifier
 FUZZTIME   ?= 5s
 # What one machine runs (make up ROLES=crawler,processor): a comma-separated
 # subset of scheduler, crawler, processor and web; empty means all four.
@@ -96,7 +96,7 @@ test: services vet
 ## RabbitMQ servers, so it never restarts the shared ones.
 chaos-short:
 	$(GO) test -tags chaos -count=1 -timeout 20m -v ./chaos 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' | \
-		grep -E '^(---|ok|FAIL|PASS|panic)|chaos_test.go|negative_test.go|farm.go' ; exit $${PIPESTATUS[0]}
+		grep -E '^(---|ok|FAIL|PASS|panic)|chaos_test.go|negative_test.go|notify_test.go|farm.go' ; exit $${PIPESTATUS[0]}
 
 ## chaos: the long fault-injection run (100 pages, 30 rounds, broker kills).
 chaos:

@@ -48,7 +48,7 @@ func startSupervisor(t *testing.T, env []string) *supervisor {
 	// keep their own folder (conf.d), as the [include] list names them.
 	confs := map[string]string{}
 	for _, name := range []string{"supervisord.conf", "conf.d/scheduler.conf", "conf.d/crawler.conf",
-		"conf.d/processor.conf", "conf.d/web.conf"} {
+		"conf.d/processor.conf", "conf.d/web.conf", "conf.d/notifier.conf"} {
 		b, err := os.ReadFile(filepath.Join(root, "deploy/supervisor", name))
 		if err != nil {
 			t.Fatal(err)
@@ -61,22 +61,26 @@ func startSupervisor(t *testing.T, env []string) *supervisor {
 		conf = strings.ReplaceAll(conf, "%(here)s/../..", root)
 		confs[name] = conf
 	}
-	base := 20000 + int(time.Now().UnixNano()%10000)
+	// A multiple of ten, so that the crawlers' ports (the config appends
+	// the process number to a prefix) are base+10 and base+11 and meet no
+	// other program's.
+	base := 20000 + 20*int(time.Now().UnixNano()%500)
 	s := &supervisor{t: t, dir: dir, ports: map[string]int{
-		"scheduler": base, "crawler_00": base + 1, "crawler_01": base + 2, "processor": base + 3, "web": base + 4,
+		"scheduler": base, "crawler_00": base + 10, "crawler_01": base + 11, "processor": base + 3, "web": base + 4,
+		"notifier": base + 5,
 	}}
 	for _, r := range []struct{ name, old, new string }{
 		{"conf.d/scheduler.conf", `"127.0.0.1:9101"`, fmt.Sprintf(`"127.0.0.1:%d"`, base)},
-		{"conf.d/crawler.conf", `"127.0.0.1:92%(process_num)02d"`, fmt.Sprintf(`"127.0.0.1:%d%%(process_num)01d"`, (base+1)/10)},
+		{"conf.d/crawler.conf", `"127.0.0.1:92%(process_num)02d"`, fmt.Sprintf(`"127.0.0.1:%d%%(process_num)01d"`, base/10+1)},
 		{"conf.d/processor.conf", `"127.0.0.1:9103"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+3)},
 		{"conf.d/web.conf", `"127.0.0.1:8080"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+4)},
+		{"conf.d/notifier.conf", `"127.0.0.1:9104"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+5)},
 	} {
 		if !strings.Contains(confs[r.name], r.old) {
 			t.Fatalf("%s has no %s for this test to move", r.name, r.old)
 		}
 		confs[r.name] = strings.Replace(confs[r.name], r.old, r.new, 1)
 	}
-	s.ports["crawler_00"], s.ports["crawler_01"] = (base+1)/10*10, (base+1)/10*10+1
 	if err := os.Mkdir(filepath.Join(dir, "conf.d"), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -65,12 +65,13 @@ func TestComposeScalesTheWorkers(t *testing.T) {
 
 func TestSupervisorRoles(t *testing.T) {
 	tests := []struct{ roles, want, wantErr string }{
-		{"", "conf.d/scheduler.conf conf.d/crawler.conf conf.d/processor.conf conf.d/web.conf", ""},
+		{"", "conf.d/scheduler.conf conf.d/crawler.conf conf.d/processor.conf conf.d/web.conf conf.d/notifier.conf", ""},
+		{"notifier,web", "conf.d/web.conf conf.d/notifier.conf", ""},
 		{"processor,crawler", "conf.d/crawler.conf conf.d/processor.conf", ""},
 		{"web,scheduler,web", "conf.d/scheduler.conf conf.d/web.conf", ""},
 		{"crawler,,web", "", "an entry is empty"},
 		{"crawler,", "", "an entry is empty"},
-		{"crawler,notifier", "", `unknown role "notifier"`},
+		{"crawler,mailer", "", `unknown role "mailer"`},
 	}
 	for _, tt := range tests {
 		cmd := exec.Command("../scripts/supervisor-roles.sh", tt.roles)

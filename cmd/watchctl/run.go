@@ -49,6 +49,7 @@ type commandLine struct {
 	Token   tokenCmd   `cmd:"" help:"Create, list and revoke the web API's tokens."`
 	Import  importCmd  `cmd:"" help:"Watch every page of a CSV or OPML list: all of them, or none if any row is bad."`
 	Export  exportCmd  `cmd:"" help:"Print the watched pages as CSV or OPML."`
+	Notify  notifyCmd  `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`
 }
 
 // cli is what every command runs with.

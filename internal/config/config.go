@@ -18,6 +18,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/hostgate"
+	"github.com/portalwatch/portalwatch/internal/notify"
 	"github.com/portalwatch/portalwatch/internal/processor"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/redisconn"
@@ -80,6 +81,7 @@ type Config struct {
 	Crawler   Crawler
 	Processor Processor
 	Web       Web
+	Notifier  Notifier
 }
 
 // Web holds the web program's settings.
@@ -234,6 +236,42 @@ const (
 	DefaultLinksRetention = 90 * 24 * time.Hour
 )
 
+// Notifier holds the notifier's settings (webhooks and e-mail).
+type Notifier struct {
+	// Concurrency is how many deliveries one notifier runs at once
+	// (PORTALWATCH_NOTIFIER_CONCURRENCY, default 8).
+	Concurrency int
+	// PollInterval is how often the notifier looks for updates to send
+	// when it found none (PORTALWATCH_NOTIFIER_POLL, default 1s).
+	PollInterval time.Duration
+	// Lease is how long a notifier holds a subscription it works on; one
+	// that dies holds it this long (PORTALWATCH_NOTIFIER_LEASE, default 2m,
+	// at least twice the webhook and SMTP timeouts).
+	Lease time.Duration
+	// WebhookTimeout bounds one webhook request
+	// (PORTALWATCH_WEBHOOK_TIMEOUT, default 10s).
+	WebhookTimeout time.Duration
+	// SMTPTimeout bounds one SMTP session (PORTALWATCH_SMTP_TIMEOUT,
+	// default 30s).
+	SMTPTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff between attempts of a failing
+	// delivery (PORTALWATCH_NOTIFY_RETRY_MIN, default 10s;
+	// PORTALWATCH_NOTIFY_RETRY_MAX, default 24h, at most 24h).
+	RetryMin, RetryMax time.Duration
+	// PauseAfter is how long a subscription may keep failing before it is
+	// paused with its last error (PORTALWATCH_NOTIFY_PAUSE_AFTER, default
+	// 72h).
+	PauseAfter time.Duration
+	// SMTPURL is the mail server, smtp://user:password@host:port or
+	// smtps://… (PORTALWATCH_SMTP_URL). Empty: e-mail subscriptions fail
+	// (and are paused after PauseAfter) until it is set. Never printed
+	// with its password.
+	SMTPURL string
+	// SMTPFrom is the sender of e-mail (PORTALWATCH_SMTP_FROM); required
+	// with SMTPURL.
+	SMTPFrom string
+}
+
 // Getenv looks up one environment variable; os.Getenv fits.
 type Getenv func(string) string
 
@@ -296,6 +334,19 @@ func Load(getenv Getenv) (Config, error) {
 		PublicRead: r.boolean("PORTALWATCH_WEB_PUBLIC_READ", false),
 	}
 	r.check(validAddr("PORTALWATCH_WEB_ADDR", c.Web.Addr))
+	c.Notifier = Notifier{
+		Concurrency:    r.integer("PORTALWATCH_NOTIFIER_CONCURRENCY", notify.DefaultConcurrency, 1, 1000),
+		PollInterval:   r.duration("PORTALWATCH_NOTIFIER_POLL", notify.DefaultPollInterval, 10*time.Millisecond),
+		Lease:          r.duration("PORTALWATCH_NOTIFIER_LEASE", notify.DefaultLease, time.Second),
+		WebhookTimeout: r.duration("PORTALWATCH_WEBHOOK_TIMEOUT", notify.DefaultWebhookTimeout, 100*time.Millisecond),
+		SMTPTimeout:    r.duration("PORTALWATCH_SMTP_TIMEOUT", notify.DefaultSMTPTimeout, 100*time.Millisecond),
+		RetryMin:       r.duration("PORTALWATCH_NOTIFY_RETRY_MIN", notify.DefaultRetryMin, 10*time.Millisecond),
+		RetryMax:       r.duration("PORTALWATCH_NOTIFY_RETRY_MAX", notify.DefaultRetryMax, 10*time.Millisecond),
+		PauseAfter:     r.duration("PORTALWATCH_NOTIFY_PAUSE_AFTER", notify.DefaultPauseAfter, time.Second),
+		SMTPURL:        r.str("PORTALWATCH_SMTP_URL", ""),
+		SMTPFrom:       r.str("PORTALWATCH_SMTP_FROM", ""),
+	}
+	r.check(c.Notifier.validate())
 	c.Processor.Prefetch = r.integer("PORTALWATCH_PROCESSOR_PREFETCH", DefaultPrefetchPerWorker*c.Processor.Concurrency, 1, 2000)
 	r.check(validURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql"))
 	r.check(validURLList("AMQP_URL", c.AMQPURL, "amqp", "amqps"))

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/proc"
+	"github.com/portalwatch/portalwatch/internal/registration"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// notifyCmd groups the subscription commands: who is told about updates,
+// and how their deliveries went.
+type notifyCmd struct {
+	Add    notifyAddCmd    `cmd:"" help:"Subscribe a webhook or an e-mail address to updates."`
+	List   notifyListCmd   `cmd:"" help:"List subscriptions with their last delivery."`
+	Remove notifyRemoveCmd `cmd:"" help:"Delete a subscription and its delivery log."`
+	Test   notifyTestCmd   `cmd:"" help:"Send a test message to a subscription now."`
+	Resume notifyResumeCmd `cmd:"" help:"Retry a paused subscription now."`
+}
+
+type notifyAddCmd struct {
+	Webhook notifyAddWebhookCmd `cmd:"" help:"Post each check's updates to a URL, signed (Standard Webhooks). Prints the signing secret once."`
+	Email   notifyAddEmailCmd   `cmd:"" help:"Mail updates to an address, at once or as a digest."`
+}
+
+// scope is the --page or --tag a subscription may be limited to.
+type scope struct {
+	Page string `placeholder:"ID" xor:"scope" help:"Only this page's updates."`
+	Tag  string `placeholder:"TAG" xor:"scope" help:"Only the updates of pages with this tag."`
+}
+
+func (s scope) apply(sub *watch.Subscription) error {
+	if s.Page != "" {
+		id, err := parseID(s.Page)
+		if err != nil {
+			return err
+		}
+		sub.PageID = id
+	}
+	if s.Tag != "" {
+		if err := registration.CheckTag(s.Tag); err != nil {
+			return err
+		}
+		sub.Tag = s.Tag
+	}
+	return nil
+}
+
+type notifyAddWebhookCmd struct {
+	URL string `arg:"" name:"url" help:"The receiver: an absolute http or https URL."`
+	scope
+}
+
+func (a *notifyAddWebhookCmd) Run(c *cli) error {
+	sub := watch.Subscription{Channel: watch.Webhook, Secret: notify.NewSecret(), Digest: watch.DigestNone}
+	if err := a.apply(&sub); err != nil {
+		return err
+	}
+	target, err := c.policy.CheckWebhook(c.ctx, a.URL)
+	if err != nil {
+		return err
+	}
+	sub.Target = target
+	added, err := c.subscribe(sub)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "subscription %d: webhook %s for %s\n", added.ID, added.Target, added.Scope())
+	fmt.Fprintf(c.stdout, "signing secret (shown only now; keep it with the receiver): %s\n", added.Secret)
+	return nil
+}
+
+type notifyAddEmailCmd struct {
+	Address string `arg:"" name:"address" help:"The recipient, such as desk@example.com."`
+	Digest  string `default:"none" enum:"none,hourly,daily" help:"none: each check's updates at once; hourly or daily: one message per hour or day (UTC)."`
+	scope
+}
+
+func (a *notifyAddEmailCmd) Run(c *cli) error {
+	digest, err := watch.ParseDigest(a.Digest)
+	if err != nil {
+		return usagef("--%v", err)
+	}
+	sub := watch.Subscription{Channel: watch.Email, Digest: digest}
+	if err := a.apply(&sub); err != nil {
+		return err
+	}
+	if sub.Target, err = registration.CheckEmail(a.Address); err != nil {
+		return err
+	}
+	added, err := c.subscribe(sub)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "subscription %d: e-mail to %s for %s, digest %s\n", added.ID, added.Target, added.Scope(), added.Digest)
+	if c.cfg.Notifier.SMTPURL == "" {
+		fmt.Fprintln(c.stdout, "note: PORTALWATCH_SMTP_URL is not set; the notifier cannot send e-mail until it is")
+	}
+	return nil
+}
+
+func (c *cli) subscribe(sub watch.Subscription) (watch.Subscription, error) {
+	st, err := c.open()
+	if err != nil {
+		return watch.Subscription{}, err
+	}
+	defer st.Close()
+	added, err := st.AddSubscription(c.ctx, sub)
+	if errors.Is(err, watch.ErrPageNotFound) {
+		return watch.Subscription{}, usagef("no page has id %d (see `watchctl list`)", sub.PageID)
+	}
+	return added, err
+}
+
+type notifyListCmd struct{}
+
+func (notifyListCmd) Run(c *cli) error {
+	st, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	subs, err := st.Subscriptions(c.ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tCHANNEL\tTARGET\tSCOPE\tDIGEST\tLAST DELIVERY\tSTATUS\tATTEMPTS\tCODE\tLAST ERROR\tPAUSED")
+	for _, s := range subs {
+		last, status, attempts, code := "never", "-", "-", "-"
+		if !s.Last.LastAttemptAt.IsZero() {
+			last = s.Last.LastAttemptAt.Local().Format("2006-01-02 15:04:05")
+			status, attempts = string(s.Last.Status), fmt.Sprint(s.Last.Attempts)
+			if s.Last.ResponseCode != 0 {
+				code = fmt.Sprint(s.Last.ResponseCode)
+			}
+		}
+		paused := "-"
+		if !s.PausedAt.IsZero() {
+			paused = s.PausedAt.Local().Format("2006-01-02 15:04:05") + ": " + oneLine(s.PausedReason)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Channel, s.Target, s.Scope(), s.Digest,
+			last, status, attempts, code, oneLine(s.Last.LastError), paused)
+	}
+	return tw.Flush()
+}
+
+type notifyIDArg struct {
+	ID string `arg:"" name:"id" help:"The subscription's id (see watchctl notify list)."`
+}
+
+func (a notifyIDArg) id() (int64, error) {
+	id, err := parseID(a.ID)
+	if err != nil {
+		return 0, usagef("%q is not a subscription id: want a positive whole number (see `watchctl notify list`)", a.ID)
+	}
+	return id, nil
+}
+
+func notFound(err error, id int64) error {
+	if errors.Is(err, watch.ErrSubscriptionNotFound) {
+		return usagef("no subscription has id %d (see `watchctl notify list`)", id)
+	}
+	return err
+}
+
+type notifyRemoveCmd struct{ notifyIDArg }
+
+func (r *notifyRemoveCmd) Run(c *cli) error {
+	id, err := r.id()
+	if err != nil {
+		return err
+	}
+	st, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.RemoveSubscription(c.ctx, id); err != nil {
+		return notFound(err, id)
+	}
+	fmt.Fprintf(c.stdout, "removed subscription %d\n", id)
+	return nil
+}
+
+type notifyResumeCmd struct{ notifyIDArg }
+
+func (r *notifyResumeCmd) Run(c *cli) error {
+	id, err := r.id()
+	if err != nil {
+		return err
+	}
+	st, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.ResumeSubscription(c.ctx, id); err != nil {
+		return notFound(err, id)
+	}
+	fmt.Fprintf(c.stdout, "subscription %d will be tried again now\n", id)
+	return nil
+}
+
+type notifyTestCmd struct{ notifyIDArg }
+
+func (r *notifyTestCmd) Run(c *cli) error {
+	id, err := r.id()
+	if err != nil {
+		return err
+	}
+	st, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	sub, err := st.Subscription(c.ctx, id)
+	if err != nil {
+		return notFound(err, id)
+	}
+	senders, closeSenders, err := proc.NotifySenders(c.cfg)
+	if err != nil {
+		return err
+	}
+	defer closeSenders()
+	res := notify.SendTest(c.ctx, senders, sub)
+	if res.Err != nil {
+		return fmt.Errorf("test message to subscription %d not delivered: %w", id, res.Err)
+	}
+	fmt.Fprintf(c.stdout, "test message delivered to %s (response %d)\n", sub.Target, res.Code)
+	return nil
+}

@@ -1,0 +1,209 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	htmltemplate "html/template"
+	"net/mail"
+	"net/url"
+	"slices"
+	"strconv"
+	texttemplate "text/template"
+	"time"
+
+	gomail "github.com/wneessen/go-mail"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// DefaultSMTPTimeout bounds one SMTP session, from the dial to the end of
+// the message.
+const DefaultSMTPTimeout = 30 * time.Second
+
+// EmailConfig configures an EmailSender.
+type EmailConfig struct {
+	// URL is the SMTP server: smtp://user:password@host:port (STARTTLS
+	// when the server offers it; port 587 by default) or smtps:// (TLS
+	// from the first byte; port 465 by default). User and password are
+	// optional; with them the client authenticates with the best mechanism
+	// the server offers, sending a password in clear (PLAIN, LOGIN) only
+	// over TLS or to a relay on loopback.
+	URL string
+	// From is the sender's address.
+	From string
+	// Timeout bounds one SMTP session; zero means DefaultSMTPTimeout.
+	Timeout time.Duration
+}
+
+// EmailSender sends updates as multipart text and HTML e-mail, grouped by
+// page, with a List-Unsubscribe header. It opens one SMTP session per
+// message and is safe for concurrent use. Errors never show the SMTP
+// password.
+type EmailSender struct {
+	cfg  EmailConfig
+	opts []gomail.Option
+	host string
+}
+
+// NewEmailSender checks cfg and returns a sender. It does not connect.
+func NewEmailSender(cfg EmailConfig) (*EmailSender, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultSMTPTimeout
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil || u.Hostname() == "" {
+		// The URL holds a password: never echo it.
+		return nil, errors.New("SMTP URL: want smtp://user:password@host:port or smtps://…")
+	}
+	if _, err := mail.ParseAddress(cfg.From); err != nil {
+		return nil, fmt.Errorf("sender address %q: %w", cfg.From, err)
+	}
+	opts := []gomail.Option{gomail.WithTimeout(cfg.Timeout)}
+	port := 587
+	switch u.Scheme {
+	case "smtp":
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
+	case "smtps":
+		port = 465
+		opts = append(opts, gomail.WithSSL())
+	default:
+		return nil, fmt.Errorf("SMTP URL %s: want the scheme smtp or smtps", u.Redacted())
+	}
+	if p := u.Port(); p != "" {
+		if port, err = strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+			return nil, fmt.Errorf("SMTP URL %s: bad port %q", u.Redacted(), p)
+		}
+	}
+	opts = append(opts, gomail.WithPort(port))
+	if user := u.User.Username(); user != "" {
+		pass, _ := u.User.Password()
+		// The best mechanism the server offers; over a connection without
+		// TLS go-mail offers no mechanism that sends the password in clear,
+		// except PLAIN to a relay on this machine (a local postfix).
+		auth := gomail.SMTPAuthAutoDiscover
+		if h := u.Hostname(); h == "localhost" || h == "127.0.0.1" || h == "::1" {
+			auth = gomail.SMTPAuthPlain
+		}
+		opts = append(opts, gomail.WithSMTPAuth(auth), gomail.WithUsername(user), gomail.WithPassword(pass))
+	}
+	return &EmailSender{cfg: cfg, opts: opts, host: u.Hostname()}, nil
+}
+
+// Send mails batch b to sub's address: for each page, its updates' texts
+// and links. A message of type TypeTest says only that the subscription
+// works. A permanent refusal of the recipient (5xx to RCPT TO) counts as
+// gone and pauses the subscription.
+func (e *EmailSender) Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) Result {
+	m, err := e.message(sub, typ, b)
+	if err != nil {
+		return Result{Err: err}
+	}
+	client, err := gomail.NewClient(e.host, e.opts...)
+	if err != nil {
+		return Result{Err: fmt.Errorf("SMTP client for %s: %w", e.host, err)}
+	}
+	if err := client.DialAndSendWithContext(ctx, m); err != nil {
+		res := Result{Err: fmt.Errorf("SMTP %s: %s", e.host, oneLine(err.Error()))}
+		var se *gomail.SendError
+		if errors.As(err, &se) {
+			res.Code = se.ErrorCode()
+			res.Gone = se.Reason == gomail.ErrSMTPRcptTo && !se.IsTemp()
+		}
+		return res
+	}
+	return Result{Code: 250}
+}
+
+// pageGroup is one page's updates in a mail.
+type pageGroup struct {
+	Page    watch.NotifiedPage
+	Updates []watch.Update
+}
+
+type mailData struct {
+	Test         bool
+	Groups       []pageGroup
+	Count        int
+	Subscription int64
+	Scope        string
+}
+
+func (e *EmailSender) message(sub watch.Subscription, typ string, b watch.Batch) (*gomail.Msg, error) {
+	data := mailData{Test: typ == TypeTest, Count: len(b.Updates), Subscription: sub.ID, Scope: sub.Scope()}
+	for _, u := range b.Updates {
+		i := slices.IndexFunc(data.Groups, func(g pageGroup) bool { return g.Page.ID == u.PageID })
+		if i < 0 {
+			data.Groups = append(data.Groups, pageGroup{Page: b.Pages[u.PageID]})
+			i = len(data.Groups) - 1
+		}
+		data.Groups[i].Updates = append(data.Groups[i].Updates, u)
+	}
+	var text, html bytes.Buffer
+	if err := textMail.Execute(&text, data); err != nil {
+		return nil, fmt.Errorf("render e-mail: %w", err)
+	}
+	if err := htmlMail.Execute(&html, data); err != nil {
+		return nil, fmt.Errorf("render e-mail: %w", err)
+	}
+	m := gomail.NewMsg()
+	if err := m.From(e.cfg.From); err != nil {
+		return nil, fmt.Errorf("sender %q: %w", e.cfg.From, err)
+	}
+	if err := m.To(sub.Target); err != nil {
+		return nil, fmt.Errorf("recipient %q: %w", sub.Target, err)
+	}
+	switch {
+	case data.Test:
+		m.Subject("portalwatch: test message")
+	case len(data.Groups) == 1:
+		m.Subject(fmt.Sprintf("portalwatch: %d new on %s", data.Count, pageTitle(data.Groups[0].Page)))
+	default:
+		m.Subject(fmt.Sprintf("portalwatch: %d new on %d pages", data.Count, len(data.Groups)))
+	}
+	// Mail clients show an unsubscribe button for this header; the
+	// request reaches the sender's mailbox, whose operator runs
+	// `watchctl notify remove`.
+	from, _ := mail.ParseAddress(e.cfg.From)
+	m.SetGenHeader(gomail.HeaderListUnsubscribe, fmt.Sprintf("<mailto:%s?subject=%s>", from.Address,
+		url.PathEscape(fmt.Sprintf("unsubscribe %d", sub.ID))))
+	m.SetGenHeader(gomail.HeaderXMailer, "portalwatch")
+	m.SetMessageIDWithValue(fmt.Sprintf("%s@portalwatch", b.ID))
+	m.SetDate()
+	m.SetBodyString(gomail.TypeTextPlain, text.String())
+	m.AddAlternativeString(gomail.TypeTextHTML, html.String())
+	return m, nil
+}
+
+func pageTitle(p watch.NotifiedPage) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.URL
+}
+
+var funcs = map[string]any{"title": pageTitle}
+
+var textMail = texttemplate.Must(texttemplate.New("text").Funcs(funcs).Parse(
+	`{{if .Test}}This is a test message: subscription {{.Subscription}} ({{.Scope}}) reaches you.
+{{else}}{{range .Groups}}{{title .Page}} ({{.Page.URL}})
+{{range .Updates}}  - {{.Text}}
+    {{.URL}}
+{{end}}
+{{end}}{{end}}
+--
+portalwatch subscription {{.Subscription}} ({{.Scope}}). To stop these messages, ask the operator to run
+watchctl notify remove {{.Subscription}}, or use your mail program's unsubscribe button.
+`))
+
+var htmlMail = htmltemplate.Must(htmltemplate.New("html").Funcs(funcs).Parse(
+	`<!doctype html><html><body>
+{{if .Test}}<p>This is a test message: subscription {{.Subscription}} ({{.Scope}}) reaches you.</p>
+{{else}}{{range .Groups}}<h2><a href="{{.Page.URL}}">{{title .Page}}</a></h2>
+<ul>{{range .Updates}}<li><a href="{{.URL}}">{{if .Text}}{{.Text}}{{else}}{{.URL}}{{end}}</a></li>{{end}}</ul>
+{{end}}{{end}}<hr><p style="color:#666">portalwatch subscription {{.Subscription}} ({{.Scope}}).
+To stop these messages, ask the operator to run <code>watchctl notify remove {{.Subscription}}</code>,
+or use your mail program's unsubscribe button.</p>
+</body></html>
+`))

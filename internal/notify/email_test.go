@@ -1,0 +1,199 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net"
+	"net/mail"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// smtpServer is an SMTP server in the test process that keeps what it is
+// sent; it accepts PLAIN login only as user "desk", password "s3cret", and
+// refuses the mailbox "gone@example.com" permanently.
+type smtpServer struct {
+	addr string
+	mu   sync.Mutex
+	got  []received
+}
+
+type received struct {
+	from, to string
+	data     []byte
+}
+
+func startSMTP(t *testing.T) *smtpServer {
+	t.Helper()
+	s := &smtpServer{}
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &smtpSession{srv: s}, nil }))
+	srv.Domain = "localhost"
+	srv.AllowInsecureAuth = true
+	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = ln.Addr().String()
+	done := make(chan struct{})
+	go func() { srv.Serve(ln); close(done) }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	return s
+}
+
+func (s *smtpServer) messages() []received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]received(nil), s.got...)
+}
+
+type smtpSession struct {
+	srv      *smtpServer
+	authed   bool
+	from, to string
+}
+
+func (s *smtpSession) AuthMechanisms() []string { return []string{sasl.Plain} }
+
+func (s *smtpSession) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, user, pass string) error {
+		if user != "desk" || pass != "s3cret" {
+			return errors.New("bad credentials")
+		}
+		s.authed = true
+		return nil
+	}), nil
+}
+
+func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
+	if !s.authed {
+		return &smtp.SMTPError{Code: 530, Message: "authentication required"}
+	}
+	s.from = from
+	return nil
+}
+
+func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if to == "gone@example.com" {
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
+	}
+	s.to = to
+	return nil
+}
+
+func (s *smtpSession) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.srv.mu.Lock()
+	s.srv.got = append(s.srv.got, received{s.from, s.to, b})
+	s.srv.mu.Unlock()
+	return nil
+}
+
+func (s *smtpSession) Reset()        {}
+func (s *smtpSession) Logout() error { return nil }
+
+func TestEmailIsMultipartGroupedByPageWithUnsubscribe(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t)
+	e, err := notify.NewEmailSender(notify.EmailConfig{URL: "smtp://desk:s3cret@" + srv.addr, From: "portalwatch <watch@example.com>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := batch()
+	b.Pages[9] = watch.NotifiedPage{ID: 9, URL: "https://news.example/"}
+	b.Updates = append(b.Updates, watch.Update{ID: 13, PageID: 9, URL: "https://news.example/story", Text: "Story & more", DiscoveredAt: time.Now()})
+	sub := watch.Subscription{ID: 4, Channel: watch.Email, Target: "desk@example.com", Digest: watch.DigestHourly}
+	if res := e.Send(context.Background(), sub, notify.TypeUpdatesCreated, b); res.Err != nil {
+		t.Fatalf("send: %+v", res)
+	}
+	got := srv.messages()
+	if len(got) != 1 || got[0].to != "desk@example.com" || got[0].from != "watch@example.com" {
+		t.Fatalf("server received %+v", got)
+	}
+	msg, err := mail.ReadMessage(strings.NewReader(string(got[0].data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := msg.Header.Get("List-Unsubscribe"); !strings.Contains(u, "mailto:watch@example.com") || !strings.Contains(u, "unsubscribe%204") {
+		t.Errorf("List-Unsubscribe %q", u)
+	}
+	if s := msg.Header.Get("Subject"); !strings.Contains(s, "3 new on 2 pages") {
+		t.Errorf("subject %q", s)
+	}
+	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || mediaType != "multipart/alternative" {
+		t.Fatalf("content type %q: %v", msg.Header.Get("Content-Type"), err)
+	}
+	parts := map[string]string{}
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		p, err := mr.NextPart()
+		if err != nil {
+			break
+		}
+		body, _ := io.ReadAll(p)
+		ct, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type"))
+		parts[ct] = decodeQP(t, p.Header.Get("Content-Transfer-Encoding"), body)
+	}
+	text, html := parts["text/plain"], parts["text/html"]
+	if !strings.Contains(text, "Ministry (https://ministry.example/)") || !strings.Contains(text, "https://news.example/story") ||
+		strings.Index(text, "Ministry") > strings.Index(text, "news.example") {
+		t.Errorf("text part, want updates grouped by page in order:\n%s", text)
+	}
+	if !strings.Contains(html, `<a href="https://news.example/story">Story &amp; more</a>`) || !strings.Contains(html, "A &lt;b&gt;") {
+		t.Errorf("html part, want escaped text:\n%s", html)
+	}
+}
+
+func decodeQP(t *testing.T, enc string, body []byte) string {
+	t.Helper()
+	if !strings.EqualFold(enc, "quoted-printable") {
+		return string(body)
+	}
+	// mime/quotedprintable via a reader.
+	r := qpReader(string(body))
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestEmailFailuresSayWhyWithoutThePassword(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t)
+	send := func(url, to string) notify.Result {
+		e, err := notify.NewEmailSender(notify.EmailConfig{URL: url, From: "watch@example.com", Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Send(context.Background(), watch.Subscription{ID: 1, Target: to}, notify.TypeTest, watch.Batch{ID: "msg_test"})
+	}
+	res := send("smtp://desk:wrong-password@"+srv.addr, "desk@example.com")
+	if res.Err == nil || strings.Contains(res.Err.Error(), "wrong-password") {
+		t.Errorf("bad login: %+v", res)
+	}
+	if res := send("smtp://desk:s3cret@"+srv.addr, "gone@example.com"); !res.Gone || res.Code != 550 {
+		t.Errorf("unknown mailbox: %+v, want Gone with 550", res)
+	}
+	if _, err := notify.NewEmailSender(notify.EmailConfig{URL: "http://desk:pw@host", From: "a@b.c"}); err == nil || strings.Contains(err.Error(), "pw@") {
+		t.Errorf("http URL: %v", err)
+	}
+}
+
+func qpReader(s string) io.Reader { return quotedprintable.NewReader(strings.NewReader(s)) }

@@ -1,0 +1,300 @@
+package notify_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// openStore returns a migrated store of the test's own. Deliveries wait
+// for the snapshot horizon, which any write transaction open on the shared
+// server holds back: the waits below allow for minutes of that.
+func openStore(t testing.TB) (*store.Store, *pgxpool.Pool) {
+	t.Helper()
+	dsn := testsvc.Postgres(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(ctx, testsvc.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return st, pool
+}
+
+// receiver fails the first attempt of every message with 500 and records
+// what it accepted.
+type receiver struct {
+	t        *testing.T
+	secret   string
+	mu       sync.Mutex
+	attempts map[string]int
+	got      map[int64]int
+	status   int // when set, every answer
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if !verify(rc.secret, r.Header, body) {
+		rc.t.Errorf("a request's signature did not verify")
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	id := r.Header.Get("webhook-id")
+	rc.attempts[id]++
+	if rc.status != 0 {
+		w.WriteHeader(rc.status)
+		return
+	}
+	if rc.attempts[id] == 1 {
+		w.WriteHeader(500)
+		return
+	}
+	var b notify.Body
+	json.Unmarshal(body, &b)
+	for _, u := range b.Updates {
+		rc.got[u.ID]++
+	}
+}
+
+func (rc *receiver) received() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.got)
+}
+
+func startService(t *testing.T, st *store.Store, cfg notify.Config) (stop func()) {
+	t.Helper()
+	svc := notify.New(cfg, st, map[watch.Channel]notify.Sender{
+		watch.Webhook: notify.NewWebhookSender(notify.WebhookConfig{Timeout: 2 * time.Second}),
+	}, testsvc.Logger(t), prometheus.NewRegistry())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
+func TestServiceDeliversEveryUpdateAfterFailures(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	rc := &receiver{t: t, secret: notify.NewSecret(), attempts: map[string]int{}, got: map[int64]int{}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	var pages []int64
+	for _, u := range []string{"http://a.example/", "http://b.example/", "http://c.example/"} {
+		p, err := st.AddPage(ctx, store.NewPage{URL: u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, p.ID)
+	}
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: rc.secret}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: rc.secret, PageID: pages[0]}); err != nil {
+		t.Fatal(err)
+	}
+	stop := startService(t, st, notify.Config{Concurrency: 3, PollInterval: 20 * time.Millisecond, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	defer stop()
+	const checks = 12
+	for i := range checks {
+		if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key)
+			SELECT $1, 'http://x.example/' || $2 || '/' || g, 't', 'c', hashtext($2 || '/' || g) FROM generate_series(1, 3) g`,
+			pages[i%3], fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testsvc.Eventually(t, 3*time.Minute, "every update received", func() (bool, error) { return rc.received() == checks*3, nil })
+	stop = func() {}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	// 12 checks for the all-pages subscription, 4 for page a's, each
+	// failed once first.
+	if len(rc.attempts) != checks+checks/3 {
+		t.Errorf("%d distinct messages, want %d (one per check and subscription)", len(rc.attempts), checks+checks/3)
+	}
+	for id, n := range rc.attempts {
+		if n < 2 {
+			t.Errorf("message %s was accepted at attempt %d, but every first attempt failed", id, n)
+		}
+	}
+}
+
+func TestServicePausesAGoneTargetAndLogsIt(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	rc := &receiver{t: t, secret: notify.NewSecret(), attempts: map[string]int{}, got: map[int64]int{}, status: http.StatusGone}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	p, err := st.AddPage(ctx, store.NewPage{URL: "http://a.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: rc.secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := startService(t, st, notify.Config{PollInterval: 20 * time.Millisecond})
+	defer stop()
+	if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key) VALUES ($1, 'http://a.example/x', 't', 'c', 1)`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	var got watch.SubscriptionStatus
+	testsvc.Eventually(t, 3*time.Minute, "subscription paused", func() (bool, error) {
+		list, err := st.Subscriptions(ctx)
+		if err != nil || len(list) != 1 {
+			return false, err
+		}
+		got = list[0]
+		return !got.PausedAt.IsZero(), nil
+	})
+	if got.ID != sub.ID || got.Last.Status != watch.Paused || got.Last.ResponseCode != 410 || got.PausedReason != "HTTP 410: Gone" {
+		t.Fatalf("paused subscription: %+v", got)
+	}
+}
+
+func TestServiceServesEverySubscriptionInTurn(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var order []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		order = append(order, r.URL.Path)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	busy, err := st.AddPage(ctx, store.NewPage{URL: "http://busy.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet, err := st.AddPage(ctx, store.NewPage{URL: "http://quiet.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		path string
+		page int64
+	}{{"/busy", busy.ID}, {"/quiet", quiet.ID}} {
+		if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL + s.path, Secret: notify.NewSecret(), PageID: s.page}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 30 checks of the busy page, then one of the quiet one.
+	for i := range 30 {
+		if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key) VALUES ($1, $2, 't', 'c', $3)`,
+			busy.ID, fmt.Sprintf("http://busy.example/%d", i), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key) VALUES ($1, 'http://quiet.example/1', 't', 'c', 1)`, quiet.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A notifier sees an update once every transaction older than it has
+	// ended (the snapshot horizon). On a server shared with other tests the
+	// busy page's rows could pass it one by one, ahead of the quiet one's:
+	// start when all 31 are visible, so the order shows the claims only.
+	testsvc.Eventually(t, 3*time.Minute, "the updates under the snapshot horizon", func() (bool, error) {
+		var visible bool
+		err := pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot()) > max(xact) FROM updates`).Scan(&visible)
+		return visible, err
+	})
+	stop := startService(t, st, notify.Config{Concurrency: 1, PollInterval: 20 * time.Millisecond})
+	defer stop()
+	testsvc.Eventually(t, 3*time.Minute, "all 31 messages", func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 31, nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	// One batch per claim, longest-waiting first: the quiet subscription
+	// waits for at most one of the busy one's messages, not all 30.
+	if i := slices.Index(order, "/quiet"); i < 0 || i > 2 {
+		t.Fatalf("the quiet subscription was served at position %d of %v: starved", i, order)
+	}
+}
+
+func TestServiceStopReleasesWhatItCannotFinish(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release) // before Close, which waits for the handler
+	p, err := st.AddPage(ctx, store.NewPage{URL: "http://a.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: notify.NewSecret()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key) VALUES ($1, 'http://a.example/x', 't', 'c', 1)`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	svc := notify.New(notify.Config{PollInterval: 20 * time.Millisecond, Lease: time.Hour, DrainTimeout: 200 * time.Millisecond}, st,
+		map[watch.Channel]notify.Sender{watch.Webhook: notify.NewWebhookSender(notify.WebhookConfig{Timeout: time.Minute})},
+		testsvc.Logger(t), prometheus.NewRegistry())
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(runCtx) }()
+	select {
+	case <-entered:
+	case <-time.After(3 * time.Minute): // the horizon may be held back (see openStore)
+		t.Fatal("no delivery started")
+	}
+	stopped := time.Now()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the drain timeout")
+	}
+	if took := time.Since(stopped); took > 5*time.Second {
+		t.Errorf("stop took %s with a 200ms drain timeout", took)
+	}
+	// Released, not failed: claimable at once despite the hour-long
+	// lease, with no attempt counted.
+	leases, err := st.ClaimSubscriptions(ctx, 1, time.Minute)
+	if err != nil || len(leases) != 1 || leases[0].Attempts != 0 {
+		t.Fatalf("after the stop: leases %+v, %v; want the subscription free with no attempt", leases, err)
+	}
+}

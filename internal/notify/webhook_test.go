@@ -1,0 +1,152 @@
+package notify_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// verify checks a request the way the README tells receivers to.
+func verify(secret string, h http.Header, body []byte) bool {
+	ts, err := strconv.ParseInt(h.Get("webhook-timestamp"), 10, 64)
+	if err != nil || time.Since(time.Unix(ts, 0)).Abs() > 5*time.Minute {
+		return false
+	}
+	want, err := notify.Sign(secret, h.Get("webhook-id"), ts, body)
+	if err != nil {
+		return false
+	}
+	for _, sig := range strings.Fields(h.Get("webhook-signature")) {
+		if hmac.Equal([]byte(sig), []byte(want)) {
+			return true
+		}
+	}
+	return false
+}
+
+func batch() watch.Batch {
+	at := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	return watch.Batch{
+		ID:    "msg_1_800_0",
+		Pages: map[int64]watch.NotifiedPage{7: {ID: 7, URL: "https://ministry.example/", Name: "Ministry"}},
+		Updates: []watch.Update{
+			{ID: 11, PageID: 7, URL: "https://ministry.example/a?x=1&y=2", Text: "A <b>", Code: "c1", DiscoveredAt: at},
+			{ID: 12, PageID: 7, URL: "https://ministry.example/b", Text: "B", Code: "c2", DiscoveredAt: at},
+		},
+	}
+}
+
+func TestSignMatchesStandardWebhooksVector(t *testing.T) {
+	t.Parallel()
+	// The example of the Standard Webhooks specification's reference
+	// libraries.
+	got, err := notify.Sign("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330,
+		[]byte(`{"test": 2432232314}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
+		t.Fatalf("signature %s, want %s", got, want)
+	}
+	if _, err := notify.Sign("not-a-secret", "id", 1, nil); err == nil {
+		t.Fatal("a secret without whsec_ was accepted")
+	}
+}
+
+func TestWebhookSendsSignedBodyWithStableID(t *testing.T) {
+	t.Parallel()
+	secret := notify.NewSecret()
+	type seen struct {
+		id   string
+		ok   bool
+		body notify.Body
+	}
+	got := make(chan seen, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var b notify.Body
+		json.Unmarshal(body, &b)
+		got <- seen{r.Header.Get("webhook-id"), verify(secret, r.Header, body), b}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	w := notify.NewWebhookSender(notify.WebhookConfig{})
+	sub := watch.Subscription{ID: 1, Channel: watch.Webhook, Target: srv.URL, Secret: secret}
+	for range 2 {
+		if res := w.Send(context.Background(), sub, notify.TypeUpdatesCreated, batch()); res.Err != nil || res.Code != 204 {
+			t.Fatalf("send: %+v", res)
+		}
+	}
+	first, second := <-got, <-got
+	if !first.ok || !second.ok {
+		t.Fatal("a signature did not verify")
+	}
+	if first.id != "msg_1_800_0" || second.id != first.id {
+		t.Fatalf("webhook-ids %q, %q: want the batch id both times", first.id, second.id)
+	}
+	b := first.body
+	if b.Type != "updates.created" || b.Page.Name != "Ministry" || len(b.Updates) != 2 || b.Updates[0].Text != "A <b>" ||
+		b.Updates[0].URL != "https://ministry.example/a?x=1&y=2" {
+		t.Fatalf("body %+v", b)
+	}
+}
+
+func TestWebhookFailuresAreBoundedAndExplained(t *testing.T) {
+	t.Parallel()
+	block := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", http.StatusFound) })
+	mux.HandleFunc("/elsewhere", func(w http.ResponseWriter, r *http.Request) { t.Error("a redirect was followed") })
+	mux.HandleFunc("/huge", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(500)
+		w.Write([]byte(strings.Repeat("x", 1<<20)))
+	})
+	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) })
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) { <-block })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	defer close(block) // before Close, which waits for the slow handler
+	w := notify.NewWebhookSender(notify.WebhookConfig{Timeout: 300 * time.Millisecond})
+	send := func(path string) notify.Result {
+		return w.Send(context.Background(), watch.Subscription{ID: 1, Target: srv.URL + path, Secret: notify.NewSecret()}, notify.TypeUpdatesCreated, batch())
+	}
+	if res := send("/redirect"); res.Code != 302 || res.Err == nil || !strings.Contains(res.Err.Error(), "not followed") {
+		t.Errorf("redirect: %+v", res)
+	}
+	if res := send("/huge"); res.Code != 500 || res.Err == nil || len(res.Err.Error()) > notify.MaxResponseBytes+20 {
+		t.Errorf("huge 500: code %d, error of %d bytes", res.Code, len(res.Err.Error()))
+	}
+	if res := send("/gone"); !res.Gone {
+		t.Errorf("410: %+v, want Gone", res)
+	}
+	start := time.Now()
+	if res := send("/slow"); res.Err == nil || !strings.Contains(res.Err.Error(), "in time") || time.Since(start) > 5*time.Second {
+		t.Errorf("slow receiver: %+v after %s", res, time.Since(start))
+	}
+}
+
+func TestWebhookRefusesPrivateAddressesAtDial(t *testing.T) {
+	t.Parallel()
+	hit := false
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hit = true }))
+	defer srv.Close()
+	w := notify.NewWebhookSender(notify.WebhookConfig{DialControl: fetch.DialGuard(false)})
+	// "localhost" passes no registration check here: only the dial guard
+	// stands between the request and the loopback receiver.
+	target := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	res := w.Send(context.Background(), watch.Subscription{ID: 1, Target: target, Secret: notify.NewSecret()}, notify.TypeUpdatesCreated, batch())
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "loopback") || hit {
+		t.Fatalf("send to loopback: %+v, receiver hit %v", res, hit)
+	}
+}

@@ -1,0 +1,163 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrSubscriptionNotFound is returned when an id names no subscription.
+var ErrSubscriptionNotFound = errors.New("subscription not found")
+
+// ErrLeaseLost is returned when a notifier reports on a subscription that
+// another notifier has taken over since (its lease ran out): the report is
+// dropped, and the message may be delivered again under the same id.
+var ErrLeaseLost = errors.New("subscription lease lost")
+
+// Channel is how a subscription is notified.
+type Channel string
+
+// The channels.
+const (
+	Webhook Channel = "webhook"
+	Email   Channel = "email"
+)
+
+// Digest says how often an e-mail subscription is sent its updates.
+type Digest string
+
+// The digests: every check's updates at once, or one message an hour or a
+// day (at the top of the hour, at midnight UTC).
+const (
+	DigestNone   Digest = "none"
+	DigestHourly Digest = "hourly"
+	DigestDaily  Digest = "daily"
+)
+
+// ParseDigest reads "none", "hourly" or "daily"; "" is none.
+func ParseDigest(s string) (Digest, error) {
+	switch d := Digest(s); d {
+	case "":
+		return DigestNone, nil
+	case DigestNone, DigestHourly, DigestDaily:
+		return d, nil
+	}
+	return "", fmt.Errorf("digest %q: want none, hourly or daily", s)
+}
+
+// Subscription asks for the updates of every page, one page or the pages of
+// one tag to be sent to a webhook or an e-mail address.
+type Subscription struct {
+	ID      int64
+	Channel Channel
+	// Target is the webhook URL or the e-mail address.
+	Target string
+	// Secret signs webhooks: "whsec_" and a base64 key (Standard Webhooks).
+	// Empty for e-mail.
+	Secret string
+	Digest Digest
+	// PageID scopes the subscription to one page; 0 means no page scope.
+	PageID int64
+	// Tag scopes the subscription to the pages with this tag; "" means no
+	// tag scope. At most one of PageID and Tag is set.
+	Tag       string
+	CreatedAt time.Time
+	// PausedAt is when the notifier gave up on a target that kept failing;
+	// zero while the subscription is active.
+	PausedAt     time.Time
+	PausedReason string
+}
+
+// Scope describes what the subscription covers, for people.
+func (s Subscription) Scope() string {
+	switch {
+	case s.PageID != 0:
+		return fmt.Sprintf("page %d", s.PageID)
+	case s.Tag != "":
+		return "tag " + s.Tag
+	}
+	return "all pages"
+}
+
+// Lease is a notifier's claim on one subscription: until it runs out no
+// other notifier works on the subscription. Cursor and Token are the
+// store's; a service passes them back unchanged.
+type Lease struct {
+	Subscription Subscription
+	// Cursor marks what has been delivered; opaque outside the store.
+	Cursor string
+	// Token proves the lease is still this notifier's.
+	Token int64
+	// Attempts counts the failed attempts of the message now pending.
+	Attempts int
+	// FailingSince is when the pending message's first attempt failed;
+	// zero when it has not failed.
+	FailingSince time.Time
+}
+
+// NotifiedPage is the page an update was found on, as messages show it.
+type NotifiedPage struct {
+	ID   int64  `json:"id"`
+	URL  string `json:"url"`
+	Name string `json:"name"`
+}
+
+// Batch is one message's worth of updates for one subscription: the
+// updates one check found or, for a digest, every pending update. ID is
+// stable: a batch computed again from the same cursor has the same ID and
+// the same updates, so receivers can drop a repeat.
+type Batch struct {
+	ID      string
+	Updates []Update
+	// Pages holds every page Updates refer to, by id.
+	Pages map[int64]NotifiedPage
+	// Next is the cursor after the batch; opaque outside the store.
+	Next string
+}
+
+// DeliveryStatus is a message's state in the delivery log.
+type DeliveryStatus string
+
+// The delivery states.
+const (
+	Delivered DeliveryStatus = "delivered"
+	Failed    DeliveryStatus = "failed" // will be retried
+	Paused    DeliveryStatus = "paused" // failed too long; the subscription is paused
+)
+
+// DeliveryLogEntry is one entry of a subscription's delivery log.
+type DeliveryLogEntry struct {
+	SubscriptionID int64
+	MessageID      string
+	UpdateCount    int
+	Status         DeliveryStatus
+	Attempts       int
+	LastAttemptAt  time.Time
+	// ResponseCode is the webhook's HTTP status, the SMTP reply code, or 0
+	// when there was no answer.
+	ResponseCode int
+	LastError    string
+}
+
+// SubscriptionStatus is a subscription with its newest delivery log entry
+// (zero when nothing was delivered yet).
+type SubscriptionStatus struct {
+	Subscription
+	Last DeliveryLogEntry
+}
+
+// Attempt is the outcome of one attempt to deliver a batch, as the store
+// records it.
+type Attempt struct {
+	// ResponseCode is the HTTP status or SMTP reply code, 0 for none.
+	ResponseCode int
+	// Error is why the attempt failed, on one line; empty for a delivery.
+	Error string
+	// RetryAt is when to try again after a failure.
+	RetryAt time.Time
+	// PauseNow pauses the subscription at once (the target said it is
+	// gone); otherwise it is paused once its pending message has failed
+	// for PauseAfter.
+	PauseNow   bool
+	PauseAfter time.Duration
+}
