@@ -5,18 +5,21 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/portalwatch/portalwatch/internal/store"
 )
 
 // Pruning is what the Pruner needs of the store.
 type Pruning interface {
-	PruneUpdates(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+	MaintainUpdatePartitions(ctx context.Context, retention time.Duration, ahead int) (store.PartitionChanges, error)
 	PruneLinks(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 }
 
 // RetentionConfig says what the Pruner deletes and how fast.
 type RetentionConfig struct {
-	// Updates deletes updates discovered longer ago than this; zero keeps
-	// them forever.
+	// Updates drops the weekly partitions of updates whose whole week is
+	// older than this, so an update is kept between Updates and Updates plus
+	// a week; zero keeps them forever.
 	Updates time.Duration
 	// Links forgets links absent from their page for this long; zero keeps
 	// them forever. The processor must refresh links at LinkRefreshFor(Links).
@@ -26,15 +29,20 @@ type RetentionConfig struct {
 	// Batch is how many rows one statement deletes, so no statement holds
 	// many locks or runs long. Default 1000.
 	Batch int
-	// MaxBatches bounds the statements of one round per table, so a backlog
-	// is worked off over several rounds instead of in one long burst.
+	// MaxBatches bounds the link statements of one round, so a backlog is
+	// worked off over several rounds instead of in one long burst.
 	// Default 100.
 	MaxBatches int
+	// PartitionsAhead is how many weeks past the current one have their
+	// partition of updates made in advance, so that a processor stopped for
+	// that long still finds its week's partition. Default 3.
+	PartitionsAhead int
 }
 
-// Pruner deletes old updates and links gone from their pages, in bounded
-// batches. Several processors may each run one: the statements skip rows
-// another is deleting.
+// Pruner keeps the weekly partitions of updates, made ahead and dropped past
+// retention, and deletes links gone from their pages in bounded batches.
+// Several processors may each run one: partition maintenance runs under an
+// advisory lock, and the link statements skip rows another is deleting.
 type Pruner struct {
 	cfg RetentionConfig
 	st  Pruning
@@ -52,46 +60,49 @@ func NewPruner(cfg RetentionConfig, st Pruning, log *slog.Logger) *Pruner {
 	if cfg.MaxBatches <= 0 {
 		cfg.MaxBatches = 100
 	}
+	if cfg.PartitionsAhead <= 0 {
+		cfg.PartitionsAhead = 3
+	}
 	return &Pruner{cfg: cfg, st: st, log: log}
 }
 
-// Run prunes once per Interval until ctx ends; it returns nil then. A failed
-// round is logged and tried again at the next.
+// Run runs a round at once and then once per Interval until ctx ends; it
+// returns nil then. It runs even with both retentions off: updates' future
+// partitions must still be made. A failed round is logged and tried again at
+// the next.
 func (p *Pruner) Run(ctx context.Context) error {
-	if p.cfg.Updates <= 0 && p.cfg.Links <= 0 {
-		return nil
-	}
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
 	for {
+		if _, _, err := p.Round(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn("retention round failed; the next round tries again", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
-		if _, _, err := p.Round(ctx); err != nil && ctx.Err() == nil {
-			p.log.Warn("retention round failed; the next round tries again", "err", err)
-		}
 	}
 }
 
-// Round runs one retention round and returns how many updates and links it
+// Round runs one retention round: it makes and drops updates' partitions
+// (see store.MaintainUpdatePartitions) and deletes links gone from their
+// pages. It returns what the partition maintenance did and how many links it
 // deleted.
-func (p *Pruner) Round(ctx context.Context) (updates, links int64, err error) {
-	if p.cfg.Updates > 0 {
-		if updates, err = p.drain(ctx, p.st.PruneUpdates, p.cfg.Updates); err != nil {
-			return updates, 0, fmt.Errorf("prune updates: %w", err)
-		}
+func (p *Pruner) Round(ctx context.Context) (parts store.PartitionChanges, links int64, err error) {
+	if parts, err = p.st.MaintainUpdatePartitions(ctx, p.cfg.Updates, p.cfg.PartitionsAhead); err != nil {
+		return parts, 0, fmt.Errorf("prune updates: %w", err)
 	}
 	if p.cfg.Links > 0 {
 		if links, err = p.drain(ctx, p.st.PruneLinks, p.cfg.Links); err != nil {
-			return updates, links, fmt.Errorf("prune links: %w", err)
+			return parts, links, fmt.Errorf("prune links: %w", err)
 		}
 	}
-	if updates > 0 || links > 0 {
-		p.log.Info("retention round", "updates_deleted", updates, "links_deleted", links)
+	if len(parts.Created) > 0 || len(parts.Dropped) > 0 || links > 0 {
+		p.log.Info("retention round", "partitions_created", parts.Created, "partitions_dropped", parts.Dropped,
+			"updates_moved_from_default", parts.Moved, "links_deleted", links)
 	}
-	return updates, links, nil
+	return parts, links, nil
 }
 
 func (p *Pruner) drain(ctx context.Context, prune func(context.Context, time.Duration, int) (int64, error), olderThan time.Duration) (int64, error) {

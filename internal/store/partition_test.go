@@ -34,7 +34,7 @@ func migrator(t *testing.T, dsn string) *goose.Provider {
 // tableShape is what the partitioning must keep of an installation.
 type tableShape struct {
 	links, updates, maxID int64
-	linksSum, updatesSum           string
+	linksSum, updatesSum  string
 }
 
 func shapeOf(t *testing.T, ctx context.Context, pool *pgxpool.Pool) tableShape {
@@ -165,4 +165,122 @@ func TestPartitionMigrationKeepsEveryRowAndGoesBack(t *testing.T) {
 	if err != nil || len(rec.Updates) != 1 || rec.Updates[0].ID <= beforeDown.maxID {
 		t.Fatalf("check after going down: %+v, %v; want one update with an id past %d", rec.Updates, err, beforeDown.maxID)
 	}
+}
+
+// partitionLock is store's advisory lock key of partition maintenance.
+const partitionLock int64 = 0x7077_7570_6172_7473
+
+func countUpdates(t *testing.T, ctx context.Context, pool *pgxpool.Pool, table string) int64 {
+	t.Helper()
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+		t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+// Rows outside every partition wait in updates_default until maintenance
+// makes their week's partition; retention then drops whole weeks, and the
+// links of dropped updates stay known.
+func TestMaintainUpdatePartitionsMovesStraysAndDropsOldWeeks(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://weeks.example/"})
+	at := time.Now()
+	st.RecordCheck(ctx, ok(page.ID, at), links("https://weeks.example/base"))
+	if _, err := st.RecordCheck(ctx, ok(page.ID, at.Add(time.Second)), numbered("https://weeks.example/u", 0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	// u0 from ten weeks ago, u1 from six weeks ahead: no partition holds
+	// either, so both rows move into updates_default.
+	if _, err := pool.Exec(ctx, `
+		UPDATE updates SET discovered_at = now() - interval '10 weeks' WHERE url = 'https://weeks.example/u0';
+		UPDATE updates SET discovered_at = now() + interval '6 weeks' WHERE url = 'https://weeks.example/u1'`); err != nil {
+		t.Fatal(err)
+	}
+	if n := countUpdates(t, ctx, pool, "updates_default"); n != 2 {
+		t.Fatalf("updates_default holds %d rows, want the 2 out of range", n)
+	}
+
+	ch, err := st.MaintainUpdatePartitions(ctx, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Created) != 2 || ch.Moved != 2 || len(ch.Dropped) != 0 || ch.Skipped {
+		t.Fatalf("first maintenance = %+v; want the 2 stray weeks made, 2 rows moved, nothing dropped", ch)
+	}
+	if n := countUpdates(t, ctx, pool, "updates_default"); n != 0 {
+		t.Fatalf("updates_default holds %d rows after maintenance, want 0", n)
+	}
+	if n := countUpdates(t, ctx, pool, "updates"); n != 4 {
+		t.Fatalf("%d updates after maintenance, want all 4", n)
+	}
+	again, err := st.MaintainUpdatePartitions(ctx, 0, 3)
+	if err != nil || len(again.Created) != 0 || len(again.Dropped) != 0 {
+		t.Fatalf("second maintenance = %+v, %v; want nothing to do", again, err)
+	}
+	// The horizon widens around the stray's week, six weeks ahead.
+	wider, err := st.MaintainUpdatePartitions(ctx, 0, 7)
+	if err != nil || len(wider.Created) != 3 {
+		t.Fatalf("maintenance 7 weeks ahead = %+v, %v; want weeks 4, 5 and 7 made (6 exists)", wider, err)
+	}
+
+	dropped, err := st.MaintainUpdatePartitions(ctx, 30*24*time.Hour, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dropped.Dropped) != 1 || dropped.Dropped[0] != ch.Created[0] {
+		t.Fatalf("maintenance with 30 days' retention dropped %v, want only %s", dropped.Dropped, ch.Created[0])
+	}
+	ups, _ := st.Updates(ctx, store.UpdatesQuery{PageID: page.ID})
+	if len(ups) != 3 {
+		t.Fatalf("%d updates left, want the 3 not ten weeks old", len(ups))
+	}
+	// The dropped update's link stays known: it is not reported again.
+	rec, err := st.RecordCheck(ctx, ok(page.ID, at.Add(2*time.Second)), numbered("https://weeks.example/u", 0, 4))
+	if err != nil || len(rec.Updates) != 0 {
+		t.Fatalf("links whose updates were dropped came back as %d updates, %v", len(rec.Updates), err)
+	}
+}
+
+// Several processors maintain partitions: the one that finds the lock taken
+// does nothing rather than making the same partition twice.
+func TestMaintainUpdatePartitionsSkipsWhileAnotherHoldsTheLock(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `DROP TABLE updates_w`+weekAfterNext(t, ctx, pool)); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, partitionLock); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := st.MaintainUpdatePartitions(ctx, 0, 3)
+	if err != nil || !ch.Skipped || len(ch.Created) != 0 {
+		t.Fatalf("maintenance under another's lock = %+v, %v; want skipped", ch, err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, partitionLock); err != nil {
+		t.Fatal(err)
+	}
+	ch, err = st.MaintainUpdatePartitions(ctx, 0, 3)
+	if err != nil || ch.Skipped || len(ch.Created) != 1 {
+		t.Fatalf("maintenance after the lock is free = %+v, %v; want the missing week made", ch, err)
+	}
+}
+
+// weekAfterNext returns the YYYYMMDD of the Monday two weeks after this
+// week's, in UTC.
+func weekAfterNext(t *testing.T, ctx context.Context, pool *pgxpool.Pool) string {
+	t.Helper()
+	var s string
+	if err := pool.QueryRow(ctx, `SELECT to_char((date_trunc('week', now(), 'UTC') AT TIME ZONE 'UTC') + interval '2 weeks', 'YYYYMMDD')`).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
