@@ -95,18 +95,20 @@ type schema struct {
 
 // result is the run's JSON line.
 type result struct {
-	Links            int                `json:"links"`
-	Pages            int                `json:"pages"`
-	Updates          int                `json:"updates"`
-	FillSeconds      map[string]float64 `json:"fill_s"`
-	CheckMsMedian    map[string]float64 `json:"check_ms_median"`
-	CheckMsP90       map[string]float64 `json:"check_ms_p90"`
-	RoundMedians     map[string]string  `json:"check_ms_round_medians"`
-	WALBytesPerCheck map[string]float64 `json:"wal_bytes_per_check_min"`
-	RetentionRows    int64              `json:"retention_rows"`
-	RetentionSeconds map[string]float64 `json:"retention_s"`
-	RetentionWAL     map[string]float64 `json:"retention_wal_bytes"`
-	Ratio            float64            `json:"check_ratio_hash_over_plain"`
+	Links             int                `json:"links"`
+	Pages             int                `json:"pages"`
+	Updates           int                `json:"updates"`
+	FillSeconds       map[string]float64 `json:"fill_s"`
+	CheckMsMedian     map[string]float64 `json:"check_ms_median"`
+	CheckMsP90        map[string]float64 `json:"check_ms_p90"`
+	RoundMedians      map[string]string  `json:"check_ms_round_medians"`
+	WALBytesPerCheck  map[string]float64 `json:"wal_bytes_per_check_min"`
+	LinksBytesPerRow  map[string]float64 `json:"links_bytes_per_row"`
+	UpdateBytesPerRow map[string]float64 `json:"updates_bytes_per_row"`
+	RetentionRows     int64              `json:"retention_rows"`
+	RetentionSeconds  map[string]float64 `json:"retention_s"`
+	RetentionWAL      map[string]float64 `json:"retention_wal_bytes"`
+	Ratio             float64            `json:"check_ratio_hash_over_plain"`
 }
 
 func run(ctx context.Context, o options, log *slog.Logger) (result, error) {
@@ -118,7 +120,8 @@ func run(ctx context.Context, o options, log *slog.Logger) (result, error) {
 	res := result{Links: o.links, Pages: o.links / o.linksPerPage, Updates: o.updates,
 		FillSeconds: map[string]float64{}, CheckMsMedian: map[string]float64{}, CheckMsP90: map[string]float64{},
 		RoundMedians: map[string]string{}, WALBytesPerCheck: map[string]float64{},
-		RetentionSeconds: map[string]float64{}, RetentionWAL: map[string]float64{}}
+		RetentionSeconds: map[string]float64{}, RetentionWAL: map[string]float64{},
+		LinksBytesPerRow: map[string]float64{}, UpdateBytesPerRow: map[string]float64{}}
 
 	var schemas []*schema
 	for _, name := range []string{"plain", "hash"} {
@@ -138,10 +141,14 @@ func run(ctx context.Context, o options, log *slog.Logger) (result, error) {
 			version = 6
 		}
 		start := time.Now()
-		if err := s.fill(ctx, o, version); err != nil {
+		err := s.fill(ctx, o, version)
+		if err != nil {
 			return res, fmt.Errorf("fill %s: %w", s.name, err)
 		}
 		res.FillSeconds[s.name] = round(time.Since(start).Seconds(), 1)
+		if res.LinksBytesPerRow[s.name], res.UpdateBytesPerRow[s.name], err = s.bytesPerRow(ctx); err != nil {
+			return res, err
+		}
 		log.Info("filled", "schema", s.name, "links", o.links, "updates", o.updates, "elapsed_s", res.FillSeconds[s.name])
 	}
 
@@ -347,6 +354,22 @@ func (s *schema) checks(ctx context.Context, o options, round int) ([]float64, f
 		return nil, 0, err
 	}
 	return ms, walAfter - walBefore, nil
+}
+
+// bytesPerRow returns the bytes of links and of updates, indexes and TOAST
+// included, per row.
+func (s *schema) bytesPerRow(ctx context.Context) (links, updates float64, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT
+		(SELECT sum(pg_total_relation_size(c)) FROM unnest(ARRAY['links'::regclass] || coalesce(
+			(SELECT array_agg(inhrelid::regclass) FROM pg_inherits WHERE inhparent = 'links'::regclass), '{}')) c)
+			/ (SELECT count(*) FROM links),
+		(SELECT sum(pg_total_relation_size(c)) FROM unnest(ARRAY['updates'::regclass] || coalesce(
+			(SELECT array_agg(inhrelid::regclass) FROM pg_inherits WHERE inhparent = 'updates'::regclass), '{}')) c)
+			/ (SELECT count(*) FROM updates)`).Scan(&links, &updates)
+	if err != nil {
+		return 0, 0, fmt.Errorf("measure table sizes: %w", err)
+	}
+	return math.Round(links), math.Round(updates), nil
 }
 
 func (s *schema) lsn(ctx context.Context) (float64, error) {
