@@ -2,11 +2,11 @@
 -- links and updates become partitioned, for an installation of 10 M pages.
 --
 -- links is partitioned by HASH (page_id) into 32 partitions. At 10 M pages
--- of ~300 links it holds 3e9 rows, ~600 GB with its indexes (~200 bytes a
--- row): 32 partitions keep each near 1e8 rows and 20 GB, a size autovacuum
--- and an index rebuild get through in minutes, while a statement that is not
--- keyed by page id (the link pruner's oldest-first scan) merges only 32
--- index scans. Every statement of a check names one page_id, so it touches
+-- of ~300 links it holds 3e9 rows, ~770 GB with its indexes (257 bytes a
+-- row, BENCHMARKS.md): 32 partitions keep each near 1e8 rows and 24 GB, a
+-- size autovacuum and an index rebuild get through in minutes, while a
+-- statement that is not keyed by page id (the link pruner's oldest-first
+-- scan) merges only 32 index scans. Every statement of a check names one page_id, so it touches
 -- one partition. The count can change only by rewriting the table, so it is
 -- chosen for the largest installation, not for today's; 64 would halve the
 -- partitions again at the cost of twice the planning work for those global
