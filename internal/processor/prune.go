@@ -66,21 +66,23 @@ func NewPruner(cfg RetentionConfig, st Pruning, log *slog.Logger) *Pruner {
 	return &Pruner{cfg: cfg, st: st, log: log}
 }
 
-// Run runs a round at once and then once per Interval until ctx ends; it
-// returns nil then. It runs even with both retentions off: updates' future
-// partitions must still be made. A failed round is logged and tried again at
-// the next.
+// Run runs a round once per Interval until ctx ends; it returns nil then.
+// The first round waits an Interval, so it never races the migrations a
+// starting processor applies; migration 00006 itself makes the partitions
+// of the next 3 weeks. It runs even with both retentions off: updates'
+// future partitions must still be made. A failed round is logged and tried
+// again at the next.
 func (p *Pruner) Run(ctx context.Context) error {
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
 	for {
-		if _, _, err := p.Round(ctx); err != nil && ctx.Err() == nil {
-			p.log.Warn("retention round failed; the next round tries again", "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		}
+		if _, _, err := p.Round(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn("retention round failed; the next round tries again", "err", err)
 		}
 	}
 }
@@ -91,11 +93,11 @@ func (p *Pruner) Run(ctx context.Context) error {
 // deleted.
 func (p *Pruner) Round(ctx context.Context) (parts store.PartitionChanges, links int64, err error) {
 	if parts, err = p.st.MaintainUpdatePartitions(ctx, p.cfg.Updates, p.cfg.PartitionsAhead); err != nil {
-		return parts, 0, fmt.Errorf("prune updates: %w", err)
+		return parts, 0, fmt.Errorf("updates: %w", err)
 	}
 	if p.cfg.Links > 0 {
 		if links, err = p.drain(ctx, p.st.PruneLinks, p.cfg.Links); err != nil {
-			return parts, links, fmt.Errorf("prune links: %w", err)
+			return parts, links, fmt.Errorf("links: %w", err)
 		}
 	}
 	if len(parts.Created) > 0 || len(parts.Dropped) > 0 || links > 0 {
