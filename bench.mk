@@ -6,6 +6,7 @@
 #   make bench-peer       urlwatch and portalwatch on the same 200 pages
 #   make bench-go         the Go benchmarks, with -benchmem, on ../shared/corpus/pages
 #   make bench-hostile    crawler peak RSS under hostile pages (bench/hostile)
+#   make bench-partition  the check and retention on 00006's partitioned tables vs 00005's (bench/partition)
 #
 # Each pwbench run builds the real programs into a temporary folder, uses its
 # own database, queue names and Redis prefix, sends traffic to loopback only,
@@ -20,7 +21,7 @@ BENCH_TIME  ?= 1s
 BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /bench/)
 PWBENCH     := bin/pwbench
 
-.PHONY: bench bench-history bench-scheduler bench-peer bench-go bench-redis bench-hostile pwbench
+.PHONY: bench bench-history bench-scheduler bench-peer bench-go bench-redis bench-hostile bench-partition pwbench
 
 pwbench:
 	@scripts/services.sh check-go
@@ -64,3 +65,7 @@ bench-hostile: services
 bench-web: services
 	PORTALWATCH_WEB_BENCH=1 $(GO) test -count=1 -timeout 15m -run '^TestReadLatencyAtScale$$' -v ./internal/web 2>&1 | \
 		grep -vE 'level=INFO|migration applied'; exit $${PIPESTATUS[0]}
+
+## bench-partition: the check statement at 10 M links, partitioned vs single tables, and retention.
+bench-partition: services
+	@for i in $$(seq 1 $(BENCH_RUNS)); do $(GO) run ./bench/partition $(BENCH_FLAGS) || exit 1; done

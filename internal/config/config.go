@@ -194,7 +194,8 @@ type Processor struct {
 	// MaxNewLinksPerDay caps the new links one page records per UTC day
 	// (PORTALWATCH_MAX_NEW_LINKS_PER_DAY, default 20000, 0 = no cap).
 	MaxNewLinksPerDay int
-	// UpdatesRetention deletes updates discovered longer ago than this
+	// UpdatesRetention drops the weekly partitions of updates once wholly
+	// older than this, so updates live up to a week longer
 	// (PORTALWATCH_UPDATES_RETENTION, default 0 = keep forever, else at
 	// least 1h). Their links stay known and are never reported again.
 	UpdatesRetention time.Duration
@@ -206,7 +207,7 @@ type Processor struct {
 	// PruneInterval is the pause between retention rounds
 	// (PORTALWATCH_PRUNE_INTERVAL, default 10m).
 	PruneInterval time.Duration
-	// PruneBatch is how many rows one retention statement deletes
+	// PruneBatch is how many links one retention statement deletes
 	// (PORTALWATCH_PRUNE_BATCH, default 1000, range 1..100000).
 	PruneBatch int
 }

@@ -47,9 +47,9 @@ func TestLinkRetentionForgetsOnlyLinksGoneFromThePage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	updates, links, err := pruner.Round(ctx)
-	if err != nil || updates != 0 || links != 1 {
-		t.Fatalf("Round = %d updates, %d links, %v; want one link", updates, links, err)
+	parts, links, err := pruner.Round(ctx)
+	if err != nil || len(parts.Dropped) != 0 || links != 1 {
+		t.Fatalf("Round = %+v, %d links, %v; want one link and no partition dropped", parts, links, err)
 	}
 	var left []string
 	rows, _ := f.db.Query(ctx, `SELECT url FROM links`)
@@ -60,5 +60,27 @@ func TestLinkRetentionForgetsOnlyLinksGoneFromThePage(t *testing.T) {
 	}
 	if fmt.Sprint(left) != "[https://portal.example/stays]" {
 		t.Fatalf("links left = %v, want only /stays", left)
+	}
+}
+
+// With both retentions off the pruner still makes updates' partitions
+// ahead: without them every insert would land in updates_default.
+func TestRoundMakesUpdatePartitionsWithRetentionOff(t *testing.T) {
+	f := newFixtureWith(t, "", processor.Config{})
+	ctx := context.Background()
+	var ahead string
+	if err := f.db.QueryRow(ctx, `SELECT 'updates_w' || to_char((date_trunc('week', now(), 'UTC') AT TIME ZONE 'UTC') + interval '3 weeks', 'YYYYMMDD')`).Scan(&ahead); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(ctx, `DROP TABLE `+ahead); err != nil {
+		t.Fatal(err)
+	}
+	pruner, err := processor.NewPruner(processor.RetentionConfig{}, f.st, testsvc.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, _, err := pruner.Round(ctx)
+	if err != nil || fmt.Sprint(parts.Created) != "["+ahead+"]" {
+		t.Fatalf("Round = %+v, %v; want %s made again", parts, err, ahead)
 	}
 }

@@ -6,18 +6,21 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // Pruning is what the Pruner needs of the store.
 type Pruning interface {
-	PruneUpdates(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+	MaintainUpdatePartitions(ctx context.Context, retention time.Duration, ahead int) (watch.PartitionChanges, error)
 	PruneLinks(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 }
 
 // RetentionConfig says what the Pruner deletes and how fast.
 type RetentionConfig struct {
-	// Updates deletes updates discovered longer ago than this; zero keeps
-	// them forever.
+	// Updates drops the weekly partitions of updates whose whole week is
+	// older than this, so an update is kept between Updates and Updates plus
+	// a week; zero keeps them forever.
 	Updates time.Duration
 	// Links forgets links absent from their page for this long; zero keeps
 	// them forever. The processor must refresh links at LinkRefreshFor(Links).
@@ -28,10 +31,14 @@ type RetentionConfig struct {
 	// Batch is how many rows one statement deletes, so no statement holds
 	// many locks or runs long. Default DefaultPruneBatch, 1000.
 	Batch int
-	// MaxBatches bounds the statements of one round per table, so a backlog
-	// is worked off over several rounds instead of in one long burst.
+	// MaxBatches bounds the link statements of one round, so a backlog is
+	// worked off over several rounds instead of in one long burst.
 	// Default DefaultPruneMaxBatches, 100.
 	MaxBatches int
+	// PartitionsAhead is how many weeks past the current one have their
+	// partition of updates made in advance, so that a processor stopped for
+	// that long still finds its week's partition. Default 3.
+	PartitionsAhead int
 }
 
 // Defaults of RetentionConfig, applied by WithDefaults.
@@ -39,6 +46,7 @@ const (
 	DefaultPruneInterval   = 10 * time.Minute
 	DefaultPruneBatch      = 1000
 	DefaultPruneMaxBatches = 100
+	DefaultPartitionsAhead = 3
 )
 
 // WithDefaults returns a copy of c with every unset (zero) field given its
@@ -54,6 +62,9 @@ func (c RetentionConfig) WithDefaults() RetentionConfig {
 	if c.MaxBatches == 0 {
 		c.MaxBatches = DefaultPruneMaxBatches
 	}
+	if c.PartitionsAhead == 0 {
+		c.PartitionsAhead = DefaultPartitionsAhead
+	}
 	return c
 }
 
@@ -63,15 +74,16 @@ func (c RetentionConfig) validate() error {
 	if c.Updates < 0 || c.Links < 0 || c.Interval < 0 {
 		errs = append(errs, fmt.Errorf("pruner: Updates %s, Links %s, Interval %s: none may be negative", c.Updates, c.Links, c.Interval))
 	}
-	if c.Batch < 0 || c.MaxBatches < 0 {
-		errs = append(errs, fmt.Errorf("pruner: Batch %d, MaxBatches %d: want at least 1", c.Batch, c.MaxBatches))
+	if c.Batch < 0 || c.MaxBatches < 0 || c.PartitionsAhead < 0 {
+		errs = append(errs, fmt.Errorf("pruner: Batch %d, MaxBatches %d, PartitionsAhead %d: want at least 1", c.Batch, c.MaxBatches, c.PartitionsAhead))
 	}
 	return errors.Join(errs...)
 }
 
-// Pruner deletes old updates and links gone from their pages, in bounded
-// batches. Several processors may each run one: the statements skip rows
-// another is deleting.
+// Pruner keeps the weekly partitions of updates, made ahead and dropped past
+// retention, and deletes links gone from their pages in bounded batches.
+// Several processors may each run one: partition maintenance runs under an
+// advisory lock, and the link statements skip rows another is deleting.
 type Pruner struct {
 	cfg RetentionConfig
 	st  Pruning
@@ -89,12 +101,13 @@ func NewPruner(cfg RetentionConfig, st Pruning, log *slog.Logger) (*Pruner, erro
 	return &Pruner{cfg: cfg, st: st, log: log}, nil
 }
 
-// Run prunes once per Interval until ctx ends; it returns nil then. A failed
-// round is logged and tried again at the next.
+// Run runs a round once per Interval until ctx ends; it returns nil then.
+// The first round waits an Interval, so it never races the migrations a
+// starting processor applies; migration 00006 itself makes the partitions
+// of the next 3 weeks. It runs even with both retentions off: updates'
+// future partitions must still be made. A failed round is logged and tried
+// again at the next.
 func (p *Pruner) Run(ctx context.Context) error {
-	if p.cfg.Updates <= 0 && p.cfg.Links <= 0 {
-		return nil
-	}
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -109,23 +122,24 @@ func (p *Pruner) Run(ctx context.Context) error {
 	}
 }
 
-// Round runs one retention round and returns how many updates and links it
+// Round runs one retention round: it makes and drops updates' partitions
+// (see store.MaintainUpdatePartitions) and deletes links gone from their
+// pages. It returns what the partition maintenance did and how many links it
 // deleted.
-func (p *Pruner) Round(ctx context.Context) (updates, links int64, err error) {
-	if p.cfg.Updates > 0 {
-		if updates, err = p.drain(ctx, p.st.PruneUpdates, p.cfg.Updates); err != nil {
-			return updates, 0, fmt.Errorf("prune updates: %w", err)
-		}
+func (p *Pruner) Round(ctx context.Context) (parts watch.PartitionChanges, links int64, err error) {
+	if parts, err = p.st.MaintainUpdatePartitions(ctx, p.cfg.Updates, p.cfg.PartitionsAhead); err != nil {
+		return parts, 0, fmt.Errorf("updates: %w", err)
 	}
 	if p.cfg.Links > 0 {
 		if links, err = p.drain(ctx, p.st.PruneLinks, p.cfg.Links); err != nil {
-			return updates, links, fmt.Errorf("prune links: %w", err)
+			return parts, links, fmt.Errorf("links: %w", err)
 		}
 	}
-	if updates > 0 || links > 0 {
-		p.log.Info("retention round", "updates_deleted", updates, "links_deleted", links)
+	if len(parts.Created) > 0 || len(parts.Dropped) > 0 || links > 0 {
+		p.log.Info("retention round", "partitions_created", parts.Created, "partitions_dropped", parts.Dropped,
+			"updates_moved_from_default", parts.Moved, "links_deleted", links)
 	}
-	return updates, links, nil
+	return parts, links, nil
 }
 
 func (p *Pruner) drain(ctx context.Context, prune func(context.Context, time.Duration, int) (int64, error), olderThan time.Duration) (int64, error) {

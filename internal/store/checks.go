@@ -265,20 +265,6 @@ func (s *Store) RefreshLinks(ctx context.Context, pageID int64, keys []uint64, d
 	return nil
 }
 
-// PruneUpdates deletes up to limit updates discovered more than olderThan
-// ago, oldest first, and returns how many it deleted. The links stay: a link
-// whose update is gone is still known, never reported again.
-func (s *Store) PruneUpdates(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM updates WHERE id IN (
-			SELECT id FROM updates WHERE discovered_at < now() - $1 * interval '1 millisecond'
-			ORDER BY discovered_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, olderThan.Milliseconds(), limit)
-	if err != nil {
-		return 0, fmt.Errorf("delete updates older than %s: %w", olderThan, err)
-	}
-	return tag.RowsAffected(), nil
-}
-
 // PruneLinks deletes up to limit links that were absent from their page at
 // its last link refresh (RefreshLinks) and have not been seen for olderThan,
 // oldest first, and returns how many it deleted. Such a link, should it come

@@ -152,34 +152,3 @@ func TestDueRefreshAsksForTheWholePage(t *testing.T) {
 		t.Fatalf("after a 304 with a refresh due: etag %v, digest %v; want both cleared", etag, digest)
 	}
 }
-
-func TestPruneUpdatesDeletesOnlyOldOnesInBatches(t *testing.T) {
-	st, pool := openStore(t)
-	ctx := context.Background()
-	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://history.example/"})
-	at := time.Now()
-	st.RecordCheck(ctx, ok(page.ID, at), links("https://history.example/base"))
-	if _, err := st.RecordCheck(ctx, ok(page.ID, at.Add(time.Second)), numbered("https://history.example/u", 0, 5)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, `UPDATE updates SET discovered_at = now() - interval '40 days' WHERE url <> 'https://history.example/u4'`); err != nil {
-		t.Fatal(err)
-	}
-	first, err := st.PruneUpdates(ctx, 30*24*time.Hour, 3)
-	if err != nil || first != 3 {
-		t.Fatalf("first batch = %d, %v; want 3", first, err)
-	}
-	second, err := st.PruneUpdates(ctx, 30*24*time.Hour, 3)
-	if err != nil || second != 1 {
-		t.Fatalf("second batch = %d, %v; want the last old one", second, err)
-	}
-	ups, _ := st.Updates(ctx, store.UpdatesQuery{PageID: page.ID})
-	if len(ups) != 1 || ups[0].URL != "https://history.example/u4" {
-		t.Fatalf("updates left = %+v, want only the recent one", ups)
-	}
-	// The pruned links stay known: they are not reported again.
-	rec, _ := st.RecordCheck(ctx, ok(page.ID, at.Add(2*time.Second)), numbered("https://history.example/u", 0, 5))
-	if len(rec.Updates) != 0 {
-		t.Fatalf("links whose updates were pruned came back as %d updates", len(rec.Updates))
-	}
-}

@@ -83,3 +83,18 @@ type ClaimParams struct {
 	// next check.
 	Jitter float64
 }
+
+// PartitionChanges says what one round of maintenance of updates'
+// partitions did (the store's MaintainUpdatePartitions).
+type PartitionChanges struct {
+	// Created names the weekly partitions of updates it made, oldest first.
+	Created []string
+	// Dropped names the partitions it detached and dropped, oldest first.
+	Dropped []string
+	// Moved counts the rows it moved out of updates_default into the
+	// partitions of their weeks.
+	Moved int64
+	// Skipped is true when another process held the maintenance lock, or the
+	// schema predates the partitioning (00006): nothing was done.
+	Skipped bool
+}
