@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -250,12 +251,15 @@ type addCmd struct {
 	Ignore   []string      `sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this regular expression (RE2; repeatable)."`
 	Name     string        `placeholder:"NAME" help:"What to call the page (default: its <title>, else its host)."`
 	Tag      []string      `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters: letters, digits, '-', '_' (repeatable)."`
+	optionFlags
 }
 
 func (a *addCmd) Run(c *cli) error {
+	opts := a.options()
+	opts.SameSiteOnly, opts.Ignore = a.SameSite, a.Ignore
 	p, err := c.policy.CheckPage(c.ctx, registration.Page{
 		URL: a.URL, Interval: a.Interval,
-		Options: watch.LinkOptions{SameSiteOnly: a.SameSite, Ignore: a.Ignore},
+		Options: opts,
 		Name:    a.Name, Tags: a.Tag,
 	})
 	if err != nil {
@@ -326,7 +330,10 @@ func pageJSON(p watch.Page) map[string]any {
 		"next_check_at": p.NextCheckAt, "last_status": p.LastStatus, "last_error": p.LastError,
 		"consecutive_failures": p.ConsecutiveFailures, "same_site_only": p.Options.SameSiteOnly,
 		"ignore": p.Options.Ignore, "created_at": p.CreatedAt, "name": p.Name, "tags": p.Tags,
-		"last_truncated": p.LastTruncated, "last_cut": p.LastCut,
+		"last_truncated": p.LastTruncated, "last_cut": p.LastCut, "within": p.Options.Within,
+		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
+		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
+		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending,
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -363,6 +370,8 @@ type setCmd struct {
 	Name        *string        `placeholder:"NAME" help:"What to call the page (\"\" goes back to its <title>, else its host)."`
 	Tag         []string       `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters (repeatable; replaces the list)."`
 	ClearTags   bool           `name:"clear-tags" help:"Remove every tag."`
+	optionFlags
+	BurstDetection *bool `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -370,7 +379,9 @@ func (s *setCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	change := watch.PageEdit{Interval: s.Interval, Enabled: s.Enabled, SameSiteOnly: s.SameSite, Name: s.Name}
+	change := watch.PageEdit{Interval: s.Interval, Enabled: s.Enabled, SameSiteOnly: s.SameSite, Name: s.Name,
+		BurstDetection: s.BurstDetection}
+	s.optionFlags.edit(&change)
 	if len(s.Ignore) > 0 || s.ClearIgnore {
 		list := s.Ignore
 		change.Ignore = &list
@@ -379,18 +390,28 @@ func (s *setCmd) Run(c *cli) error {
 		list := s.Tag
 		change.Tags = &list
 	}
-	change, err = registration.CheckEdit(change)
-	if err != nil {
+	if _, err = registration.CheckEdit(change); err != nil {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag or --clear-tags")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	before, err := st.Page(c.ctx, id)
+	if errors.Is(err, watch.ErrPageNotFound) {
+		return usagef("no page has id %d (see `watchctl list`)", id)
+	}
+	if err != nil {
+		return err
+	}
+	// The caps that span the lists need the options as they will be stored.
+	if change, err = registration.CheckEditOf(before.Options, change); err != nil {
+		return err
+	}
 	page, err := st.EditPage(c.ctx, id, change)
 	if errors.Is(err, watch.ErrPageNotFound) {
 		return usagef("no page has id %d (see `watchctl list`)", id)
@@ -400,6 +421,10 @@ func (s *setCmd) Run(c *cli) error {
 	}
 	fmt.Fprintf(c.stdout, "page %d: %s every %s, enabled %t, same-site %t, ignore %q, name %q, tags %q\n",
 		page.ID, page.BaseURL, page.Interval, page.Enabled, page.Options.SameSiteOnly, page.Options.Ignore, page.Name, page.Tags)
+	printOptions(c.stdout, page)
+	if page.RebaselinePending && !reflect.DeepEqual(before.Options, page.Options) {
+		fmt.Fprintf(c.stdout, "page %d: its options changed what it admits; its next check re-baselines silently (the links now admitted are recorded, not reported as new)\n", page.ID)
+	}
 	return nil
 }
 

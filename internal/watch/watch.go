@@ -213,6 +213,13 @@ type Page struct {
 	Tags []string
 	// Title is the page's <title> as last seen; empty until it is recorded.
 	Title string
+	// RebaselinePending says a person changed what the page's checks admit
+	// (regions, keyword rules, ignore patterns, same-site): its next
+	// successful whole check records the links it finds without updates.
+	RebaselinePending bool
+	// BurstDetection flags a check whose new links flood the page (a
+	// redesign) as one burst; true unless a person turned it off.
+	BurstDetection bool
 }
 
 // Update is a link that appeared on a watched page for the first time.
