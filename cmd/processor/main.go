@@ -73,6 +73,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 				PerDay:   cfg.Processor.MaxNewLinksPerDay,
 			},
 			LinkRefresh: processor.LinkRefreshFor(cfg.Processor.LinksRetention),
+			Burst:       store.Burst{Share: cfg.Processor.BurstShare, Min: cfg.Processor.BurstMin},
 		}, st, set, log, reg)
 		consumer := queue.NewConsumer(queue.ConsumerConfig{
 			Config:       qcfg,

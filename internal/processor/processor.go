@@ -49,6 +49,9 @@ type Config struct {
 	// refresh costs one statement over the page's links (RefreshLinks), so
 	// it runs once per period per page, not on every check.
 	LinkRefresh time.Duration
+	// Burst says when a check's new links are a redesign flood; the zero
+	// Burst flags none.
+	Burst store.Burst
 }
 
 // LinkRefreshFor returns the refresh period that link retention needs: often
@@ -160,6 +163,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		Caps:         s.cfg.Caps,
 		FullSet:      !task.Failed() && !task.NotModified(),
 		RefreshEvery: s.cfg.LinkRefresh,
+		Burst:        s.cfg.Burst,
 	}
 	if check.FetchedAt.IsZero() {
 		check.FetchedAt = time.Now()
@@ -173,6 +177,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	)
 	if check.FullSet {
 		links, codes, keys, check.LinksDigest = s.candidates(ctx, task)
+		check.Links = len(keys)
 	}
 
 	rec, err := s.record(ctx, check, links)
@@ -220,6 +225,11 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	case rec.Baseline:
 		log.Info("baseline recorded", "links", rec.Inserted)
 		return "baseline", nil
+	case rec.Rebaseline:
+		log.Info("re-baseline after an options change recorded", "links", rec.Inserted)
+		return "rebaseline", nil
+	case rec.Burst:
+		log.Info("redesign flood recorded as one burst", "count", len(rec.Updates), "links", check.Links)
 	}
 	s.metrics.updates.Add(float64(len(rec.Updates)))
 	if len(rec.Updates) > 0 {
@@ -249,7 +259,8 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []stor
 			continue
 		}
 		keys[key] = struct{}{}
-		links = append(links, store.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
+		links = append(links, store.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength),
+			Summary: watch.CleanText(l.Summary)})
 		codes = append(codes, shortlink.CodeValue(key, s.cfg.CodeLength))
 	}
 	all = make([]uint64, 0, len(keys))

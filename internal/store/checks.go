@@ -37,6 +37,10 @@ type Check struct {
 	// RefreshEvery is how often a page's links' last-seen times are
 	// refreshed; zero never (link retention off).
 	RefreshEvery time.Duration
+	// Links counts the check's whole link set, for Burst.
+	Links int
+	// Burst says when this check's new links are a redesign flood.
+	Burst Burst
 }
 
 // Caps bound the new links one check of a page records. Zero means no cap.
@@ -65,6 +69,9 @@ type NewLink struct {
 	URL  string
 	Text string
 	Code string
+	// Summary is the link's teaser (watch.Link.Summary); it goes into the
+	// link's update, not into links.
+	Summary string
 }
 
 // Recorded says what RecordCheck did.
@@ -81,6 +88,12 @@ type Recorded struct {
 	// RefreshDue says the page's links' last-seen times are older than
 	// Check.RefreshEvery: call RefreshLinks with the check's whole link set.
 	RefreshDue bool
+	// Rebaseline is true when this check was a silent re-baseline after a
+	// change of the page's options: its new links went into links only.
+	Rebaseline bool
+	// Burst is true when the check's updates were a redesign flood
+	// (Check.Burst); each of them carries watch.Update.Burst.
+	Burst bool
 }
 
 // RecordCheck records one check of a page: the candidate links go into links
@@ -136,6 +149,7 @@ func successSet(cut string) string {
 	return `
 	lease_until          = NULL,
 	baseline_at          = coalesce(baseline_at, now()),
+	rebaseline           = rebaseline AND NOT $8,
 	last_checked_at      = CASE WHEN ` + fresh + ` THEN $2 ELSE last_checked_at END,
 	last_status          = CASE WHEN ` + fresh + ` THEN $3 ELSE last_status END,
 	last_error           = CASE WHEN ` + fresh + ` THEN NULL ELSE last_error END,
@@ -177,45 +191,54 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 	urls := make([]string, len(links))
 	texts := make([]string, len(links))
 	codes := make([]string, len(links))
+	summaries := make([]string, len(links))
 	for i, l := range links {
 		keys[i] = int64(l.Key) // the bits, not the number, are the key
-		urls[i], texts[i], codes[i] = l.URL, l.Text, l.Code
+		urls[i], texts[i], codes[i], summaries[i] = l.URL, l.Text, l.Code, l.Summary
 	}
+	burstMin, burstShare := c.Burst.sql()
 	rows, err := q.Query(ctx, `
 		WITH page AS (
-			SELECT id, baseline_at IS NULL AS is_first,
-				CASE WHEN baseline_at IS NULL THEN `+fmt.Sprint(math.MaxInt32)+`
+			SELECT id, baseline_at IS NULL AS is_first, baseline_at IS NULL OR (rebaseline AND $8) AS silent,
+				burst_detection,
+				CASE WHEN baseline_at IS NULL OR (rebaseline AND $8) THEN `+fmt.Sprint(math.MaxInt32)+`
 				     ELSE greatest(0, least($14, $15 - `+today+`)) END AS budget
 			FROM pages WHERE id = $1 FOR UPDATE
 		), candidate AS (
-			SELECT l.k, l.u, l.t, l.c, row_number() OVER (ORDER BY l.n) AS n
-			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY AS l(k, u, t, c, n)
+			SELECT l.k, l.u, l.t, l.c, l.s, row_number() OVER (ORDER BY l.n) AS n
+			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[], $17::text[]) WITH ORDINALITY AS l(k, u, t, c, s, n)
 			WHERE page.budget >= $16 OR NOT EXISTS (SELECT 1 FROM links WHERE links.page_id = page.id AND links.link_key = l.k)
 		), fresh AS (
 			INSERT INTO links (page_id, link_key, url, text, code)
 			SELECT page.id, k, u, t, c FROM page, candidate WHERE candidate.n <= page.budget
 			ON CONFLICT DO NOTHING
 			RETURNING link_key, url, text, code, first_seen_at
+		), flood AS (
+			SELECT page.burst_detection AND NOT page.silent AND count(*) >= $18 AND count(*) > $19::float8 * $20 AS burst
+			FROM page, fresh GROUP BY page.burst_detection, page.silent
 		), news AS (
-			INSERT INTO updates (page_id, link_key, url, text, code, discovered_at)
-			SELECT page.id, link_key, url, text, code, first_seen_at FROM page, fresh WHERE NOT page.is_first
+			INSERT INTO updates (page_id, link_key, url, text, code, discovered_at, summary, burst)
+			SELECT page.id, fresh.link_key, fresh.url, fresh.text, fresh.code, fresh.first_seen_at, candidate.s, flood.burst
+			FROM page, flood, fresh JOIN candidate ON candidate.k = fresh.link_key WHERE NOT page.silent
 			ON CONFLICT DO NOTHING
-			RETURNING id, link_key
+			RETURNING id, link_key, summary, burst
 		), status AS (
 			UPDATE pages SET `+successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`)+`,
 				last_cut        = CASE WHEN `+fresh+` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,
-				new_links_today = CASE WHEN page.is_first THEN new_links_today
+				new_links_today = CASE WHEN page.silent THEN new_links_today
 				                       ELSE `+today+` + (SELECT count(*) FROM fresh) END,
-				new_links_day   = CASE WHEN page.is_first THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END
+				new_links_day   = CASE WHEN page.silent THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END
 			FROM page WHERE pages.id = page.id
 			RETURNING baseline_at = now() AS baseline, `+fresh+` AND `+refreshDue+` AS refresh,
-				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut
+				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline
 		)
-		SELECT status.baseline, status.refresh, status.cut, fresh.link_key IS NOT NULL, news.id,
-			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at
+		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, fresh.link_key IS NOT NULL, news.id,
+			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at,
+			coalesce(news.summary, ''), coalesce(news.burst, false)
 		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`,
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links))
+		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
+		summaries, burstMin, burstShare, c.Links)
 	if err != nil {
 		return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
 	}
@@ -232,7 +255,8 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 			cut      int64
 			u        watch.Update
 		)
-		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &inserted, &id, &u.URL, &u.Text, &u.Code, &at); err != nil {
+		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &inserted, &id, &u.URL, &u.Text, &u.Code, &at,
+			&u.Summary, &u.Burst); err != nil {
 			return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
 		}
 		rec.Cut = int(cut)
@@ -244,6 +268,7 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 		if id != nil {
 			u.ID, u.PageID, u.DiscoveredAt = *id, c.PageID, *at
 			rec.Updates = append(rec.Updates, u)
+			rec.Burst = rec.Burst || u.Burst
 		}
 	}
 	if err := rows.Err(); err != nil {

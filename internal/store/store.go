@@ -232,7 +232,7 @@ func (s *Store) Updates(ctx context.Context, q UpdatesQuery) ([]watch.Update, er
 		since = &q.Since
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, page_id, url, text, code, discovered_at FROM updates
+		SELECT id, page_id, url, text, code, discovered_at, summary, burst FROM updates
 		WHERE ($1::bigint IS NULL OR page_id = $1) AND ($2::timestamptz IS NULL OR discovered_at >= $2)
 		ORDER BY discovered_at DESC, id DESC
 		LIMIT $3`, pageID, since, q.Limit)
@@ -241,7 +241,7 @@ func (s *Store) Updates(ctx context.Context, q UpdatesQuery) ([]watch.Update, er
 	}
 	updates, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Update, error) {
 		var u watch.Update
-		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt)
+		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.Summary, &u.Burst)
 		return u, err
 	})
 	if err != nil {

@@ -230,6 +230,13 @@ type Update struct {
 	Text         string    `json:"text"`
 	Code         string    `json:"code"`
 	DiscoveredAt time.Time `json:"discovered_at"`
+	// Summary is the link's teaser, the longest other text of its anchors;
+	// empty when it has none.
+	Summary string `json:"summary"`
+	// Burst says the update came with a redesign flood: one check found
+	// more new links than the page's burst share, so readers see the check
+	// as one event rather than each link alone.
+	Burst bool `json:"burst"`
 	// PageName is the DisplayName of the update's page, when the query
 	// that read the update joined its page.
 	PageName string `json:"page_name,omitempty"`
