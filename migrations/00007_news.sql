@@ -20,8 +20,12 @@ ALTER TABLE pages
     -- burst share of the page's links (a redesign) as one burst.
     ADD COLUMN burst_detection   boolean NOT NULL DEFAULT true,
     -- ok_checks counts the page's successful checks; a link that left the
-    -- page is removed once it has been absent for K of them (see links.absent_at).
-    ADD COLUMN ok_checks         bigint NOT NULL DEFAULT 0;
+    -- page is removed once it has been absent for K of them (see
+    -- links.absent_at). removal_due_at is the ok_checks value at which the
+    -- earliest pending absence reaches K, NULL when none is pending: a check
+    -- reaching it records the removals, and no other check reads links.
+    ADD COLUMN ok_checks         bigint NOT NULL DEFAULT 0,
+    ADD COLUMN removal_due_at    bigint;
 
 -- summary is the link's teaser (watch.Link.Summary); burst says the update
 -- came with a redesign flood and is shown within one event, not alone.
@@ -46,9 +50,11 @@ CREATE INDEX links_absent ON links (page_id, absent_at) WHERE absent_at IS NOT N
 -- left and what came back by two set differences in one statement, and a
 -- check with the same digest writes nothing.
 CREATE TABLE link_sets (
-    page_id bigint PRIMARY KEY REFERENCES pages (id) ON DELETE CASCADE,
-    digest  text NOT NULL,
-    keys    bigint[] NOT NULL
+    page_id    bigint PRIMARY KEY REFERENCES pages (id) ON DELETE CASCADE,
+    digest     text NOT NULL,
+    keys       bigint[] NOT NULL,
+    -- fetched_at is the check's; an older check arriving late is ignored.
+    fetched_at timestamptz NOT NULL
 );
 
 -- removals lists links that left their page for good (absent for K
@@ -73,4 +79,4 @@ ALTER TABLE updates DROP COLUMN summary, DROP COLUMN burst;
 ALTER TABLE pages
     DROP COLUMN within_selectors, DROP COLUMN exclude_selectors, DROP COLUMN include_text,
     DROP COLUMN exclude_text, DROP COLUMN include_url, DROP COLUMN exclude_url,
-    DROP COLUMN rebaseline, DROP COLUMN burst_detection, DROP COLUMN ok_checks;
+    DROP COLUMN rebaseline, DROP COLUMN burst_detection, DROP COLUMN ok_checks, DROP COLUMN removal_due_at;

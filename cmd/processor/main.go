@@ -72,8 +72,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 				PerCheck: cfg.Processor.MaxNewLinksPerCheck,
 				PerDay:   cfg.Processor.MaxNewLinksPerDay,
 			},
-			LinkRefresh: processor.LinkRefreshFor(cfg.Processor.LinksRetention),
-			Burst:       store.Burst{Share: cfg.Processor.BurstShare, Min: cfg.Processor.BurstMin},
+			LinkRefresh:   processor.LinkRefreshFor(cfg.Processor.LinksRetention),
+			Burst:         store.Burst{Share: cfg.Processor.BurstShare, Min: cfg.Processor.BurstMin},
+			RemovalChecks: cfg.Processor.RemovalChecks,
 		}, st, set, log, reg)
 		consumer := queue.NewConsumer(queue.ConsumerConfig{
 			Config:       qcfg,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -51,5 +52,57 @@ func TestAddAndSetRegionsAndKeywordRules(t *testing.T) {
 	code, out, _ = runCLI(t, e, "set", "1", "--name", "Zeitung")
 	if code != 0 || strings.Contains(out, "re-baselines") {
 		t.Fatalf("set --name: exit %d %q, want no re-baseline line", code, out)
+	}
+}
+
+func TestUpdatesShowsABurstAsOneLineAndListsRemovals(t *testing.T) {
+	t.Parallel()
+	e, st := migrated(t)
+	ctx := context.Background()
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://zeitung.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	if _, err := st.RecordCheck(ctx, store.Check{PageID: page.ID, FetchedAt: at, Status: 200},
+		[]store.NewLink{{Key: 1, URL: "https://zeitung.example/alt", Text: "Alt", Code: "c1"}}); err != nil {
+		t.Fatal(err)
+	}
+	var flood []store.NewLink
+	for i := range 25 {
+		flood = append(flood, store.NewLink{Key: uint64(100 + i), URL: fmt.Sprintf("https://zeitung.example/neu/%d", i),
+			Text: fmt.Sprintf("Neu %d", i), Code: fmt.Sprint("n", i), Summary: "Teaser"})
+	}
+	c := store.Check{PageID: page.ID, FetchedAt: at.Add(time.Second), Status: 200, Links: 26, Burst: store.Burst{Share: 0.5, Min: 20}}
+	if rec, err := st.RecordCheck(ctx, c, flood); err != nil || !rec.Burst {
+		t.Fatalf("flood check: %+v %v", rec, err)
+	}
+
+	code, out, errOut := runCLI(t, e, "updates")
+	if code != 0 || !strings.Contains(out, "redesign: 25 new links on page 1") || strings.Contains(out, "/neu/3") {
+		t.Fatalf("updates: exit %d\n%s%s; want the flood as one line", code, out, errOut)
+	}
+	if _, out, _ = runCLI(t, e, "updates", "--expand"); !strings.Contains(out, "/neu/3") {
+		t.Fatalf("updates --expand does not list the flood's links:\n%s", out)
+	}
+	if _, out, _ = runCLI(t, e, "updates", "--json", "--limit", "1"); !strings.Contains(out, `"summary":"Teaser"`) || !strings.Contains(out, `"burst":true`) {
+		t.Fatalf("updates --json lacks summary or burst: %s", out)
+	}
+
+	if _, err := st.TrackLinks(ctx, store.LinkSet{PageID: page.ID, FetchedAt: at, Digest: "one", Keys: []uint64{1}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RecordCheck(ctx, store.Check{PageID: page.ID, FetchedAt: at.Add(2 * time.Second), Status: 200}, nil); err != nil {
+		t.Fatal(err)
+	}
+	due, err := st.TrackLinks(ctx, store.LinkSet{PageID: page.ID, FetchedAt: at.Add(2 * time.Second), Digest: "none", Keys: nil}, 1)
+	if err != nil || !due {
+		t.Fatalf("TrackLinks = %t, %v; want a removal due", due, err)
+	}
+	if _, err := st.RecordRemovals(ctx, page.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ = runCLI(t, e, "updates", "--removed"); code != 0 || !strings.Contains(out, "https://zeitung.example/alt") {
+		t.Fatalf("updates --removed: exit %d\n%s", code, out)
 	}
 }

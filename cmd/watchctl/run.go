@@ -455,7 +455,10 @@ type updatesCmd struct {
 	Page  string `placeholder:"ID" help:"Only this page's updates."`
 	Since string `placeholder:"WHEN" help:"Only updates newer than this: a duration back from now (90s, 1h, 2d) or an RFC 3339 time."`
 	Limit int    `default:"100" help:"Print at most this many."`
-	JSON  bool   `name:"json" help:"One JSON object per line: page_id, url, text, discovered_at, id, code."`
+	JSON  bool   `name:"json" help:"One JSON object per line: page_id, url, text, summary, burst, discovered_at, id, code."`
+	// Expand lists the links of a redesign flood under its one line.
+	Expand  bool `help:"List the new links of each redesign (a check flagged burst) under its line."`
+	Removed bool `help:"List links removed from their pages instead of new ones."`
 }
 
 func (u *updatesCmd) Run(c *cli) error {
@@ -479,6 +482,9 @@ func (u *updatesCmd) Run(c *cli) error {
 		return err
 	}
 	defer st.Close()
+	if u.Removed {
+		return u.printRemovals(c, st, q)
+	}
 	updates, err := st.Updates(c.ctx, q)
 	if err != nil {
 		return err
@@ -487,24 +493,22 @@ func (u *updatesCmd) Run(c *cli) error {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetEscapeHTML(false)
 		for _, u := range updates {
-			if err := enc.Encode(updateJSON{PageID: u.PageID, URL: u.URL, Text: u.Text, DiscoveredAt: u.DiscoveredAt.UTC(), ID: u.ID, Code: u.Code}); err != nil {
+			if err := enc.Encode(updateJSON{PageID: u.PageID, URL: u.URL, Text: u.Text, Summary: u.Summary, Burst: u.Burst,
+				DiscoveredAt: u.DiscoveredAt.UTC(), ID: u.ID, Code: u.Code}); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DISCOVERED\tPAGE\tTEXT\tURL")
-	for _, u := range updates {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", u.DiscoveredAt.Local().Format("2006-01-02 15:04:05"), u.PageID, oneLine(u.Text), u.URL)
-	}
-	return tw.Flush()
+	return printUpdates(c.stdout, updates, u.Expand)
 }
 
 type updateJSON struct {
 	PageID       int64     `json:"page_id"`
 	URL          string    `json:"url"`
 	Text         string    `json:"text"`
+	Summary      string    `json:"summary"`
+	Burst        bool      `json:"burst"`
 	DiscoveredAt time.Time `json:"discovered_at"`
 	ID           int64     `json:"id"`
 	Code         string    `json:"code"`

@@ -26,6 +26,8 @@ type Recorder interface {
 	RecordCheck(ctx context.Context, c store.Check, links []store.NewLink) (store.Recorded, error)
 	DeferCheck(ctx context.Context, pageID int64, decidedAt, until time.Time) error
 	RefreshLinks(ctx context.Context, pageID int64, keys []uint64, digest string) error
+	TrackLinks(ctx context.Context, set store.LinkSet, removalChecks int) (due bool, err error)
+	RecordRemovals(ctx context.Context, pageID int64, removalChecks int) ([]watch.Removal, error)
 }
 
 // SeenSet is the cache of each page's known link codes.
@@ -52,6 +54,9 @@ type Config struct {
 	// Burst says when a check's new links are a redesign flood; the zero
 	// Burst flags none.
 	Burst store.Burst
+	// RemovalChecks is how many successful checks in a row a link must be
+	// absent to be recorded as removed; 0 records no removals.
+	RemovalChecks int
 }
 
 // LinkRefreshFor returns the refresh period that link retention needs: often
@@ -80,6 +85,7 @@ type metrics struct {
 	cacheMiss  prometheus.Counter
 	cacheFails prometheus.Counter
 	cut        prometheus.Counter
+	removals   prometheus.Counter
 	duration   prometheus.Histogram
 }
 
@@ -107,12 +113,15 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 		cut: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portalwatch_processor_links_cut_total", Help: "New links not recorded because their page reached a cap.",
 		}),
+		removals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_processor_removals_total", Help: "Links recorded as removed from their page.",
+		}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "portalwatch_processor_task_seconds", Help: "Time to handle one task.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}
-	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.duration)
+	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.removals, m.duration)
 	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}
 }
 
@@ -207,6 +216,10 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	}
 
 	// Only now, with the links committed, may the cache say "seen".
+	if err := s.trackRemovals(ctx, log, task, check, rec, keys); err != nil {
+		return "interrupted", err
+	}
+
 	if len(codes) > 0 {
 		if err := s.seen.Add(ctx, task.ID, codes); err != nil {
 			s.metrics.cacheFails.Inc()

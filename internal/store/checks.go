@@ -94,6 +94,9 @@ type Recorded struct {
 	// Burst is true when the check's updates were a redesign flood
 	// (Check.Burst); each of them carries watch.Update.Burst.
 	Burst bool
+	// RemovalsDue says links absent from the page have reached the
+	// removal count: call RecordRemovals.
+	RemovalsDue bool
 }
 
 // RecordCheck records one check of a page: the candidate links go into links
@@ -150,6 +153,7 @@ func successSet(cut string) string {
 	lease_until          = NULL,
 	baseline_at          = coalesce(baseline_at, now()),
 	rebaseline           = rebaseline AND NOT $8,
+	ok_checks            = ok_checks + CASE WHEN last_checked_at IS NULL OR last_checked_at < $2 THEN 1 ELSE 0 END,
 	last_checked_at      = CASE WHEN ` + fresh + ` THEN $2 ELSE last_checked_at END,
 	last_status          = CASE WHEN ` + fresh + ` THEN $3 ELSE last_status END,
 	last_error           = CASE WHEN ` + fresh + ` THEN NULL ELSE last_error END,
@@ -230,9 +234,10 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 				new_links_day   = CASE WHEN page.silent THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END
 			FROM page WHERE pages.id = page.id
 			RETURNING baseline_at = now() AS baseline, `+fresh+` AND `+refreshDue+` AS refresh,
-				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline
+				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline,
+				`+removalsDue+` AS removals
 		)
-		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, fresh.link_key IS NOT NULL, news.id,
+		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, status.removals, fresh.link_key IS NOT NULL, news.id,
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at,
 			coalesce(news.summary, ''), coalesce(news.burst, false)
 		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`,
@@ -255,7 +260,7 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 			cut      int64
 			u        watch.Update
 		)
-		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &inserted, &id, &u.URL, &u.Text, &u.Code, &at,
+		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &rec.RemovalsDue, &inserted, &id, &u.URL, &u.Text, &u.Code, &at,
 			&u.Summary, &u.Burst); err != nil {
 			return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
 		}
@@ -288,9 +293,9 @@ func recordSuccess(ctx context.Context, q querier, c Check) (Recorded, error) {
 		UPDATE pages SET `+successSet("false")+`,
 			last_cut = CASE WHEN `+fresh+` THEN 0 ELSE last_cut END
 		WHERE id = $1
-		RETURNING baseline_at = now(), `+fresh+` AND `+refreshDue,
+		RETURNING baseline_at = now(), `+fresh+` AND `+refreshDue+`, `+removalsDue,
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-		c.RefreshEvery.Milliseconds()).Scan(&rec.Baseline, &rec.RefreshDue)
+		c.RefreshEvery.Milliseconds()).Scan(&rec.Baseline, &rec.RefreshDue, &rec.RemovalsDue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
