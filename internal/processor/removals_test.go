@@ -30,7 +30,7 @@ func TestRemovalsAreRecordedOnceAfterKChecks(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, "", processor.Config{RemovalChecks: 2})
 	f.deliver(t, f.task("/a", "/b", "/c"))
-	f.deliver(t, f.task("/a", "/b"))      // /c absent once
+	f.deliver(t, f.task("/a", "/b"))       // /c absent once
 	f.deliver(t, f.task("/a", "/b", "/c")) // back: not removed, not new
 	f.deliver(t, f.task("/a", "/c"))       // /b absent once
 	if got := f.removals(t); len(got) != 0 || len(f.updates(t)) != 0 {

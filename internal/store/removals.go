@@ -155,3 +155,10 @@ func scanRemoval(r pgx.CollectableRow) (watch.Removal, error) {
 	err := r.Scan(&m.ID, &m.PageID, &m.URL, &m.Text, &m.RemovedAt)
 	return m, err
 }
+
+// QueryRemovals returns the removals of one page (pageID 0: every page),
+// removed at or after since (zero: any time), at most limit (0: 100),
+// newest first.
+func (s *Store) QueryRemovals(ctx context.Context, pageID int64, since time.Time, limit int) ([]watch.Removal, error) {
+	return s.Removals(ctx, UpdatesQuery{PageID: pageID, Since: since, Limit: limit})
+}

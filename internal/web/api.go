@@ -391,6 +391,8 @@ type updateJSON struct {
 	URL          string    `json:"url"`
 	Text         string    `json:"text"`
 	Code         string    `json:"code"`
+	Summary      string    `json:"summary"`
+	Burst        bool      `json:"burst"`
 	DiscoveredAt time.Time `json:"discovered_at"`
 }
 
@@ -480,7 +482,8 @@ func (s *Server) apiUpdates(w http.ResponseWriter, r *http.Request) {
 		NextCursor string       `json:"next_cursor,omitempty"`
 	}{Updates: make([]updateJSON, len(updates))}
 	for i, u := range updates {
-		out.Updates[i] = updateJSON{ID: u.ID, PageID: u.PageID, PageName: u.PageName, URL: u.URL, Text: u.Text, Code: u.Code, DiscoveredAt: u.DiscoveredAt.UTC()}
+		out.Updates[i] = updateJSON{ID: u.ID, PageID: u.PageID, PageName: u.PageName, URL: u.URL, Text: u.Text, Code: u.Code,
+			Summary: u.Summary, Burst: u.Burst, DiscoveredAt: u.DiscoveredAt.UTC()}
 	}
 	if len(updates) == f.Limit {
 		out.NextCursor = encodeCursor(watch.CursorOf(updates[len(updates)-1]))

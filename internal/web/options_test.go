@@ -1,10 +1,14 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/store"
 )
 
 func TestAPIPageRegionsAndKeywordRules(t *testing.T) {
@@ -51,5 +55,46 @@ func TestAPIPageRegionsAndKeywordRules(t *testing.T) {
 	p = decode[pageJSON](t, b)
 	if len(p.Within) != 0 || !slices.Equal(p.IncludeURL, []string{"/politik/"}) || !slices.Equal(p.Exclude, []string{"nav", "footer"}) {
 		t.Fatalf("patched %+v", p)
+	}
+}
+
+func TestAPIRemovalsAndUpdatesSummaryAndBurst(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	page, err := e.st.AddPage(ctx, store.NewPage{URL: "https://zeitung.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	if _, err := e.st.RecordCheck(ctx, store.Check{PageID: page.ID, FetchedAt: at, Status: 200},
+		[]store.NewLink{{Key: 1, URL: "https://zeitung.example/alt", Text: "Alt", Code: "c1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.RecordCheck(ctx, store.Check{PageID: page.ID, FetchedAt: at.Add(time.Second), Status: 200},
+		[]store.NewLink{{Key: 2, URL: "https://zeitung.example/neu", Text: "Neu", Code: "c2", Summary: "Teaser"}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, b := e.do("GET", "/api/v1/updates", e.readTok, "")
+	ups := decode[struct{ Updates []updateJSON }](t, b)
+	if resp.StatusCode != 200 || len(ups.Updates) != 1 || ups.Updates[0].Summary != "Teaser" || ups.Updates[0].Burst {
+		t.Fatalf("updates: %d %s", resp.StatusCode, b)
+	}
+
+	if _, err := e.st.TrackLinks(ctx, store.LinkSet{PageID: page.ID, FetchedAt: at, Digest: "both", Keys: []uint64{1, 2}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.TrackLinks(ctx, store.LinkSet{PageID: page.ID, FetchedAt: at.Add(time.Second), Digest: "one", Keys: []uint64{2}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.RecordRemovals(ctx, page.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	resp, b = e.do("GET", fmt.Sprintf("/api/v1/removals?page=%d", page.ID), e.readTok, "")
+	rs := decode[struct{ Removals []removalJSON }](t, b)
+	if resp.StatusCode != 200 || len(rs.Removals) != 1 || rs.Removals[0].URL != "https://zeitung.example/alt" {
+		t.Fatalf("removals: %d %s", resp.StatusCode, b)
+	}
+	if resp, _ := e.do("GET", "/api/v1/removals?tag=news", e.readTok, ""); resp.StatusCode != 400 {
+		t.Fatalf("removals with a tag filter: %d, want 400", resp.StatusCode)
 	}
 }
