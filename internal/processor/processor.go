@@ -26,8 +26,6 @@ type Recorder interface {
 	RecordCheck(ctx context.Context, c store.Check, links []store.NewLink) (store.Recorded, error)
 	DeferCheck(ctx context.Context, pageID int64, decidedAt, until time.Time) error
 	RefreshLinks(ctx context.Context, pageID int64, keys []uint64, digest string) error
-	TrackLinks(ctx context.Context, set store.LinkSet, removalChecks int) (due bool, err error)
-	RecordRemovals(ctx context.Context, pageID int64, removalChecks int) ([]watch.Removal, error)
 }
 
 // SeenSet is the cache of each page's known link codes.
@@ -188,6 +186,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		links, codes, keys, check.LinksDigest = s.candidates(ctx, task)
 		check.Links = len(keys)
 	}
+	check.Removals = s.removals(task, check, keys)
 
 	rec, err := s.record(ctx, check, links)
 	switch {
@@ -216,8 +215,9 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	}
 
 	// Only now, with the links committed, may the cache say "seen".
-	if err := s.trackRemovals(ctx, log, task, check, rec, keys); err != nil {
-		return "interrupted", err
+	if len(rec.Removed) > 0 {
+		s.metrics.removals.Add(float64(len(rec.Removed)))
+		log.Info("links removed from the page", "count", len(rec.Removed))
 	}
 
 	if len(codes) > 0 {

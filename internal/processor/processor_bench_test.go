@@ -55,6 +55,10 @@ type benchProcessor struct {
 }
 
 func newBenchProcessor(b *testing.B, redisURL string, pages int) *benchProcessor {
+	return newBenchProcessorWith(b, redisURL, pages, processor.Config{})
+}
+
+func newBenchProcessorWith(b *testing.B, redisURL string, pages int, cfg processor.Config) *benchProcessor {
 	ctx := context.Background()
 	st, err := store.Open(ctx, testsvc.Postgres(b))
 	if err != nil {
@@ -74,7 +78,7 @@ func newBenchProcessor(b *testing.B, redisURL string, pages int) *benchProcessor
 	}
 	b.Cleanup(func() { set.Close() })
 	bp := &benchProcessor{st: st,
-		svc: processor.New(processor.Config{}, st, set, slog.New(slog.DiscardHandler), prometheus.NewRegistry())}
+		svc: processor.New(cfg, st, set, slog.New(slog.DiscardHandler), prometheus.NewRegistry())}
 	for i := range pages {
 		p, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://portal-%d.example/", i)})
 		if err != nil {

@@ -41,6 +41,8 @@ type Check struct {
 	Links int
 	// Burst says when this check's new links are a redesign flood.
 	Burst Burst
+	// Removals follows the links that leave the page (see Removals).
+	Removals Removals
 }
 
 // Caps bound the new links one check of a page records. Zero means no cap.
@@ -95,8 +97,11 @@ type Recorded struct {
 	// (Check.Burst); each of them carries watch.Update.Burst.
 	Burst bool
 	// RemovalsDue says links absent from the page have reached the
-	// removal count: call RecordRemovals.
+	// removal count. RecordCheck records them itself when the check's
+	// Removals are on.
 	RemovalsDue bool
+	// Removed holds the links this check recorded as removed.
+	Removed []watch.Removal
 }
 
 // RecordCheck records one check of a page: the candidate links go into links
@@ -109,6 +114,9 @@ type Recorded struct {
 // links must hold every link of the check that the caller cannot prove is
 // already recorded; for a failed check it is ignored.
 func (s *Store) RecordCheck(ctx context.Context, c Check, links []NewLink) (Recorded, error) {
+	if c.Error == "" && c.Removals.Checks > 0 {
+		return s.recordTracked(ctx, c, links)
+	}
 	var (
 		rec Recorded
 		err error

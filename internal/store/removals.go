@@ -14,6 +14,56 @@ import (
 // pending absence has reached the removal count (see TrackLinks).
 const removalsDue = `(removal_due_at IS NOT NULL AND ok_checks >= removal_due_at)`
 
+// Removals says how a successful check follows the links that leave its
+// page. With Checks above zero, RecordCheck records the check, compares Set
+// with the page's previous set (TrackLinks) and records the removals that
+// are due (RecordRemovals) in one transaction, so the check costs one
+// commit however many of these statements run.
+type Removals struct {
+	// Checks is the removal count K: how many successful checks in a row a
+	// link must be absent; 0 turns removals off.
+	Checks int
+	// Set is the check's whole link set; nil when the check does not have
+	// it (304, unchanged, truncated by the crawler's limits): then only
+	// removals already due are recorded. RecordCheck fills its PageID,
+	// FetchedAt and, after a re-baseline, Reset.
+	Set *LinkSet
+}
+
+// recordTracked records a successful check with its removals (Check.Removals)
+// in one transaction.
+func (s *Store) recordTracked(ctx context.Context, c Check, links []NewLink) (Recorded, error) {
+	var rec Recorded
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if len(links) == 0 {
+			rec, err = recordSuccess(ctx, tx, c)
+		} else {
+			rec, err = recordLinks(ctx, tx, c, links)
+		}
+		if err != nil {
+			return err
+		}
+		due := rec.RemovalsDue
+		if set := c.Removals.Set; set != nil {
+			set.PageID, set.FetchedAt, set.Reset = c.PageID, c.FetchedAt, rec.Rebaseline
+			d, err := trackLinks(ctx, tx, *set, c.Removals.Checks)
+			if err != nil {
+				return err
+			}
+			due = due || d
+		}
+		if due {
+			rec.Removed, err = recordRemovals(ctx, tx, c.PageID, c.Removals.Checks)
+		}
+		return err
+	})
+	if err != nil {
+		return Recorded{}, fmt.Errorf("record check of page %d: %w", c.PageID, err)
+	}
+	return rec, nil
+}
+
 // LinkSet is the whole link set of one successful, untruncated check of a
 // page, for TrackLinks.
 type LinkSet struct {
@@ -39,44 +89,15 @@ type LinkSet struct {
 // reaches it. TrackLinks reports whether that is this check: then call
 // RecordRemovals.
 func (s *Store) TrackLinks(ctx context.Context, set LinkSet, removalChecks int) (due bool, err error) {
+	return trackLinks(ctx, s.pool, set, removalChecks)
+}
+
+func trackLinks(ctx context.Context, q querier, set LinkSet, removalChecks int) (due bool, err error) {
 	keys := make([]int64, len(set.Keys))
 	for i, k := range set.Keys {
 		keys[i] = int64(k)
 	}
-	err = s.pool.QueryRow(ctx, `
-		WITH prev AS (
-			SELECT keys FROM link_sets
-			WHERE page_id = $1 AND digest <> $2 AND fetched_at < $3 AND NOT $6
-			FOR UPDATE
-		), gone AS (
-			SELECT k FROM prev, unnest(prev.keys) k EXCEPT SELECT unnest($4::bigint[])
-		), back AS (
-			SELECT k FROM prev, unnest($4::bigint[]) k EXCEPT SELECT k FROM prev, unnest(prev.keys) k
-		), page AS (
-			SELECT ok_checks FROM pages WHERE id = $1
-		), left_page AS (
-			UPDATE links SET absent_at = page.ok_checks FROM page
-			WHERE links.page_id = $1 AND links.link_key IN (SELECT k FROM gone)
-			  AND links.absent_at IS NULL AND links.removed_at IS NULL
-			RETURNING links.absent_at
-		), came_back AS (
-			UPDATE links SET absent_at = NULL, removed_at = NULL
-			WHERE links.page_id = $1 AND (links.link_key IN (SELECT * FROM back)
-			                              OR ($6 AND links.absent_at IS NOT NULL AND links.removed_at IS NULL))
-			  AND (links.absent_at IS NOT NULL OR links.removed_at IS NOT NULL)
-			RETURNING 1
-		), stored AS (
-			INSERT INTO link_sets (page_id, digest, keys, fetched_at) VALUES ($1, $2, $4, $3)
-			ON CONFLICT (page_id) DO UPDATE SET digest = excluded.digest, keys = excluded.keys, fetched_at = excluded.fetched_at
-			WHERE link_sets.fetched_at < excluded.fetched_at AND (link_sets.digest <> excluded.digest OR $6)
-			RETURNING 1
-		), due AS (
-			UPDATE pages SET removal_due_at = CASE WHEN $6 THEN NULL
-				ELSE least(removal_due_at, (SELECT min(absent_at) FROM left_page) + $5 - 1) END
-			WHERE id = $1 AND ($6 OR EXISTS (SELECT 1 FROM left_page))
-			RETURNING `+removalsDue+` AS due
-		)
-		SELECT coalesce((SELECT due FROM due), false)`,
+	err = q.QueryRow(ctx, trackLinksSQL,
 		set.PageID, set.Digest, set.FetchedAt, keys, removalChecks, set.Reset).Scan(&due)
 	if err != nil {
 		return false, fmt.Errorf("track the link set of page %d: %w", set.PageID, err)
@@ -91,7 +112,11 @@ func (s *Store) TrackLinks(ctx context.Context, set LinkSet, removalChecks int) 
 // moves to the next pending absence, so checks before it read no links. A
 // repeated call records nothing twice. It returns the removals recorded.
 func (s *Store) RecordRemovals(ctx context.Context, pageID int64, removalChecks int) ([]watch.Removal, error) {
-	rows, err := s.pool.Query(ctx, `
+	return recordRemovals(ctx, s.pool, pageID, removalChecks)
+}
+
+func recordRemovals(ctx context.Context, q querier, pageID int64, removalChecks int) ([]watch.Removal, error) {
+	rows, err := q.Query(ctx, `
 		WITH page AS (
 			SELECT ok_checks FROM pages WHERE id = $1 FOR UPDATE
 		), gone AS (
@@ -162,3 +187,50 @@ func scanRemoval(r pgx.CollectableRow) (watch.Removal, error) {
 func (s *Store) QueryRemovals(ctx context.Context, pageID int64, since time.Time, limit int) ([]watch.Removal, error) {
 	return s.Removals(ctx, UpdatesQuery{PageID: pageID, Since: since, Limit: limit})
 }
+
+// trackLinksSQL is TrackLinks' statement: $1 page, $2 digest, $3 fetched
+// at, $4 keys, $5 removal count, $6 reset.
+const trackLinksSQL = `
+		WITH prev AS (
+			SELECT keys FROM link_sets
+			WHERE page_id = $1 AND digest <> $2 AND fetched_at < $3 AND NOT $6
+			FOR UPDATE
+		), diff AS (
+			-- One pass over both sets: a key only in the stored set left
+			-- the page, a key only in this check's came back (or is new).
+			SELECT array_agg(k) FILTER (WHERE NOT now_here) AS gone,
+			       array_agg(k) FILTER (WHERE NOT was_here) AS back
+			FROM (
+				SELECT coalesce(p.k, c.k) AS k, p.k IS NOT NULL AS was_here, c.k IS NOT NULL AS now_here
+				FROM (SELECT unnest(keys) AS k FROM prev) p
+				FULL JOIN (SELECT unnest($4::bigint[]) AS k WHERE EXISTS (SELECT 1 FROM prev)) c ON p.k = c.k
+			) d
+			WHERE NOT (was_here AND now_here)
+		), left_page AS (
+			-- Arrays, not joins, so that each side is a lookup of the
+			-- links' primary key for the few keys that changed.
+			UPDATE links SET absent_at = (SELECT ok_checks FROM pages WHERE id = $1)
+			WHERE links.page_id = $1 AND links.link_key = ANY ((SELECT gone FROM diff)::bigint[])
+			  AND links.absent_at IS NULL AND links.removed_at IS NULL
+			RETURNING links.absent_at
+		), came_back AS (
+			UPDATE links SET absent_at = NULL, removed_at = NULL
+			WHERE links.page_id = $1 AND links.link_key = ANY ((SELECT back FROM diff)::bigint[])
+			  AND (links.absent_at IS NOT NULL OR links.removed_at IS NOT NULL)
+			RETURNING 1
+		), forgotten AS (
+			UPDATE links SET absent_at = NULL
+			WHERE $6 AND links.page_id = $1 AND links.absent_at IS NOT NULL AND links.removed_at IS NULL
+			RETURNING 1
+		), stored AS (
+			INSERT INTO link_sets (page_id, digest, keys, fetched_at) VALUES ($1, $2, $4, $3)
+			ON CONFLICT (page_id) DO UPDATE SET digest = excluded.digest, keys = excluded.keys, fetched_at = excluded.fetched_at
+			WHERE link_sets.fetched_at < excluded.fetched_at AND (link_sets.digest <> excluded.digest OR $6)
+			RETURNING 1
+		), due AS (
+			UPDATE pages SET removal_due_at = CASE WHEN $6 THEN NULL
+				ELSE least(removal_due_at, (SELECT min(absent_at) FROM left_page) + $5 - 1) END
+			WHERE id = $1 AND ($6 OR EXISTS (SELECT 1 FROM left_page))
+			RETURNING `+removalsDue+` AS due
+		)
+		SELECT coalesce((SELECT due FROM due), false)`
