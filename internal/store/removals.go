@@ -231,6 +231,6 @@ const trackLinksSQL = `
 			UPDATE pages SET removal_due_at = CASE WHEN $6 THEN NULL
 				ELSE least(removal_due_at, (SELECT min(absent_at) FROM left_page) + $5 - 1) END
 			WHERE id = $1 AND ($6 OR EXISTS (SELECT 1 FROM left_page))
-			RETURNING `+removalsDue+` AS due
+			RETURNING ` + removalsDue + ` AS due
 		)
 		SELECT coalesce((SELECT due FROM due), false)`
