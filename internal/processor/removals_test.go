@@ -7,6 +7,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/processor"
 	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 func (f *fixture) removals(t *testing.T) []string {
@@ -64,5 +65,32 @@ func TestRemovalsOffRecordNothing(t *testing.T) {
 	}
 	if got := f.removals(t); len(got) != 0 {
 		t.Fatalf("removals with PORTALWATCH_REMOVAL_CHECKS=0: %v", got)
+	}
+}
+
+// Links a change of options leaves out were not taken down from the page:
+// the re-baseline forgets the page's set instead of counting them absent.
+func TestOptionsChangeRecordsNoRemovals(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, "", processor.Config{RemovalChecks: 2})
+	f.deliver(t, f.task("/a", "/b", "/c"))
+	f.deliver(t, f.task("/a", "/b", "/c", "/d"))
+	within := []string{"#latest"}
+	if _, err := f.st.EditPage(context.Background(), f.page.ID, watch.PageEdit{Within: &within}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		f.deliver(t, f.task("/a", "/e"))
+	}
+	if got := f.removals(t); len(got) != 0 {
+		t.Fatalf("removals after an options change: %v, want none", got)
+	}
+	if got := fmt.Sprint(f.updates(t)); got != "[https://portal.example/d]" {
+		t.Fatalf("updates = %s, want only /d: /e came with the re-baseline", got)
+	}
+	f.deliver(t, f.task("/e"))
+	f.deliver(t, f.task("/e"))
+	if got := fmt.Sprint(f.removals(t)); got != "[https://portal.example/a]" {
+		t.Fatalf("removals = %s, want /a after two checks without it", got)
 	}
 }

@@ -199,6 +199,13 @@ const today = `CASE WHEN new_links_day = (now() AT TIME ZONE 'UTC')::date THEN n
 // link, or a single row without a link when none was new, and no row when
 // the page is gone.
 func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Recorded, error) {
+	sql, args := recordLinksStatement(c, links)
+	rows, err := q.Query(ctx, sql, args...)
+	return scanRecordedLinks(rows, err, c, len(links))
+}
+
+// recordLinksStatement returns recordLinks' statement and its arguments.
+func recordLinksStatement(c Check, links []NewLink) (string, []any) {
 	keys := make([]int64, len(links))
 	urls := make([]string, len(links))
 	texts := make([]string, len(links))
@@ -209,12 +216,12 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 		urls[i], texts[i], codes[i], summaries[i] = l.URL, l.Text, l.Code, l.Summary
 	}
 	burstMin, burstShare := c.Burst.sql()
-	rows, err := q.Query(ctx, `
+	return `
 		WITH page AS (
 			SELECT id, baseline_at IS NULL AS is_first, baseline_at IS NULL OR (rebaseline AND $8) AS silent,
 				burst_detection,
-				CASE WHEN baseline_at IS NULL OR (rebaseline AND $8) THEN `+fmt.Sprint(math.MaxInt32)+`
-				     ELSE greatest(0, least($14, $15 - `+today+`)) END AS budget
+				CASE WHEN baseline_at IS NULL OR (rebaseline AND $8) THEN ` + fmt.Sprint(math.MaxInt32) + `
+				     ELSE greatest(0, least($14, $15 - ` + today + `)) END AS budget
 			FROM pages WHERE id = $1 FOR UPDATE
 		), candidate AS (
 			SELECT l.k, l.u, l.t, l.c, l.s, row_number() OVER (ORDER BY l.n) AS n
@@ -235,25 +242,30 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 			ON CONFLICT DO NOTHING
 			RETURNING id, link_key, summary, burst
 		), status AS (
-			UPDATE pages SET `+successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`)+`,
-				last_cut        = CASE WHEN `+fresh+` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,
+			UPDATE pages SET ` + successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`) + `,
+				last_cut        = CASE WHEN ` + fresh + ` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,
 				new_links_today = CASE WHEN page.silent THEN new_links_today
-				                       ELSE `+today+` + (SELECT count(*) FROM fresh) END,
+				                       ELSE ` + today + ` + (SELECT count(*) FROM fresh) END,
 				new_links_day   = CASE WHEN page.silent THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END
 			FROM page WHERE pages.id = page.id
-			RETURNING baseline_at = now() AS baseline, `+fresh+` AND `+refreshDue+` AS refresh,
+			RETURNING baseline_at = now() AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh,
 				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline,
-				`+removalsDue+` AS removals
+				` + removalsDue + ` AS removals
 		)
 		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, status.removals, fresh.link_key IS NOT NULL, news.id,
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at,
 			coalesce(news.summary, ''), coalesce(news.burst, false)
-		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`,
-		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
-		summaries, burstMin, burstShare, c.Links)
+		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`, []any{
+			c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
+			c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
+			summaries, burstMin, burstShare, c.Links}
+}
+
+// scanRecordedLinks reads the result of recordLinks' statement, or
+// returns err, the error of sending it.
+func scanRecordedLinks(rows pgx.Rows, err error, c Check, n int) (Recorded, error) {
 	if err != nil {
-		return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
+		return Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 	}
 	defer rows.Close()
 	var (
@@ -270,7 +282,7 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 		)
 		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &rec.RemovalsDue, &inserted, &id, &u.URL, &u.Text, &u.Code, &at,
 			&u.Summary, &u.Burst); err != nil {
-			return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
+			return Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 		}
 		rec.Cut = int(cut)
 		found = true
@@ -285,7 +297,7 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
+		return Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 	}
 	if !found {
 		return Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
@@ -296,14 +308,25 @@ func recordLinks(ctx context.Context, q querier, c Check, links []NewLink) (Reco
 // recordSuccess updates the page's status after a check without candidate
 // links and reports whether this check set the page's baseline.
 func recordSuccess(ctx context.Context, q querier, c Check) (Recorded, error) {
-	var rec Recorded
-	err := q.QueryRow(ctx, `
-		UPDATE pages SET `+successSet("false")+`,
-			last_cut = CASE WHEN `+fresh+` THEN 0 ELSE last_cut END
+	sql, args := recordSuccessStatement(c)
+	return scanRecordedSuccess(q.QueryRow(ctx, sql, args...), c)
+}
+
+// recordSuccessStatement returns recordSuccess' statement and its arguments.
+func recordSuccessStatement(c Check) (string, []any) {
+	return `
+		UPDATE pages SET ` + successSet("false") + `,
+			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END
 		WHERE id = $1
-		RETURNING baseline_at = now(), `+fresh+` AND `+refreshDue+`, `+removalsDue,
-		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-		c.RefreshEvery.Milliseconds()).Scan(&rec.Baseline, &rec.RefreshDue, &rec.RemovalsDue)
+		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `, ` + removalsDue, []any{
+			c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
+			c.RefreshEvery.Milliseconds()}
+}
+
+// scanRecordedSuccess reads the result of recordSuccess' statement.
+func scanRecordedSuccess(row pgx.Row, c Check) (Recorded, error) {
+	var rec Recorded
+	err := row.Scan(&rec.Baseline, &rec.RefreshDue, &rec.RemovalsDue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}

@@ -30,36 +30,66 @@ type Removals struct {
 	Set *LinkSet
 }
 
-// recordTracked records a successful check with its removals (Check.Removals)
-// in one transaction.
+// recordTracked records a successful check with its removals
+// (Check.Removals) as one pipelined batch: PostgreSQL runs the statements in
+// one implicit transaction, so the check costs one round trip and one
+// commit, as without removals. The set is compared first, before the check's
+// own statement counts the check and clears a re-baseline; the removals that
+// are due are recorded last (the statement records nothing when none is).
 func (s *Store) recordTracked(ctx context.Context, c Check, links []NewLink) (Recorded, error) {
-	var rec Recorded
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if len(links) == 0 {
-			rec, err = recordSuccess(ctx, tx, c)
-		} else {
-			rec, err = recordLinks(ctx, tx, c, links)
-		}
-		if err != nil {
-			return err
-		}
-		due := rec.RemovalsDue
-		if set := c.Removals.Set; set != nil {
-			set.PageID, set.FetchedAt, set.Reset = c.PageID, c.FetchedAt, rec.Rebaseline
-			d, err := trackLinks(ctx, tx, *set, c.Removals.Checks)
-			if err != nil {
-				return err
-			}
-			due = due || d
-		}
-		if due {
-			rec.Removed, err = recordRemovals(ctx, tx, c.PageID, c.Removals.Checks)
-		}
-		return err
-	})
+	rec, err := s.sendTracked(ctx, c, links)
 	if err != nil {
 		return Recorded{}, fmt.Errorf("record check of page %d: %w", c.PageID, err)
+	}
+	return rec, nil
+}
+
+func (s *Store) sendTracked(ctx context.Context, c Check, links []NewLink) (rec Recorded, err error) {
+	b := &pgx.Batch{}
+	set := c.Removals.Set
+	if set != nil {
+		keys := make([]int64, len(set.Keys))
+		for i, k := range set.Keys {
+			keys[i] = int64(k)
+		}
+		b.Queue(trackLinksSQL, c.PageID, set.Digest, c.FetchedAt, keys, c.Removals.Checks, false, true)
+	}
+	var sql string
+	var args []any
+	if len(links) == 0 {
+		sql, args = recordSuccessStatement(c)
+	} else {
+		sql, args = recordLinksStatement(c, links)
+	}
+	b.Queue(sql, args...)
+	b.Queue(recordRemovalsSQL, c.PageID, c.Removals.Checks)
+
+	br := s.pool.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			rec, err = Recorded{}, cerr
+		}
+	}()
+	if set != nil {
+		if _, err := br.Exec(); err != nil {
+			return Recorded{}, fmt.Errorf("track the link set: %w", err)
+		}
+	}
+	if len(links) == 0 {
+		rec, err = scanRecordedSuccess(br.QueryRow(), c)
+	} else {
+		rows, qerr := br.Query()
+		rec, err = scanRecordedLinks(rows, qerr, c, len(links))
+	}
+	if err != nil {
+		return Recorded{}, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return Recorded{}, fmt.Errorf("record removals: %w", err)
+	}
+	if rec.Removed, err = pgx.CollectRows(rows, scanRemoval); err != nil {
+		return Recorded{}, fmt.Errorf("record removals: %w", err)
 	}
 	return rec, nil
 }
@@ -98,7 +128,7 @@ func trackLinks(ctx context.Context, q querier, set LinkSet, removalChecks int) 
 		keys[i] = int64(k)
 	}
 	err = q.QueryRow(ctx, trackLinksSQL,
-		set.PageID, set.Digest, set.FetchedAt, keys, removalChecks, set.Reset).Scan(&due)
+		set.PageID, set.Digest, set.FetchedAt, keys, removalChecks, set.Reset, false).Scan(&due)
 	if err != nil {
 		return false, fmt.Errorf("track the link set of page %d: %w", set.PageID, err)
 	}
@@ -116,26 +146,7 @@ func (s *Store) RecordRemovals(ctx context.Context, pageID int64, removalChecks 
 }
 
 func recordRemovals(ctx context.Context, q querier, pageID int64, removalChecks int) ([]watch.Removal, error) {
-	rows, err := q.Query(ctx, `
-		WITH page AS (
-			SELECT ok_checks FROM pages WHERE id = $1 FOR UPDATE
-		), gone AS (
-			UPDATE links SET removed_at = now() FROM page
-			WHERE links.page_id = $1 AND links.absent_at IS NOT NULL AND links.removed_at IS NULL
-			  AND links.absent_at <= page.ok_checks - $2 + 1
-			RETURNING links.link_key, links.url, links.text
-		), recorded AS (
-			INSERT INTO removals (page_id, link_key, url, text)
-			SELECT $1, link_key, url, text FROM gone
-			RETURNING id, page_id, url, text, removed_at
-		), next AS (
-			UPDATE pages SET removal_due_at = (
-				SELECT min(absent_at) + $2 - 1 FROM links
-				WHERE page_id = $1 AND absent_at IS NOT NULL AND removed_at IS NULL
-				  AND link_key NOT IN (SELECT link_key FROM gone))
-			WHERE id = $1
-		)
-		SELECT id, page_id, url, text, removed_at FROM recorded ORDER BY id`, pageID, removalChecks)
+	rows, err := q.Query(ctx, recordRemovalsSQL, pageID, removalChecks)
 	if err != nil {
 		return nil, fmt.Errorf("record removals of page %d: %w", pageID, err)
 	}
@@ -190,10 +201,17 @@ func (s *Store) QueryRemovals(ctx context.Context, pageID int64, since time.Time
 
 // trackLinksSQL is TrackLinks' statement: $1 page, $2 digest, $3 fetched
 // at, $4 keys, $5 removal count, $6 reset.
+// trackLinksSQL is TrackLinks' statement: $1 page, $2 digest, $3 fetched
+// at, $4 keys, $5 removal count, $6 reset, $7 before: the statement runs
+// in the batch of its check ahead of the check's own statement, so the
+// check is not yet counted in ok_checks, and a re-baseline is read from
+// the page's rebaseline flag, which that statement clears.
 const trackLinksSQL = `
-		WITH prev AS (
+		WITH opts AS (
+			SELECT $6 OR ($7 AND coalesce((SELECT rebaseline FROM pages WHERE id = $1), false)) AS reset
+		), prev AS (
 			SELECT keys FROM link_sets
-			WHERE page_id = $1 AND digest <> $2 AND fetched_at < $3 AND NOT $6
+			WHERE page_id = $1 AND digest <> $2 AND fetched_at < $3 AND NOT (SELECT reset FROM opts)
 			FOR UPDATE
 		), diff AS (
 			-- One pass over both sets: a key only in the stored set left
@@ -209,7 +227,7 @@ const trackLinksSQL = `
 		), left_page AS (
 			-- Arrays, not joins, so that each side is a lookup of the
 			-- links' primary key for the few keys that changed.
-			UPDATE links SET absent_at = (SELECT ok_checks FROM pages WHERE id = $1)
+			UPDATE links SET absent_at = (SELECT ok_checks + CASE WHEN $7 THEN 1 ELSE 0 END FROM pages WHERE id = $1)
 			WHERE links.page_id = $1 AND links.link_key = ANY ((SELECT gone FROM diff)::bigint[])
 			  AND links.absent_at IS NULL AND links.removed_at IS NULL
 			RETURNING links.absent_at
@@ -220,17 +238,41 @@ const trackLinksSQL = `
 			RETURNING 1
 		), forgotten AS (
 			UPDATE links SET absent_at = NULL
-			WHERE $6 AND links.page_id = $1 AND links.absent_at IS NOT NULL AND links.removed_at IS NULL
+			WHERE (SELECT reset FROM opts) AND links.page_id = $1 AND links.absent_at IS NOT NULL AND links.removed_at IS NULL
 			RETURNING 1
 		), stored AS (
-			INSERT INTO link_sets (page_id, digest, keys, fetched_at) VALUES ($1, $2, $4, $3)
+			INSERT INTO link_sets (page_id, digest, keys, fetched_at)
+			SELECT $1, $2, $4, $3 WHERE EXISTS (SELECT 1 FROM pages WHERE id = $1)
 			ON CONFLICT (page_id) DO UPDATE SET digest = excluded.digest, keys = excluded.keys, fetched_at = excluded.fetched_at
-			WHERE link_sets.fetched_at < excluded.fetched_at AND (link_sets.digest <> excluded.digest OR $6)
+			WHERE link_sets.fetched_at < excluded.fetched_at AND (link_sets.digest <> excluded.digest OR (SELECT reset FROM opts))
 			RETURNING 1
 		), due AS (
-			UPDATE pages SET removal_due_at = CASE WHEN $6 THEN NULL
+			UPDATE pages SET removal_due_at = CASE WHEN (SELECT reset FROM opts) THEN NULL
 				ELSE least(removal_due_at, (SELECT min(absent_at) FROM left_page) + $5 - 1) END
-			WHERE id = $1 AND ($6 OR EXISTS (SELECT 1 FROM left_page))
+			WHERE id = $1 AND ((SELECT reset FROM opts) OR EXISTS (SELECT 1 FROM left_page))
 			RETURNING ` + removalsDue + ` AS due
 		)
 		SELECT coalesce((SELECT due FROM due), false)`
+
+// recordRemovalsSQL is RecordRemovals' statement: $1 page, $2 removal
+// count. It records nothing unless the page's removals are due.
+const recordRemovalsSQL = `
+		WITH page AS (
+			SELECT ok_checks FROM pages WHERE id = $1 AND ` + removalsDue + ` FOR UPDATE
+		), gone AS (
+			UPDATE links SET removed_at = now() FROM page
+			WHERE links.page_id = $1 AND links.absent_at IS NOT NULL AND links.removed_at IS NULL
+			  AND links.absent_at <= page.ok_checks - $2 + 1
+			RETURNING links.link_key, links.url, links.text
+		), recorded AS (
+			INSERT INTO removals (page_id, link_key, url, text)
+			SELECT $1, link_key, url, text FROM gone
+			RETURNING id, page_id, url, text, removed_at
+		), next AS (
+			UPDATE pages SET removal_due_at = (
+				SELECT min(absent_at) + $2 - 1 FROM links
+				WHERE page_id = $1 AND absent_at IS NOT NULL AND removed_at IS NULL
+				  AND link_key NOT IN (SELECT link_key FROM gone))
+			WHERE id = $1 AND EXISTS (SELECT 1 FROM page)
+		)
+		SELECT id, page_id, url, text, removed_at FROM recorded ORDER BY id`
