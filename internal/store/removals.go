@@ -25,8 +25,9 @@ type Removals struct {
 	Checks int
 	// Set is the check's whole link set; nil when the check does not have
 	// it (304, unchanged, truncated by the crawler's limits): then only
-	// removals already due are recorded. RecordCheck fills its PageID,
-	// FetchedAt and, after a re-baseline, Reset.
+	// removals already due are recorded. RecordCheck uses its Digest and
+	// Keys (the check gives the page and time) and resets the stored set
+	// itself when the check is a re-baseline.
 	Set *LinkSet
 }
 
@@ -104,6 +105,7 @@ type LinkSet struct {
 	// Reset replaces the stored set without looking for links that left
 	// or came back, and forgets pending absences: after a re-baseline the
 	// links the new options leave out were not taken down from the page.
+	// TrackLinks also resets when the page's re-baseline is pending.
 	Reset bool
 }
 
