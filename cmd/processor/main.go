@@ -81,7 +81,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 				PerCheck: cfg.Processor.MaxNewLinksPerCheck,
 				PerDay:   cfg.Processor.MaxNewLinksPerDay,
 			},
-			LinkRefresh: processor.LinkRefreshFor(cfg.Processor.LinksRetention),
+			LinkRefresh:   processor.LinkRefreshFor(cfg.Processor.LinksRetention),
+			Burst:         watch.Burst{Share: cfg.Processor.BurstShare, Min: cfg.Processor.BurstMin},
+			RemovalChecks: cfg.Processor.RemovalChecks,
 		}, st, set, log, reg)
 		if err != nil {
 			return fmt.Errorf("processor: %w", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -251,12 +252,15 @@ type addCmd struct {
 	Ignore   []string      `sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this regular expression (RE2; repeatable)."`
 	Name     string        `placeholder:"NAME" help:"What to call the page (default: its <title>, else its host)."`
 	Tag      []string      `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters: letters, digits, '-', '_' (repeatable)."`
+	optionFlags
 }
 
 func (a *addCmd) Run(c *cli) error {
+	opts := a.options()
+	opts.SameSiteOnly, opts.Ignore = a.SameSite, a.Ignore
 	p, err := c.policy.CheckPage(c.ctx, registration.Page{
 		URL: a.URL, Interval: a.Interval,
-		Options: watch.LinkOptions{SameSiteOnly: a.SameSite, Ignore: a.Ignore},
+		Options: opts,
 		Name:    a.Name, Tags: a.Tag,
 	})
 	if err != nil {
@@ -327,7 +331,10 @@ func pageJSON(p watch.Page) map[string]any {
 		"next_check_at": p.NextCheckAt, "last_status": p.LastStatus, "last_error": p.LastError,
 		"consecutive_failures": p.ConsecutiveFailures, "same_site_only": p.Options.SameSiteOnly,
 		"ignore": p.Options.Ignore, "created_at": p.CreatedAt, "name": p.Name, "tags": p.Tags,
-		"last_truncated": p.LastTruncated, "last_cut": p.LastCut,
+		"last_truncated": p.LastTruncated, "last_cut": p.LastCut, "within": p.Options.Within,
+		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
+		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
+		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending,
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -364,6 +371,8 @@ type setCmd struct {
 	Name        *string        `placeholder:"NAME" help:"What to call the page (\"\" goes back to its <title>, else its host)."`
 	Tag         []string       `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters (repeatable; replaces the list)."`
 	ClearTags   bool           `name:"clear-tags" help:"Remove every tag."`
+	optionFlags
+	BurstDetection *bool `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -371,7 +380,9 @@ func (s *setCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	change := watch.PageEdit{Interval: s.Interval, Enabled: s.Enabled, SameSiteOnly: s.SameSite, Name: s.Name}
+	change := watch.PageEdit{Interval: s.Interval, Enabled: s.Enabled, SameSiteOnly: s.SameSite, Name: s.Name,
+		BurstDetection: s.BurstDetection}
+	s.optionFlags.edit(&change)
 	if len(s.Ignore) > 0 || s.ClearIgnore {
 		list := s.Ignore
 		change.Ignore = &list
@@ -380,18 +391,28 @@ func (s *setCmd) Run(c *cli) error {
 		list := s.Tag
 		change.Tags = &list
 	}
-	change, err = registration.CheckEdit(change)
-	if err != nil {
+	if _, err = registration.CheckEdit(change); err != nil {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag or --clear-tags")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	before, err := st.Page(c.ctx, id)
+	if errors.Is(err, watch.ErrPageNotFound) {
+		return usagef("no page has id %d (see `watchctl list`)", id)
+	}
+	if err != nil {
+		return err
+	}
+	// The caps that span the lists need the options as they will be stored.
+	if change, err = registration.CheckEditOf(before.Options, change); err != nil {
+		return err
+	}
 	page, err := st.EditPage(c.ctx, id, change)
 	if errors.Is(err, watch.ErrPageNotFound) {
 		return usagef("no page has id %d (see `watchctl list`)", id)
@@ -401,6 +422,10 @@ func (s *setCmd) Run(c *cli) error {
 	}
 	fmt.Fprintf(c.stdout, "page %d: %s every %s, enabled %t, same-site %t, ignore %q, name %q, tags %q\n",
 		page.ID, page.BaseURL, page.Interval, page.Enabled, page.Options.SameSiteOnly, page.Options.Ignore, page.Name, page.Tags)
+	printOptions(c.stdout, page)
+	if page.RebaselinePending && !reflect.DeepEqual(before.Options, page.Options) {
+		fmt.Fprintf(c.stdout, "page %d: its options changed what it admits; its next check re-baselines silently (the links now admitted are recorded, not reported as new)\n", page.ID)
+	}
 	return nil
 }
 
@@ -431,7 +456,10 @@ type updatesCmd struct {
 	Page  string `placeholder:"ID" help:"Only this page's updates."`
 	Since string `placeholder:"WHEN" help:"Only updates newer than this: a duration back from now (90s, 1h, 2d) or an RFC 3339 time."`
 	Limit int    `default:"100" help:"Print at most this many."`
-	JSON  bool   `name:"json" help:"One JSON object per line: page_id, url, text, discovered_at, id, code."`
+	JSON  bool   `name:"json" help:"One JSON object per line: page_id, url, text, summary, burst, discovered_at, id, code."`
+	// Expand lists the links of a redesign flood under its one line.
+	Expand  bool `help:"List the new links of each redesign (a check flagged burst) under its line."`
+	Removed bool `help:"List links removed from their pages instead of new ones."`
 }
 
 func (u *updatesCmd) Run(c *cli) error {
@@ -455,6 +483,9 @@ func (u *updatesCmd) Run(c *cli) error {
 		return err
 	}
 	defer st.Close()
+	if u.Removed {
+		return u.printRemovals(c, st, q)
+	}
 	updates, err := st.Updates(c.ctx, q)
 	if err != nil {
 		return err
@@ -463,24 +494,22 @@ func (u *updatesCmd) Run(c *cli) error {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetEscapeHTML(false)
 		for _, u := range updates {
-			if err := enc.Encode(updateJSON{PageID: u.PageID, URL: u.URL, Text: u.Text, DiscoveredAt: u.DiscoveredAt.UTC(), ID: u.ID, Code: u.Code}); err != nil {
+			if err := enc.Encode(updateJSON{PageID: u.PageID, URL: u.URL, Text: u.Text, Summary: u.Summary, Burst: u.Burst,
+				DiscoveredAt: u.DiscoveredAt.UTC(), ID: u.ID, Code: u.Code}); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DISCOVERED\tPAGE\tTEXT\tURL")
-	for _, u := range updates {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", u.DiscoveredAt.Local().Format("2006-01-02 15:04:05"), u.PageID, oneLine(u.Text), u.URL)
-	}
-	return tw.Flush()
+	return printUpdates(c.stdout, updates, u.Expand)
 }
 
 type updateJSON struct {
 	PageID       int64     `json:"page_id"`
 	URL          string    `json:"url"`
 	Text         string    `json:"text"`
+	Summary      string    `json:"summary"`
+	Burst        bool      `json:"burst"`
 	DiscoveredAt time.Time `json:"discovered_at"`
 	ID           int64     `json:"id"`
 	Code         string    `json:"code"`

@@ -68,7 +68,7 @@ func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Lo
 		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Registerer: reg,
 	}, web.Deps{
-		Pages: st, Writer: st, Updates: st, Tokens: st,
+		Pages: st, Writer: st, Updates: st, Tokens: st, Removals: st,
 		Dead: newDeadLetters(dead, []string{cfg.JobQueue, cfg.TaskQueue}),
 	}, log)
 	if err != nil {

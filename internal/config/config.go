@@ -210,6 +210,17 @@ type Processor struct {
 	// PruneBatch is how many links one retention statement deletes
 	// (PORTALWATCH_PRUNE_BATCH, default 1000, range 1..100000).
 	PruneBatch int
+	// RemovalChecks is how many successful checks in a row a link must be
+	// absent from its page to be recorded as removed
+	// (PORTALWATCH_REMOVAL_CHECKS, default 2, range 0..100, 0 = removals off).
+	RemovalChecks int
+	// BurstShare is the part of a page's links that one check's new links
+	// must exceed to be recorded as a redesign flood
+	// (PORTALWATCH_BURST_SHARE, default 0.5, from 0 to 1, 0 = off).
+	BurstShare float64
+	// BurstMin is the fewest new links a redesign flood has
+	// (PORTALWATCH_BURST_MIN, default 20, range 1..1000000).
+	BurstMin int
 }
 
 // The defaults of the settings that belong to the programs rather than to
@@ -328,6 +339,9 @@ func Load(getenv Getenv) (Config, error) {
 			LinksRetention:      r.retention("PORTALWATCH_LINKS_RETENTION", DefaultLinksRetention),
 			PruneInterval:       r.duration("PORTALWATCH_PRUNE_INTERVAL", processor.DefaultPruneInterval, time.Second),
 			PruneBatch:          r.integer("PORTALWATCH_PRUNE_BATCH", processor.DefaultPruneBatch, 1, 100000),
+			RemovalChecks:       r.integer("PORTALWATCH_REMOVAL_CHECKS", processor.DefaultRemovalChecks, 0, 100),
+			BurstShare:          r.fraction("PORTALWATCH_BURST_SHARE", processor.DefaultBurstShare),
+			BurstMin:            r.integer("PORTALWATCH_BURST_MIN", processor.DefaultBurstMin, 1, 1000000),
 		},
 	}
 	c.Web = Web{

@@ -47,6 +47,12 @@ type Config struct {
 	// refresh costs one statement over the page's links (RefreshLinks), so
 	// it runs once per period per page, not on every check.
 	LinkRefresh time.Duration
+	// Burst says when a check's new links are a redesign flood; the zero
+	// Burst flags none.
+	Burst watch.Burst
+	// RemovalChecks is how many successful checks in a row a link must be
+	// absent to be recorded as removed; 0 records no removals.
+	RemovalChecks int
 }
 
 // Limits and defaults of Config.
@@ -58,6 +64,18 @@ const (
 // DefaultCaps are the caps the programs use: a page that suddenly shows a
 // thousand new links is more likely rebuilt than newsworthy.
 var DefaultCaps = watch.Caps{PerCheck: 1000, PerDay: 20000}
+
+// The removal count and burst rule the programs use; a zero Config has
+// neither (zero means off).
+const (
+	// DefaultRemovalChecks records a link as removed after two successful
+	// checks without it: one absence is often a rotating teaser.
+	DefaultRemovalChecks = 2
+	// DefaultBurstShare and DefaultBurstMin call a check a redesign when
+	// more than half of its links, and at least 20, are new.
+	DefaultBurstShare = 0.5
+	DefaultBurstMin   = 20
+)
 
 // WithDefaults returns a copy of c with every unset (zero) field given its
 // default. Caps and LinkRefresh, where zero means none, are left as they are.
@@ -71,6 +89,10 @@ func (c Config) WithDefaults() Config {
 // validate refuses what no default can mend, naming every bad field.
 func (c Config) validate() error {
 	var errs []error
+	if c.RemovalChecks < 0 || c.Burst.Share < 0 || c.Burst.Share > 1 || c.Burst.Min < 0 {
+		errs = append(errs, fmt.Errorf("processor: RemovalChecks %d, Burst.Share %g, Burst.Min %d: want counts of 0 or more and a share from 0 to 1",
+			c.RemovalChecks, c.Burst.Share, c.Burst.Min))
+	}
 	if c.CodeLength < MinCodeLength || c.CodeLength > MaxCodeLength {
 		errs = append(errs, fmt.Errorf("processor: CodeLength is %d: want %d to %d", c.CodeLength, MinCodeLength, MaxCodeLength))
 	}
@@ -109,6 +131,7 @@ type metrics struct {
 	cacheMiss  prometheus.Counter
 	cacheFails prometheus.Counter
 	cut        prometheus.Counter
+	removals   prometheus.Counter
 	duration   prometheus.Histogram
 }
 
@@ -139,12 +162,15 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 		cut: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portalwatch_processor_links_cut_total", Help: "New links not recorded because their page reached a cap.",
 		}),
+		removals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_processor_removals_total", Help: "Links recorded as removed from their page.",
+		}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "portalwatch_processor_task_seconds", Help: "Time to handle one task.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}
-	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.duration)
+	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.removals, m.duration)
 	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}, nil
 }
 
@@ -196,6 +222,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		Caps:         s.cfg.Caps,
 		FullSet:      !task.Failed() && !task.NotModified(),
 		RefreshEvery: s.cfg.LinkRefresh,
+		Burst:        s.cfg.Burst,
 	}
 	if check.FetchedAt.IsZero() {
 		check.FetchedAt = time.Now()
@@ -209,7 +236,9 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	)
 	if check.FullSet {
 		links, codes, keys, check.LinksDigest = s.candidates(ctx, task)
+		check.Links = len(keys)
 	}
+	check.Removals = s.removals(task, check, keys)
 
 	rec, err := s.record(ctx, check, links)
 	switch {
@@ -238,6 +267,11 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	}
 
 	// Only now, with the links committed, may the cache say "seen".
+	if len(rec.Removed) > 0 {
+		s.metrics.removals.Add(float64(len(rec.Removed)))
+		log.Info("links removed from the page", "count", len(rec.Removed))
+	}
+
 	if len(codes) > 0 {
 		if err := s.seen.Add(ctx, task.ID, codes); err != nil {
 			s.metrics.cacheFails.Inc()
@@ -256,6 +290,11 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	case rec.Baseline:
 		log.Info("baseline recorded", "links", rec.Inserted)
 		return "baseline", nil
+	case rec.Rebaseline:
+		log.Info("re-baseline after an options change recorded", "links", rec.Inserted)
+		return "rebaseline", nil
+	case rec.Burst:
+		log.Info("redesign flood recorded as one burst", "count", len(rec.Updates), "links", check.Links)
 	}
 	s.metrics.updates.Add(float64(len(rec.Updates)))
 	if len(rec.Updates) > 0 {
@@ -285,7 +324,8 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []watc
 			continue
 		}
 		keys[key] = struct{}{}
-		links = append(links, watch.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength)})
+		links = append(links, watch.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength),
+			Summary: watch.CleanText(l.Summary)})
 		codes = append(codes, shortlink.CodeValue(key, s.cfg.CodeLength))
 	}
 	all = make([]uint64, 0, len(keys))

@@ -54,6 +54,10 @@ type benchProcessor struct {
 }
 
 func newBenchProcessor(b *testing.B, redisURL string, pages int) *benchProcessor {
+	return newBenchProcessorWith(b, redisURL, pages, processor.Config{})
+}
+
+func newBenchProcessorWith(b *testing.B, redisURL string, pages int, cfg processor.Config) *benchProcessor {
 	ctx := context.Background()
 	st, err := store.Open(ctx, testsvc.Postgres(b))
 	if err != nil {
@@ -72,7 +76,7 @@ func newBenchProcessor(b *testing.B, redisURL string, pages int) *benchProcessor
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { set.Close() })
-	svc, err := processor.New(processor.Config{}, st, set, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	svc, err := processor.New(cfg, st, set, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}

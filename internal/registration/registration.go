@@ -221,7 +221,8 @@ func checkInterval(d time.Duration) error {
 // page's, and returns e with its name and tags normalised; every error is
 // a *RefusedError.
 func CheckEdit(e watch.PageEdit) (watch.PageEdit, error) {
-	if err := CheckChange(Change{Interval: e.Interval, Ignore: e.Ignore}); err != nil {
+	if err := CheckChange(Change{Interval: e.Interval, Ignore: e.Ignore, Within: e.Within, Exclude: e.Exclude,
+		IncludeText: e.IncludeText, ExcludeText: e.ExcludeText, IncludeURL: e.IncludeURL, ExcludeURL: e.ExcludeURL}); err != nil {
 		return watch.PageEdit{}, err
 	}
 	if e.Name != nil {
@@ -237,6 +238,20 @@ func CheckEdit(e watch.PageEdit) (watch.PageEdit, error) {
 			return watch.PageEdit{}, err
 		}
 		e.Tags = &tags
+	}
+	return e, nil
+}
+
+// CheckEditOf checks e as CheckEdit does, then the link options of the
+// page as they will be stored, current with e applied, with CheckOptions:
+// the caps that span a page's lists. Every error is a *RefusedError.
+func CheckEditOf(current watch.LinkOptions, e watch.PageEdit) (watch.PageEdit, error) {
+	e, err := CheckEdit(e)
+	if err != nil {
+		return watch.PageEdit{}, err
+	}
+	if err := CheckOptions(e.Apply(current)); err != nil {
+		return watch.PageEdit{}, err
 	}
 	return e, nil
 }

@@ -25,12 +25,14 @@ func budget(n int) int32 {
 // unless this is the page's baseline, and the page's status is updated and
 // its lease cleared, all in one statement, so in one transaction and one
 // round trip. A redelivered check changes nothing the first delivery did. It
-// returns watch.ErrPageNotFound if the page was removed, and an error
-// wrapping watch.ErrPermanent if PostgreSQL refuses the check's data.
+// returns watch.ErrPageNotFound if the page was removed.
 //
 // links must hold every link of the check that the caller cannot prove is
 // already recorded; for a failed check it is ignored.
 func (s *Store) RecordCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
+	if c.Error == "" && c.Removals.Checks > 0 {
+		return s.recordTracked(ctx, c, links)
+	}
 	var (
 		rec watch.Recorded
 		err error
@@ -76,6 +78,8 @@ func successSet(cut, title string) string {
 	title                = CASE WHEN ` + fresh + ` AND ` + title + ` <> '' THEN ` + title + ` ELSE title END,
 	lease_until          = NULL,
 	baseline_at          = coalesce(baseline_at, now()),
+	rebaseline           = rebaseline AND NOT $8,
+	ok_checks            = ok_checks + CASE WHEN last_checked_at IS NULL OR last_checked_at < $2 THEN 1 ELSE 0 END,
 	last_checked_at      = CASE WHEN ` + fresh + ` THEN $2 ELSE last_checked_at END,
 	last_status          = CASE WHEN ` + fresh + ` THEN $3 ELSE last_status END,
 	last_error           = CASE WHEN ` + fresh + ` THEN NULL ELSE last_error END,
@@ -113,52 +117,73 @@ const today = `CASE WHEN new_links_day = (now() AT TIME ZONE 'UTC')::date THEN n
 // link, or a single row without a link when none was new, and no row when
 // the page is gone.
 func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
+	sql, args := recordLinksStatement(c, links)
+	rows, err := q.Query(ctx, sql, args...)
+	return scanRecordedLinks(rows, err, c, len(links))
+}
+
+// recordLinksStatement returns recordLinks' statement and its arguments.
+func recordLinksStatement(c watch.Check, links []watch.NewLink) (string, []any) {
 	keys := make([]int64, len(links))
 	urls := make([]string, len(links))
 	texts := make([]string, len(links))
 	codes := make([]string, len(links))
+	summaries := make([]string, len(links))
 	for i, l := range links {
 		keys[i] = int64(l.Key) // the bits, not the number, are the key
-		urls[i], texts[i], codes[i] = l.URL, l.Text, l.Code
+		urls[i], texts[i], codes[i], summaries[i] = l.URL, l.Text, l.Code, l.Summary
 	}
-	rows, err := q.Query(ctx, `
+	burstMin, burstShare := burstSQL(c.Burst)
+	return `
 		WITH page AS (
-			SELECT id, baseline_at IS NULL AS is_first,
-				CASE WHEN baseline_at IS NULL THEN `+fmt.Sprint(math.MaxInt32)+`
-				     ELSE greatest(0, least($14, $15 - `+today+`)) END AS budget
+			SELECT id, baseline_at IS NULL AS is_first, baseline_at IS NULL OR (rebaseline AND $8) AS silent,
+				burst_detection,
+				CASE WHEN baseline_at IS NULL OR (rebaseline AND $8) THEN ` + fmt.Sprint(math.MaxInt32) + `
+				     ELSE greatest(0, least($14, $15 - ` + today + `)) END AS budget
 			FROM pages WHERE id = $1 FOR UPDATE
 		), candidate AS (
-			SELECT l.k, l.u, l.t, l.c, row_number() OVER (ORDER BY l.n) AS n
-			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY AS l(k, u, t, c, n)
+			SELECT l.k, l.u, l.t, l.c, l.s, row_number() OVER (ORDER BY l.n) AS n
+			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[], $17::text[]) WITH ORDINALITY AS l(k, u, t, c, s, n)
 			WHERE page.budget >= $16 OR NOT EXISTS (SELECT 1 FROM links WHERE links.page_id = page.id AND links.link_key = l.k)
 		), fresh AS (
 			INSERT INTO links (page_id, link_key, url, text, code)
 			SELECT page.id, k, u, t, c FROM page, candidate WHERE candidate.n <= page.budget
 			ON CONFLICT DO NOTHING
 			RETURNING link_key, url, text, code, first_seen_at
+		), flood AS (
+			SELECT page.burst_detection AND NOT page.silent AND count(*) >= $18 AND count(*) > $19::float8 * $20 AS burst
+			FROM page, fresh GROUP BY page.burst_detection, page.silent
 		), news AS (
-			INSERT INTO updates (page_id, link_key, url, text, code, discovered_at)
-			SELECT page.id, link_key, url, text, code, first_seen_at FROM page, fresh WHERE NOT page.is_first
+			INSERT INTO updates (page_id, link_key, url, text, code, discovered_at, summary, burst)
+			SELECT page.id, fresh.link_key, fresh.url, fresh.text, fresh.code, fresh.first_seen_at, candidate.s, flood.burst
+			FROM page, flood, fresh JOIN candidate ON candidate.k = fresh.link_key WHERE NOT page.silent
 			ON CONFLICT DO NOTHING
-			RETURNING id, link_key
+			RETURNING id, link_key, summary, burst
 		), status AS (
-			UPDATE pages SET `+successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`, "$17")+`,
-				last_cut        = CASE WHEN `+fresh+` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,
-				new_links_today = CASE WHEN page.is_first THEN new_links_today
-				                       ELSE `+today+` + (SELECT count(*) FROM fresh) END,
-				new_links_day   = CASE WHEN page.is_first THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END
+			UPDATE pages SET ` + successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`, "$21") + `,
+				last_cut        = CASE WHEN ` + fresh + ` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,
+				new_links_today = CASE WHEN page.silent THEN new_links_today
+				                       ELSE ` + today + ` + (SELECT count(*) FROM fresh) END,
+				new_links_day   = CASE WHEN page.silent THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END
 			FROM page WHERE pages.id = page.id
-			RETURNING baseline_at = now() AS baseline, `+fresh+` AND `+refreshDue+` AS refresh,
-				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut
+			RETURNING baseline_at = now() AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh,
+				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline,
+				` + removalsDue + ` AS removals
 		)
-		SELECT status.baseline, status.refresh, status.cut, fresh.link_key IS NOT NULL, news.id,
-			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at
-		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`,
-		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
-		c.Title)
+		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, status.removals, fresh.link_key IS NOT NULL, news.id,
+			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at,
+			coalesce(news.summary, ''), coalesce(news.burst, false)
+		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`, []any{
+			c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
+			c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
+			summaries, burstMin, burstShare, c.Links, c.Title}
+}
+
+// scanRecordedLinks reads the result of recordLinks' statement, or
+// returns err, the error of sending it.
+func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Recorded, error) {
 	if err != nil {
-		return watch.Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
+		return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 	}
 	defer rows.Close()
 	var (
@@ -173,8 +198,9 @@ func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.Ne
 			cut      int64
 			u        watch.Update
 		)
-		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &inserted, &id, &u.URL, &u.Text, &u.Code, &at); err != nil {
-			return watch.Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
+		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &rec.RemovalsDue, &inserted, &id, &u.URL, &u.Text, &u.Code, &at,
+			&u.Summary, &u.Burst); err != nil {
+			return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 		}
 		rec.Cut = int(cut)
 		found = true
@@ -185,10 +211,11 @@ func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.Ne
 		if id != nil {
 			u.ID, u.PageID, u.DiscoveredAt = *id, c.PageID, *at
 			rec.Updates = append(rec.Updates, u)
+			rec.Burst = rec.Burst || u.Burst
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return watch.Recorded{}, fmt.Errorf("insert %d links: %w", len(links), err)
+		return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 	}
 	if !found {
 		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
@@ -199,14 +226,25 @@ func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.Ne
 // recordSuccess updates the page's status after a check without candidate
 // links and reports whether this check set the page's baseline.
 func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorded, error) {
-	var rec watch.Recorded
-	err := q.QueryRow(ctx, `
-		UPDATE pages SET `+successSet("false", "$10")+`,
-			last_cut = CASE WHEN `+fresh+` THEN 0 ELSE last_cut END
+	sql, args := recordSuccessStatement(c)
+	return scanRecordedSuccess(q.QueryRow(ctx, sql, args...), c)
+}
+
+// recordSuccessStatement returns recordSuccess' statement and its arguments.
+func recordSuccessStatement(c watch.Check) (string, []any) {
+	return `
+		UPDATE pages SET ` + successSet("false", "$10") + `,
+			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END
 		WHERE id = $1
-		RETURNING baseline_at = now(), `+fresh+` AND `+refreshDue,
-		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-		c.RefreshEvery.Milliseconds(), c.Title).Scan(&rec.Baseline, &rec.RefreshDue)
+		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `, ` + removalsDue, []any{
+			c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
+			c.RefreshEvery.Milliseconds(), c.Title}
+}
+
+// scanRecordedSuccess reads the result of recordSuccess' statement.
+func scanRecordedSuccess(row pgx.Row, c watch.Check) (watch.Recorded, error) {
+	var rec watch.Recorded
+	err := row.Scan(&rec.Baseline, &rec.RefreshDue, &rec.RemovalsDue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}

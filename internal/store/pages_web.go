@@ -54,10 +54,11 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 		p.Interval = watch.DefaultInterval
 	}
 	page, err := scanPage(q.QueryRow(ctx, `
-		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled)
-		VALUES ($1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7)
+		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled, `+optionColumns+`)
+		VALUES ($1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13)
 		RETURNING `+pageColumns,
-		p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused))
+		append([]any{p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused},
+			optionArgs(p.Options)...)...))
 	if isUniqueViolation(err) {
 		return watch.Page{}, watch.ErrDuplicatePage
 	}
@@ -66,7 +67,11 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 
 // EditPage changes a page's settings, name and tags and returns the page as
 // it now is, or watch.ErrPageNotFound. e must have passed
-// registration.CheckEdit.
+// registration.CheckEdit. An edit that changes what the page's checks admit
+// (same-site, ignore patterns, regions, keyword rules) on a page that has a
+// baseline marks it for a silent re-baseline and clears its validators and
+// links digest, so that its next check fetches the whole page and records
+// the links the new options admit without updates (RebaselinePending).
 func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch.Page, error) {
 	var intervalMS *int64
 	if e.Interval != nil {
@@ -80,6 +85,7 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 	if e.Tags != nil {
 		tags = nonNil(*e.Tags)
 	}
+	rebase := "baseline_at IS NOT NULL AND " + admitsChanged(4, 5, 8, 9, 10, 11, 12, 13)
 	page, err := scanPage(s.pool.QueryRow(ctx, `
 		UPDATE pages SET
 			check_interval  = coalesce($2 * interval '1 millisecond', check_interval),
@@ -88,10 +94,21 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 			ignore_patterns = coalesce($5, ignore_patterns),
 			name            = coalesce($6, name),
 			tags            = coalesce($7, tags),
+			within_selectors  = coalesce($8, within_selectors),
+			exclude_selectors = coalesce($9, exclude_selectors),
+			include_text      = coalesce($10, include_text),
+			exclude_text      = coalesce($11, exclude_text),
+			include_url       = coalesce($12, include_url),
+			exclude_url       = coalesce($13, exclude_url),
+			burst_detection   = coalesce($14, burst_detection),
+			rebaseline        = rebaseline OR (`+rebase+`),
+			etag              = CASE WHEN `+rebase+` THEN NULL ELSE etag END,
+			last_modified     = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
+			links_digest      = CASE WHEN `+rebase+` THEN NULL ELSE links_digest END,
 			changed_at      = now()
 		WHERE id = $1
 		RETURNING `+pageColumns,
-		id, intervalMS, e.Enabled, e.SameSiteOnly, ignore, e.Name, tags))
+		append(append([]any{id, intervalMS, e.Enabled, e.SameSiteOnly, ignore, e.Name, tags}, optionEditArgs(e)...), e.BurstDetection)...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return watch.Page{}, fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
 	}

@@ -74,23 +74,28 @@ func TestPartitionMigrationKeepsEveryRowAndGoesBack(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 
-	// Three pages checked twice (baseline, then news), and one update from
-	// ten weeks ago, so the migration makes partitions back to its week.
-	at := time.Now()
+	// Three pages with a baseline of 20 links and 7 news, written with the
+	// SQL of 00005's schema (the store's code speaks the newest), and one
+	// update from ten weeks ago, so the migration makes partitions back to
+	// its week.
 	var pageIDs []int64
 	for _, u := range []string{"https://a.example/", "https://b.example/", "https://c.example/"} {
-		page, err := st.AddPage(ctx, store.NewPage{URL: u})
-		if err != nil {
+		var id int64
+		if err := pool.QueryRow(ctx, `INSERT INTO pages (base_url, baseline_at, last_checked_at, last_status)
+			VALUES ($1, now(), now() - interval '1 minute', 200) RETURNING id`, u).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
-		pageIDs = append(pageIDs, page.ID)
-		if _, err := st.RecordCheck(ctx, ok(page.ID, at), numbered(u+"base", 0, 20)); err != nil {
+		pageIDs = append(pageIDs, id)
+		if _, err := pool.Exec(ctx, `
+			INSERT INTO links (page_id, link_key, url, text, code) SELECT $1, g, $2 || g, 'text ' || g, 'code' || g FROM generate_series(1, 27) g`, id, u); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.RecordCheck(ctx, ok(page.ID, at.Add(time.Second)), numbered(u+"news", 0, 7)); err != nil {
+		if _, err := pool.Exec(ctx, `
+			INSERT INTO updates (page_id, link_key, url, text, code) SELECT $1, g, $2 || g, 'text ' || g, 'code' || g FROM generate_series(21, 27) g`, id, u); err != nil {
 			t.Fatal(err)
 		}
 	}
+	at := time.Now()
 	if _, err := pool.Exec(ctx, `UPDATE updates SET discovered_at = now() - interval '10 weeks' WHERE id = (SELECT min(id) FROM updates)`); err != nil {
 		t.Fatal(err)
 	}
@@ -124,14 +129,18 @@ func TestPartitionMigrationKeepsEveryRowAndGoesBack(t *testing.T) {
 	if after != before {
 		t.Fatalf("00006 changed the data:\nbefore %+v\nafter  %+v", before, after)
 	}
+	// The store's code speaks the newest schema.
+	if _, err := mig.Up(ctx); err != nil {
+		t.Fatalf("migrate past 00006: %v", err)
+	}
 
 	// The check statement works: news for a page, nothing twice.
 	rec, err := st.RecordCheck(ctx, ok(pageIDs[0], at.Add(2*time.Second)), numbered("https://a.example/news", 0, 9))
 	if err != nil {
 		t.Fatalf("check after 00006: %v", err)
 	}
-	if len(rec.Updates) != 2 {
-		t.Fatalf("check after 00006 recorded %d updates, want the 2 new links", len(rec.Updates))
+	if len(rec.Updates) != 9 {
+		t.Fatalf("check after 00006 recorded %d updates, want its 9 new links", len(rec.Updates))
 	}
 	if rec.Updates[0].ID <= before.maxID+1 {
 		t.Fatalf("first id after 00006 = %d; want past %d, the deleted newest id", rec.Updates[0].ID, before.maxID+1)
@@ -161,9 +170,12 @@ func TestPartitionMigrationKeepsEveryRowAndGoesBack(t *testing.T) {
 	if afterDown := shapeOf(t, ctx, pool); afterDown != beforeDown {
 		t.Fatalf("going down changed the data:\nbefore %+v\nafter  %+v", beforeDown, afterDown)
 	}
+	if _, err := mig.Up(ctx); err != nil {
+		t.Fatalf("migrate up again: %v", err)
+	}
 	rec, err = st.RecordCheck(ctx, ok(pageIDs[1], at.Add(4*time.Second)), numbered("https://b.example/news", 0, 8))
-	if err != nil || len(rec.Updates) != 1 || rec.Updates[0].ID <= beforeDown.maxID {
-		t.Fatalf("check after going down: %+v, %v; want one update with an id past %d", rec.Updates, err, beforeDown.maxID)
+	if err != nil || len(rec.Updates) != 8 || rec.Updates[0].ID <= beforeDown.maxID {
+		t.Fatalf("check after going down and up: %d updates, %v; want 8 with ids past %d", len(rec.Updates), err, beforeDown.maxID)
 	}
 }
 

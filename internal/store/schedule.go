@@ -39,13 +39,10 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(
 			opts    watch.LinkOptions
 			ignores []string
 		)
-		err := r.Scan(&j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores, &j.LinksDigest)
-		if len(ignores) > 0 {
-			opts.Ignore = ignores
-		}
-		if opts.SameSiteOnly || len(opts.Ignore) > 0 {
-			j.Options = &opts
-		}
+		err := r.Scan(&j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores, &j.LinksDigest,
+			&opts.Within, &opts.Exclude, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL)
+		opts.Ignore = ignores
+		j.Options = jobOptions(opts)
 		return j, err
 	})
 	if err != nil {
@@ -85,4 +82,5 @@ const ClaimDueQuery = `
 		FROM due
 		WHERE p.id = due.id
 		RETURNING p.id, p.base_url, coalesce(p.etag, ''), coalesce(p.last_modified, ''), due.next_check_at,
-		          p.same_site_only, p.ignore_patterns, coalesce(p.links_digest, '')`
+		          p.same_site_only, p.ignore_patterns, coalesce(p.links_digest, ''),
+		          p.within_selectors, p.exclude_selectors, p.include_text, p.exclude_text, p.include_url, p.exclude_url`

@@ -125,10 +125,10 @@ func (s *Store) AddPage(ctx context.Context, p NewPage) (watch.Page, error) {
 		p.Interval = watch.DefaultInterval
 	}
 	row := s.pool.QueryRow(ctx, `
-		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns)
-		VALUES ($1, $2 * interval '1 millisecond', $3, $4)
+		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, `+optionColumns+`)
+		VALUES ($1, $2 * interval '1 millisecond', $3, $4, $5, $6, $7, $8, $9, $10)
 		RETURNING `+pageColumns,
-		p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore))
+		append([]any{p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore)}, optionArgs(p.Options)...)...)
 	page, err := scanPage(row)
 	if isUniqueViolation(err) {
 		return watch.Page{}, fmt.Errorf("add %s: %w", p.URL, watch.ErrDuplicatePage)
@@ -237,7 +237,7 @@ func (s *Store) Updates(ctx context.Context, q UpdatesQuery) ([]watch.Update, er
 		since = &q.Since
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, page_id, url, text, code, discovered_at FROM updates
+		SELECT id, page_id, url, text, code, discovered_at, summary, burst FROM updates
 		WHERE ($1::bigint IS NULL OR page_id = $1) AND ($2::timestamptz IS NULL OR discovered_at >= $2)
 		ORDER BY discovered_at DESC, id DESC
 		LIMIT $3`, pageID, since, q.Limit)
@@ -246,7 +246,7 @@ func (s *Store) Updates(ctx context.Context, q UpdatesQuery) ([]watch.Update, er
 	}
 	updates, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Update, error) {
 		var u watch.Update
-		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt)
+		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.Summary, &u.Burst)
 		return u, err
 	})
 	if err != nil {
@@ -257,7 +257,9 @@ func (s *Store) Updates(ctx context.Context, q UpdatesQuery) ([]watch.Update, er
 
 const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::bigint, enabled, next_check_at,
 	last_checked_at, coalesce(last_status, 0), coalesce(last_error, ''), consecutive_failures, baseline_at,
-	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, '')`
+	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
+	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
+	rebaseline, burst_detection`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -268,7 +270,9 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 	)
 	err := row.Scan(&p.ID, &p.BaseURL, &intervalMS, &p.Enabled, &p.NextCheckAt, &checked, &p.LastStatus,
 		&p.LastError, &p.ConsecutiveFailures, &baseline, &p.Options.SameSiteOnly, &p.Options.Ignore, &p.CreatedAt,
-		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title)
+		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
+		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
+		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection)
 	if err != nil {
 		return watch.Page{}, err
 	}

@@ -64,7 +64,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	if !f.After.IsZero() {
 		where = append(where, "(u.discovered_at, u.id) < ("+arg(f.After.DiscoveredAt)+"::timestamptz, "+arg(f.After.ID)+"::bigint)")
 	}
-	const columns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL
+	const columns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL + `, u.summary, u.burst`
 	const order = ` ORDER BY u.discovered_at DESC, u.id DESC LIMIT `
 	var sql string
 	switch {
@@ -93,7 +93,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	}
 	updates, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Update, error) {
 		var u watch.Update
-		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName)
+		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary, &u.Burst)
 		return u, err
 	})
 	if err != nil {

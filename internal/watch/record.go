@@ -34,6 +34,58 @@ type Check struct {
 	// RefreshEvery is how often a page's links' last-seen times are
 	// refreshed; zero never (link retention off).
 	RefreshEvery time.Duration
+	// Links counts the check's whole link set, for Burst.
+	Links int
+	// Burst says when this check's new links are a redesign flood.
+	Burst Burst
+	// Removals follows the links that leave the page (see Removals).
+	Removals Removals
+}
+
+// Burst says when a check's new links are a redesign flood rather than news:
+// at least Min new links and more than Share of the check's whole link set
+// (Check.Links). The updates of such a check are stored with burst = true,
+// so readers are shown the check as one event. The zero Burst flags
+// nothing. A page with burst detection off (Page.BurstDetection) is never
+// flagged; a baseline or a re-baseline records no updates at all.
+type Burst struct {
+	// Share is the part of the page's links, from 0 to 1, that new links
+	// must exceed (PORTALWATCH_BURST_SHARE, default 0.5); 0 turns
+	// detection off.
+	Share float64
+	// Min is the fewest new links a burst has (PORTALWATCH_BURST_MIN,
+	// default 20).
+	Min int
+}
+
+// Removals says how a successful check follows the links that leave its
+// page. With Checks above zero, the store records the check, compares Set
+// with the page's previous set and records the removals that are due in one
+// transaction, so the check costs one commit however many statements run.
+type Removals struct {
+	// Checks is the removal count K: how many successful checks in a row a
+	// link must be absent; 0 turns removals off.
+	Checks int
+	// Set is the check's whole link set; nil when the check does not have
+	// it (304, unchanged, truncated by the crawler's limits): then only
+	// removals already due are recorded. The store uses its Digest and Keys
+	// (the check gives the page and time) and resets the stored set itself
+	// when the check is a re-baseline.
+	Set *LinkSet
+}
+
+// LinkSet is the whole link set of one successful, untruncated check of a
+// page, for tracking which links leave it.
+type LinkSet struct {
+	PageID    int64
+	FetchedAt time.Time
+	Digest    string   // shortlink.KeySetDigest of Keys
+	Keys      []uint64 // every link key of the check
+	// Reset replaces the stored set without looking for links that left
+	// or came back, and forgets pending absences: after a re-baseline the
+	// links the new options leave out were not taken down from the page.
+	// The store also resets when the page's re-baseline is pending.
+	Reset bool
 }
 
 // Caps bound the new links one check of a page records. Zero means no cap.
@@ -54,6 +106,9 @@ type NewLink struct {
 	URL  string
 	Text string
 	Code string
+	// Summary is the link's teaser (Link.Summary); it goes into the link's
+	// update, not into links.
+	Summary string
 }
 
 // Recorded says what the store's RecordCheck did.
@@ -70,6 +125,18 @@ type Recorded struct {
 	// RefreshDue says the page's links' last-seen times are older than
 	// Check.RefreshEvery: call the store's RefreshLinks with the check's whole link set.
 	RefreshDue bool
+	// Rebaseline is true when this check was a silent re-baseline after a
+	// change of the page's options: its new links went into links only.
+	Rebaseline bool
+	// Burst is true when the check's updates were a redesign flood
+	// (Check.Burst); each of them carries Update.Burst.
+	Burst bool
+	// RemovalsDue says links absent from the page have reached the
+	// removal count. RecordCheck records them itself when the check's
+	// Removals are on.
+	RemovalsDue bool
+	// Removed holds the links this check recorded as removed.
+	Removed []Removal
 }
 
 // ClaimParams tunes one scheduling round.

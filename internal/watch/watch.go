@@ -213,6 +213,13 @@ type Page struct {
 	Tags []string
 	// Title is the page's <title> as last seen; empty until it is recorded.
 	Title string
+	// RebaselinePending says a person changed what the page's checks admit
+	// (regions, keyword rules, ignore patterns, same-site): its next
+	// successful whole check records the links it finds without updates.
+	RebaselinePending bool
+	// BurstDetection flags a check whose new links flood the page (a
+	// redesign) as one burst; true unless a person turned it off.
+	BurstDetection bool
 }
 
 // Update is a link that appeared on a watched page for the first time.
@@ -223,6 +230,13 @@ type Update struct {
 	Text         string    `json:"text"`
 	Code         string    `json:"code"`
 	DiscoveredAt time.Time `json:"discovered_at"`
+	// Summary is the link's teaser, the longest other text of its anchors;
+	// empty when it has none.
+	Summary string `json:"summary"`
+	// Burst says the update came with a redesign flood: one check found
+	// more new links than the page's burst share, so readers see the check
+	// as one event rather than each link alone.
+	Burst bool `json:"burst"`
 	// PageName is the DisplayName of the update's page, when the query
 	// that read the update joined its page.
 	PageName string `json:"page_name,omitempty"`

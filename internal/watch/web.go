@@ -104,6 +104,29 @@ type PageEdit struct {
 	Ignore       *[]string
 	Name         *string
 	Tags         *[]string
+	// Regions and keyword rules, each replacing its list of LinkOptions.
+	Within, Exclude          *[]string
+	IncludeText, ExcludeText *[]string
+	IncludeURL, ExcludeURL   *[]string
+	// BurstDetection turns the flagging of redesign floods on or off.
+	BurstDetection *bool
+}
+
+// Apply returns o with the lists e changes replaced.
+func (e PageEdit) Apply(o LinkOptions) LinkOptions {
+	if e.SameSiteOnly != nil {
+		o.SameSiteOnly = *e.SameSiteOnly
+	}
+	for _, f := range []struct {
+		edit *[]string
+		dst  *[]string
+	}{{e.Ignore, &o.Ignore}, {e.Within, &o.Within}, {e.Exclude, &o.Exclude}, {e.IncludeText, &o.IncludeText},
+		{e.ExcludeText, &o.ExcludeText}, {e.IncludeURL, &o.IncludeURL}, {e.ExcludeURL, &o.ExcludeURL}} {
+		if f.edit != nil {
+			*f.dst = *f.edit
+		}
+	}
+	return o
 }
 
 // IsZero reports whether e changes nothing.

@@ -23,16 +23,19 @@ const maxBodyBytes = 1 << 20
 
 // pageJSON is a page as the API shows it.
 type pageJSON struct {
-	ID                  int64      `json:"id"`
-	URL                 string     `json:"url"`
-	Name                string     `json:"name"`
-	DisplayName         string     `json:"display_name"`
-	Tags                []string   `json:"tags"`
-	Interval            string     `json:"interval"`
-	IntervalSeconds     float64    `json:"interval_seconds"`
-	Enabled             bool       `json:"enabled"`
-	SameSiteOnly        bool       `json:"same_site_only"`
-	Ignore              []string   `json:"ignore"`
+	ID              int64    `json:"id"`
+	URL             string   `json:"url"`
+	Name            string   `json:"name"`
+	DisplayName     string   `json:"display_name"`
+	Tags            []string `json:"tags"`
+	Interval        string   `json:"interval"`
+	IntervalSeconds float64  `json:"interval_seconds"`
+	Enabled         bool     `json:"enabled"`
+	SameSiteOnly    bool     `json:"same_site_only"`
+	Ignore          []string `json:"ignore"`
+	pageOptionsJSON
+	BurstDetection      bool       `json:"burst_detection"`
+	RebaselinePending   bool       `json:"rebaseline_pending"`
 	Status              string     `json:"status"`
 	LastCheckedAt       *time.Time `json:"last_checked_at,omitempty"`
 	LastStatus          int        `json:"last_status"`
@@ -67,7 +70,8 @@ func toPageJSON(p watch.Page) pageJSON {
 		Interval: p.Interval.String(), IntervalSeconds: p.Interval.Seconds(), Enabled: p.Enabled,
 		SameSiteOnly: p.Options.SameSiteOnly, Ignore: nonNil(p.Options.Ignore), Status: pageStatus(p),
 		LastStatus: p.LastStatus, LastError: p.LastError, ConsecutiveFailures: p.ConsecutiveFailures,
-		LastTruncated: p.LastTruncated, LastCut: p.LastCut,
+		LastTruncated: p.LastTruncated, LastCut: p.LastCut, pageOptionsJSON: toPageOptionsJSON(p.Options),
+		BurstDetection: p.BurstDetection, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(),
 	}
 	if !p.LastCheckedAt.IsZero() {
@@ -145,6 +149,8 @@ type createPageJSON struct {
 	Enabled      *bool     `json:"enabled"`
 	SameSiteOnly bool      `json:"same_site_only"`
 	Ignore       []string  `json:"ignore"`
+	pageOptionsJSON
+	BurstDetection *bool `json:"burst_detection"`
 }
 
 // decodeJSON reads a JSON body into v: one object, known fields only, at
@@ -195,15 +201,19 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 	}
 	p, err := s.cfg.Policy.CheckPage(r.Context(), registration.Page{
 		URL: in.URL, Interval: interval, Name: in.Name, Tags: in.Tags,
-		Options: watch.LinkOptions{SameSiteOnly: in.SameSiteOnly, Ignore: in.Ignore},
+		Options: in.pageOptionsJSON.options(in.SameSiteOnly, in.Ignore),
 	})
 	if err != nil {
 		return watch.Page{}, err
 	}
-	return s.deps.Writer.CreatePage(r.Context(), watch.PageSpec{
+	page, err := s.deps.Writer.CreatePage(r.Context(), watch.PageSpec{
 		URL: p.URL, Interval: p.Interval, Options: p.Options, Name: p.Name, Tags: p.Tags,
 		Paused: in.Enabled != nil && !*in.Enabled,
 	})
+	if err != nil || in.BurstDetection == nil || *in.BurstDetection {
+		return page, err
+	}
+	return s.deps.Writer.EditPage(r.Context(), page.ID, watch.PageEdit{BurstDetection: in.BurstDetection})
 }
 
 type editPageJSON struct {
@@ -213,6 +223,8 @@ type editPageJSON struct {
 	Ignore       *[]string `json:"ignore"`
 	Name         *string   `json:"name"`
 	Tags         *[]string `json:"tags"`
+	editOptionsJSON
+	BurstDetection *bool `json:"burst_detection"`
 }
 
 func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
@@ -224,13 +236,16 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeJSON(w, r, &in) {
 		return
 	}
-	edit := watch.PageEdit{Enabled: in.Enabled, SameSiteOnly: in.SameSiteOnly, Ignore: in.Ignore, Name: in.Name, Tags: in.Tags}
+	edit := watch.PageEdit{Enabled: in.Enabled, SameSiteOnly: in.SameSiteOnly, Ignore: in.Ignore, Name: in.Name, Tags: in.Tags,
+		BurstDetection: in.BurstDetection}
+	in.editOptionsJSON.apply(&edit)
 	if in.Interval != nil {
 		d := time.Duration(*in.Interval)
 		edit.Interval = &d
 	}
 	if edit.IsZero() {
-		s.problem(w, r, http.StatusBadRequest, "give at least one of interval, enabled, same_site_only, ignore, name, tags")
+		s.problem(w, r, http.StatusBadRequest, "give at least one of interval, enabled, same_site_only, ignore, name, tags, "+
+			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection")
 		return
 	}
 	p, err := s.editPage(r, id, edit)
@@ -244,6 +259,15 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) editPage(r *http.Request, id int64, edit watch.PageEdit) (watch.Page, error) {
 	edit, err := registration.CheckEdit(edit)
 	if err != nil {
+		return watch.Page{}, err
+	}
+	// The caps that span a page's lists need the options as they will be
+	// stored.
+	current, err := s.deps.Pages.Page(r.Context(), id)
+	if err != nil {
+		return watch.Page{}, err
+	}
+	if edit, err = registration.CheckEditOf(current.Options, edit); err != nil {
 		return watch.Page{}, err
 	}
 	return s.deps.Writer.EditPage(r.Context(), id, edit)
@@ -367,6 +391,8 @@ type updateJSON struct {
 	URL          string    `json:"url"`
 	Text         string    `json:"text"`
 	Code         string    `json:"code"`
+	Summary      string    `json:"summary"`
+	Burst        bool      `json:"burst"`
 	DiscoveredAt time.Time `json:"discovered_at"`
 }
 
@@ -456,7 +482,8 @@ func (s *Server) apiUpdates(w http.ResponseWriter, r *http.Request) {
 		NextCursor string       `json:"next_cursor,omitempty"`
 	}{Updates: make([]updateJSON, len(updates))}
 	for i, u := range updates {
-		out.Updates[i] = updateJSON{ID: u.ID, PageID: u.PageID, PageName: u.PageName, URL: u.URL, Text: u.Text, Code: u.Code, DiscoveredAt: u.DiscoveredAt.UTC()}
+		out.Updates[i] = updateJSON{ID: u.ID, PageID: u.PageID, PageName: u.PageName, URL: u.URL, Text: u.Text, Code: u.Code,
+			Summary: u.Summary, Burst: u.Burst, DiscoveredAt: u.DiscoveredAt.UTC()}
 	}
 	if len(updates) == f.Limit {
 		out.NextCursor = encodeCursor(watch.CursorOf(updates[len(updates)-1]))

@@ -97,6 +97,7 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, scope watch.F
 		s.fail(w, r, err)
 		return
 	}
+	updates = foldBursts(updates)
 	f := feedOf(title, baseURL(r), r.URL.Path, scope, stamp, updates)
 	var buf bytes.Buffer
 	switch format {
@@ -183,6 +184,7 @@ func feedOf(title, base, path string, scope watch.FeedScope, st watch.FeedStamp,
 			Created: u.DiscoveredAt.UTC(),
 			Updated: u.DiscoveredAt.UTC(),
 			Author:  &feeds.Author{Name: u.PageName},
+			Content: u.Summary,
 		})
 	}
 	return f
@@ -239,7 +241,8 @@ func writeRSS(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update, self str
 	doc := rssDoc{Version: "2.0", Channel: rssChannel{RssFeed: rf}}
 	for i, it := range rf.Items {
 		it.Author = "" // RSS wants an e-mail address there; the page is the source
-		it.Description = updates[i].Text
+		it.Description = entryContent(updates[i])
+		it.Content = nil // the description carries it
 		it.Guid.IsPermaLink = "false"
 		doc.Channel.Items = append(doc.Channel.Items, rssItem{RssItem: it, Source: &rssSource{URL: self, Name: updates[i].PageName}})
 	}
@@ -285,7 +288,7 @@ func writeJSONFeed(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update, sel
 	jf := jsonFeed{Version: "https://jsonfeed.org/version/1.1", Title: f.Title, HomePageURL: f.Link.Href,
 		FeedURL: self, Description: f.Description, Items: make([]jsonFeedItem, len(updates))}
 	for i, u := range updates {
-		jf.Items[i] = jsonFeedItem{ID: entryID(u), URL: u.URL, Title: entryTitle(u), ContentText: u.Text,
+		jf.Items[i] = jsonFeedItem{ID: entryID(u), URL: u.URL, Title: entryTitle(u), ContentText: entryContent(u),
 			DatePublished: u.DiscoveredAt.UTC().Format(time.RFC3339Nano)}
 		if u.PageName != "" {
 			jf.Items[i].Authors = []jsonFeedAuthor{{Name: u.PageName}}

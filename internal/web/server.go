@@ -102,6 +102,8 @@ type Deps struct {
 	Updates UpdateReader
 	Tokens  TokenVerifier
 	Dead    DeadLetterCounter
+	// Removals reads the links removed from their pages.
+	Removals RemovalReader
 }
 
 // Server serves the API, the feeds and the web page. It is safe for
@@ -178,6 +180,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v1/pages/export", read, s.apiExport, true},
 		{"GET", "/api/v1/updates", read, s.apiUpdates, true},
 		{"GET", "/api/v1/dead-letters", read, s.apiDeadLetters, true},
+		{"GET", "/api/v1/removals", read, s.apiRemovals, true},
 
 		{"GET", "/feeds/all.atom", read, s.feedAll, false},
 		{"GET", "/feeds/all.rss", read, s.feedAll, false},

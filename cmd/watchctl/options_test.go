@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+func TestAddAndSetRegionsAndKeywordRules(t *testing.T) {
+	t.Parallel()
+	e, st := migrated(t)
+	e["PORTALWATCH_ALLOW_PRIVATE"] = "true"
+	ctx := context.Background()
+
+	code, _, errOut := runCLI(t, e, "add", "http://127.0.0.1:9/", "--within", "main:has(a)")
+	if code != exitUsage || !strings.Contains(errOut, ":has") {
+		t.Fatalf("add with a refused selector: exit %d %q, want 2 naming :has", code, errOut)
+	}
+	code, out, errOut := runCLI(t, e, "add", "http://127.0.0.1:9/", "--within", "#latest-news", "--exclude", "nav",
+		"--exclude", "footer", "--include-text", "florenz", "--exclude-url", `\?ticker=`)
+	if code != 0 {
+		t.Fatalf("add: exit %d %s%s", code, out, errOut)
+	}
+	pages, err := st.Pages(ctx)
+	if err != nil || len(pages) != 1 {
+		t.Fatalf("pages %v %v", pages, err)
+	}
+	o := pages[0].Options
+	if !slices.Equal(o.Within, []string{"#latest-news"}) || !slices.Equal(o.Exclude, []string{"nav", "footer"}) ||
+		!slices.Equal(o.IncludeText, []string{"florenz"}) || !slices.Equal(o.ExcludeURL, []string{`\?ticker=`}) {
+		t.Fatalf("stored options %+v", o)
+	}
+
+	// The page has a baseline: a change of what it admits re-baselines it,
+	// and set says so; --within '' clears the regions.
+	if _, err := st.RecordCheck(ctx, watch.Check{PageID: pages[0].ID, FetchedAt: time.Now(), Status: 200}, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, e, "set", "1", "--within", "", "--burst-detection=false")
+	if code != 0 || !strings.Contains(out, "re-baselines silently") {
+		t.Fatalf("set: exit %d %q %q, want the re-baseline line", code, out, errOut)
+	}
+	p, err := st.Page(ctx, pages[0].ID)
+	if err != nil || len(p.Options.Within) != 0 || p.BurstDetection || !p.RebaselinePending {
+		t.Fatalf("after set: %+v %v", p, err)
+	}
+	code, out, _ = runCLI(t, e, "set", "1", "--name", "Zeitung")
+	if code != 0 || strings.Contains(out, "re-baselines") {
+		t.Fatalf("set --name: exit %d %q, want no re-baseline line", code, out)
+	}
+}
+
+func TestUpdatesShowsABurstAsOneLineAndListsRemovals(t *testing.T) {
+	t.Parallel()
+	e, st := migrated(t)
+	ctx := context.Background()
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://zeitung.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200},
+		[]watch.NewLink{{Key: 1, URL: "https://zeitung.example/alt", Text: "Alt", Code: "c1"}}); err != nil {
+		t.Fatal(err)
+	}
+	var flood []watch.NewLink
+	for i := range 25 {
+		flood = append(flood, watch.NewLink{Key: uint64(100 + i), URL: fmt.Sprintf("https://zeitung.example/neu/%d", i),
+			Text: fmt.Sprintf("Neu %d", i), Code: fmt.Sprint("n", i), Summary: "Teaser"})
+	}
+	c := watch.Check{PageID: page.ID, FetchedAt: at.Add(time.Second), Status: 200, Links: 26, Burst: watch.Burst{Share: 0.5, Min: 20}}
+	if rec, err := st.RecordCheck(ctx, c, flood); err != nil || !rec.Burst {
+		t.Fatalf("flood check: %+v %v", rec, err)
+	}
+
+	code, out, errOut := runCLI(t, e, "updates")
+	if code != 0 || !strings.Contains(out, "redesign: 25 new links on page 1") || strings.Contains(out, "/neu/3") {
+		t.Fatalf("updates: exit %d\n%s%s; want the flood as one line", code, out, errOut)
+	}
+	if _, out, _ = runCLI(t, e, "updates", "--expand"); !strings.Contains(out, "/neu/3") {
+		t.Fatalf("updates --expand does not list the flood's links:\n%s", out)
+	}
+	if _, out, _ = runCLI(t, e, "updates", "--json", "--limit", "1"); !strings.Contains(out, `"summary":"Teaser"`) || !strings.Contains(out, `"burst":true`) {
+		t.Fatalf("updates --json lacks summary or burst: %s", out)
+	}
+
+	if _, err := st.TrackLinks(ctx, watch.LinkSet{PageID: page.ID, FetchedAt: at, Digest: "one", Keys: []uint64{1}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at.Add(2 * time.Second), Status: 200}, nil); err != nil {
+		t.Fatal(err)
+	}
+	due, err := st.TrackLinks(ctx, watch.LinkSet{PageID: page.ID, FetchedAt: at.Add(2 * time.Second), Digest: "none", Keys: nil}, 1)
+	if err != nil || !due {
+		t.Fatalf("TrackLinks = %t, %v; want a removal due", due, err)
+	}
+	if _, err := st.RecordRemovals(ctx, page.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ = runCLI(t, e, "updates", "--removed"); code != 0 || !strings.Contains(out, "https://zeitung.example/alt") {
+		t.Fatalf("updates --removed: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,96 @@
+package processor_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/portalwatch/portalwatch/internal/processor"
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+func (f *fixture) removals(t *testing.T) []string {
+	t.Helper()
+	rs, err := f.st.Removals(context.Background(), store.UpdatesQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, r := range rs {
+		urls = append(urls, r.URL)
+	}
+	return urls
+}
+
+// A link absent for two successful checks in a row is recorded once as
+// removed, whether the second check sent the whole set or only "unchanged";
+// a link absent for one check, or one that comes back, is not; a link that
+// comes back is not new.
+func TestRemovalsAreRecordedOnceAfterKChecks(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, "", processor.Config{RemovalChecks: 2})
+	f.deliver(t, f.task("/a", "/b", "/c"))
+	f.deliver(t, f.task("/a", "/b"))       // /c absent once
+	f.deliver(t, f.task("/a", "/b", "/c")) // back: not removed, not new
+	f.deliver(t, f.task("/a", "/c"))       // /b absent once
+	if got := f.removals(t); len(got) != 0 || len(f.updates(t)) != 0 {
+		t.Fatalf("removals %v, updates %v after single absences; want none", got, f.updates(t))
+	}
+	unchanged := f.task()
+	unchanged.Unchanged = true
+	f.deliver(t, unchanged) // /b absent twice
+	f.deliver(t, unchanged)
+	f.deliver(t, f.task("/a", "/c"))
+	if got := fmt.Sprint(f.removals(t)); got != "[https://portal.example/b]" {
+		t.Fatalf("removals = %s, want /b once", got)
+	}
+	f.deliver(t, f.task("/a", "/b", "/c"))
+	if len(f.updates(t)) != 0 {
+		t.Fatalf("a removed link that came back was reported new: %v", f.updates(t))
+	}
+	var pending int
+	if err := f.db.QueryRow(context.Background(),
+		`SELECT count(*) FROM links WHERE page_id = $1 AND (absent_at IS NOT NULL OR removed_at IS NOT NULL)`, f.page.ID).Scan(&pending); err != nil || pending != 0 {
+		t.Fatalf("%d links still marked absent after all came back (%v)", pending, err)
+	}
+}
+
+func TestRemovalsOffRecordNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "")
+	f.deliver(t, f.task("/a", "/b"))
+	for range 3 {
+		f.deliver(t, f.task("/a"))
+	}
+	if got := f.removals(t); len(got) != 0 {
+		t.Fatalf("removals with PORTALWATCH_REMOVAL_CHECKS=0: %v", got)
+	}
+}
+
+// Links a change of options leaves out were not taken down from the page:
+// the re-baseline forgets the page's set instead of counting them absent.
+func TestOptionsChangeRecordsNoRemovals(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, "", processor.Config{RemovalChecks: 2})
+	f.deliver(t, f.task("/a", "/b", "/c"))
+	f.deliver(t, f.task("/a", "/b", "/c", "/d"))
+	within := []string{"#latest"}
+	if _, err := f.st.EditPage(context.Background(), f.page.ID, watch.PageEdit{Within: &within}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		f.deliver(t, f.task("/a", "/e"))
+	}
+	if got := f.removals(t); len(got) != 0 {
+		t.Fatalf("removals after an options change: %v, want none", got)
+	}
+	if got := fmt.Sprint(f.updates(t)); got != "[https://portal.example/d]" {
+		t.Fatalf("updates = %s, want only /d: /e came with the re-baseline", got)
+	}
+	f.deliver(t, f.task("/e"))
+	f.deliver(t, f.task("/e"))
+	if got := fmt.Sprint(f.removals(t)); got != "[https://portal.example/a]" {
+		t.Fatalf("removals = %s, want /a after two checks without it", got)
+	}
+}
