@@ -56,6 +56,20 @@ func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Lo
 		return err
 	}
 	defer st.Close()
+	// The heavy reads (updates, removals, feeds) may go to a replica.
+	reads := st
+	if cfg.DatabaseReadURL != "" {
+		if reads, err = store.Open(ctx, cfg.DatabaseReadURL); err != nil {
+			ln.Close()
+			return fmt.Errorf("read replica (DATABASE_READ_URL): %w", err)
+		}
+		defer reads.Close()
+		health.Set("postgres_read", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return reads.Ping(ctx)
+		})
+	}
 	dead, err := queue.NewDead(proc.QueueConfig(cfg, "web"))
 	if err != nil {
 		return fmt.Errorf("dead letters: %w", err)
@@ -68,7 +82,7 @@ func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Lo
 		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Registerer: reg,
 	}, web.Deps{
-		Pages: st, Writer: st, Updates: st, Tokens: st, Removals: st,
+		Pages: st, Writer: st, Updates: reads, Tokens: st, Removals: reads,
 		Dead: newDeadLetters(dead, []string{cfg.JobQueue, cfg.TaskQueue}),
 	}, log)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
@@ -91,5 +93,76 @@ func TestServesUntilStoppedAndWaitsForTheSchema(t *testing.T) {
 	}
 	if code, body := get("/api/v1/dead-letters"); code != 200 || !strings.Contains(body, `"queue":"`+jobs+`.dlq","count":0`) {
 		t.Errorf("dead letters: %d %s", code, body)
+	}
+}
+
+// With DATABASE_READ_URL, updates are read from the replica and pages from
+// the primary, so a page just added shows at once whatever the replica's lag.
+func TestReadsUpdatesFromTheReplica(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	primary, replica := testsvc.Postgres(t), testsvc.Postgres(t)
+	for _, dsn := range []string{primary, replica} {
+		st, err := store.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Migrate(ctx, testsvc.Logger(t)); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+	}
+	exec := func(dsn, sql string) {
+		t.Helper()
+		db, err := pgxpool.New(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(primary, `INSERT INTO pages (base_url) VALUES ('https://primary.example/')`)
+	// The replica holds what the primary wrote before: here, a page and an
+	// update the primary no longer lists, so the answer tells which was read.
+	exec(replica, `INSERT INTO pages (base_url) VALUES ('https://replica.example/');
+		INSERT INTO updates (page_id, link_key, url, text, code) VALUES (1, 7, 'https://replica.example/story', 'From the replica', 'abcdefgh')`)
+	jobs := "webtest_" + testsvc.ID(t)
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"DATABASE_URL": primary, "DATABASE_READ_URL": replica, "PORTALWATCH_WEB_PUBLIC_READ": "true",
+			"AMQP_URL": testsvc.AMQPURL(), "PORTALWATCH_JOB_QUEUE": jobs, "PORTALWATCH_TASK_QUEUE": jobs + "_tasks"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, ln, testsvc.Logger(t)) }()
+	defer func() { cancel(); <-done }()
+	base := "http://" + ln.Addr().String()
+	get := func(path string) string {
+		t.Helper()
+		var body string
+		testsvc.Eventually(t, 30*time.Second, path+" to answer 200", func() (bool, error) {
+			resp, err := http.Get(base + path)
+			if err != nil {
+				return false, nil
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			body = string(b)
+			return resp.StatusCode == 200, nil
+		})
+		return body
+	}
+	if body := get("/api/v1/updates"); !strings.Contains(body, "From the replica") {
+		t.Errorf("updates were not read from the replica: %s", body)
+	}
+	if body := get("/api/v1/pages"); !strings.Contains(body, "primary.example") || strings.Contains(body, "replica.example") {
+		t.Errorf("pages were not read from the primary: %s", body)
 	}
 }

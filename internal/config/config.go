@@ -32,6 +32,13 @@ type Config struct {
 	// DatabaseURL is the PostgreSQL connection string (DATABASE_URL).
 	// Default: postgres://postgres@127.0.0.1:5432/portalwatch?sslmode=disable.
 	DatabaseURL string
+	// DatabaseReadURL is a read replica of that database
+	// (DATABASE_READ_URL). The web program reads updates, removals and
+	// feeds there; empty reads from DatabaseURL. Pages, tokens and every
+	// write stay on DatabaseURL, so a page added through a form shows at
+	// once, and the notifier stays there too: its cursor follows the
+	// primary's snapshot horizon.
+	DatabaseReadURL string
 	// AMQPURL is the RabbitMQ URL (AMQP_URL), or a comma-separated list of
 	// the URLs of a cluster's nodes, each amqp:// or amqps:// with a host.
 	// Default: amqp://guest:guest@127.0.0.1:5672/.
@@ -294,6 +301,7 @@ func Load(getenv Getenv) (Config, error) {
 	procDefaults := processor.Config{Caps: processor.DefaultCaps}.WithDefaults()
 	c := Config{
 		DatabaseURL:     r.str("DATABASE_URL", DefaultDatabaseURL),
+		DatabaseReadURL: r.str("DATABASE_READ_URL", ""),
 		AMQPURL:         r.str("AMQP_URL", DefaultAMQPURL),
 		RedisURL:        r.str("REDIS_URL", DefaultRedisURL),
 		JobQueue:        r.str("PORTALWATCH_JOB_QUEUE", DefaultJobQueue),
@@ -364,6 +372,9 @@ func Load(getenv Getenv) (Config, error) {
 	r.check(c.Notifier.validate())
 	c.Processor.Prefetch = r.integer("PORTALWATCH_PROCESSOR_PREFETCH", DefaultPrefetchPerWorker*c.Processor.Concurrency, 1, 2000)
 	r.check(validURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql"))
+	if c.DatabaseReadURL != "" {
+		r.check(validURL("DATABASE_READ_URL", c.DatabaseReadURL, "postgres", "postgresql"))
+	}
 	r.check(validURLList("AMQP_URL", c.AMQPURL, "amqp", "amqps"))
 	r.check(validRedisURL("REDIS_URL", c.RedisURL))
 	r.check(validName("PORTALWATCH_JOB_QUEUE", c.JobQueue))
