@@ -104,6 +104,10 @@ type Deps struct {
 	Dead    DeadLetterCounter
 	// Removals reads the links removed from their pages.
 	Removals RemovalReader
+	// Subscriptions reads and writes notification subscriptions.
+	Subscriptions SubscriptionStore
+	// Tester sends test messages; nil answers 503 to a test.
+	Tester TestSender
 }
 
 // Server serves the API, the feeds and the web page. It is safe for
@@ -181,6 +185,12 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v1/updates", read, s.apiUpdates, true},
 		{"GET", "/api/v1/dead-letters", read, s.apiDeadLetters, true},
 		{"GET", "/api/v1/removals", read, s.apiRemovals, true},
+		{"GET", "/api/v1/subscriptions", read, s.apiListSubscriptions, true},
+		{"POST", "/api/v1/subscriptions", write, s.apiCreateSubscription, true},
+		{"DELETE", "/api/v1/subscriptions/{id}", write, s.apiDeleteSubscription, true},
+		{"GET", "/api/v1/subscriptions/{id}/deliveries", read, s.apiDeliveries, true},
+		{"POST", "/api/v1/subscriptions/{id}/test", write, s.apiTestSubscription, true},
+		{"POST", "/api/v1/subscriptions/{id}/resume", write, s.apiResumeSubscription, true},
 
 		{"GET", "/feeds/all.atom", read, s.feedAll, false},
 		{"GET", "/feeds/all.rss", read, s.feedAll, false},
