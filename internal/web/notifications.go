@@ -28,6 +28,12 @@ type scopeView struct {
 	Pages  []watch.Page
 }
 
+// formFields are the fields each add form shows a refusal beside.
+var formFields = map[watch.Channel]map[string]bool{
+	watch.Webhook: {"url": true, "digest": true, "page_id": true, "tag": true},
+	watch.Email:   {"address": true, "digest": true, "page_id": true, "tag": true},
+}
+
 type notificationsView struct {
 	view
 	Subscriptions []watch.SubscriptionStatus
@@ -107,15 +113,16 @@ func (s *Server) uiAddSubscription(w http.ResponseWriter, r *http.Request) {
 		field = "url" // the webhook's name did not resolve now; a retry may work
 	}
 	form.Errors = map[string]string{field: err.Error()}
-	switch watch.Channel(in.Channel) {
-	case watch.Webhook:
-		v.Webhook = form
-	case watch.Email:
-		v.Email = form
-	default:
-		// Only a hand-made request names no channel; its reason shows
-		// above both forms.
+	switch shown := formFields[watch.Channel(in.Channel)]; {
+	case !shown[field]:
+		// Only a hand-made request is refused on a field its form does
+		// not show (no channel, a url for e-mail): the reason shows above
+		// the forms.
 		v.Flash = err.Error()
+	case in.Channel == string(watch.Webhook):
+		v.Webhook = form
+	default:
+		v.Email = form
 	}
 	s.showNotifications(w, r, http.StatusUnprocessableEntity, v)
 }

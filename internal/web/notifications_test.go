@@ -101,9 +101,13 @@ func TestNotificationFormsShowRefusalsBesideTheFieldAndWriteNothing(t *testing.T
 			t.Errorf("%v: the form lost the address", tt.values)
 		}
 	}
-	resp, body := e.form("/notifications", e.writeTk, url.Values{"channel": {"pigeon"}})
-	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "want webhook or email") {
-		t.Errorf("unknown channel = %d", resp.StatusCode)
+	// Hand-made posts refused on a field no form shows: the reason is
+	// shown above the forms.
+	for _, v := range []url.Values{{"channel": {"pigeon"}}, {"channel": {"email"}, "address": {"a@example.com"}, "url": {"http://127.0.0.1:9/h"}}} {
+		resp, body := e.form("/notifications", e.writeTk, v)
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `class="flash"`) {
+			t.Errorf("%v = %d, want 422 with the reason shown\n%s", v, resp.StatusCode, body)
+		}
 	}
 	good := url.Values{"channel": {"email"}, "address": {"a@example.com"}}
 	if resp, _ := e.form("/notifications", e.writeTk, good, "Sec-Fetch-Site", "cross-site"); resp.StatusCode != http.StatusForbidden {
