@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,6 +183,64 @@ func TestBrowserRegistersAPortalAndSeesItsUpdates(t *testing.T) {
 		}
 		t.Logf("screenshot (%s) of the page with its updates: %s", shot.name, path)
 	}
+
+	// Notifications, on a phone's screen: a bad webhook URL refused beside
+	// the field, a loopback receiver added, its secret shown once, and the
+	// Test button's message reaching it.
+	hooks := make(chan http.Header, 1)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case hooks <- r.Header.Clone():
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(base+"/notifications"),
+		chromedp.WaitVisible(chromedp.CSS(`#add-webhook`)),
+		chromedp.SendKeys(chromedp.CSS(`#wh-url`), "ftp://example.com/"),
+		chromedp.Submit(chromedp.CSS(`#add-webhook`)),
+		chromedp.WaitVisible(chromedp.CSS(`#wh-url-error`)),
+		chromedp.SetValue(chromedp.CSS(`#wh-url`), receiver.URL+"/hook"),
+		chromedp.Submit(chromedp.CSS(`#add-webhook`)),
+		chromedp.WaitVisible(chromedp.CSS(`#secret`)),
+	)
+	if err != nil {
+		t.Fatalf("add a webhook through the Notifications page: %v", err)
+	}
+	shown, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#secret`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	if err := s.db.QueryRow(ctx, `SELECT secret FROM subscriptions`).Scan(&stored); err != nil || shown != stored {
+		t.Fatalf("secret shown %q, stored %q (%v); want one subscription with the secret shown", shown, stored, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#subscriptions form[action$="/test"] button`))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case h := <-hooks:
+		if !strings.HasPrefix(h.Get("webhook-signature"), "v1,") {
+			t.Errorf("the test message's webhook-signature is %q", h.Get("webhook-signature"))
+		}
+	case <-ctx.Done():
+		t.Fatal("the Test button's message never reached the receiver")
+	}
+	testsvc.Eventually(t, 30*time.Second, "the test's outcome on the page", func() (bool, error) {
+		flash, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.flash`)))
+		return strings.Contains(flash, "Test message delivered"), err
+	})
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	path := filepath.Join(dir, "notifications-phone.png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot (phone) of the Notifications page: %s", path)
 }
 
 // count runs a count query on the system's database.

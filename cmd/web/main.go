@@ -26,11 +26,13 @@ import (
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/notify"
 	"github.com/portalwatch/portalwatch/internal/ops"
 	"github.com/portalwatch/portalwatch/internal/proc"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/watch"
 	"github.com/portalwatch/portalwatch/internal/web"
 	"github.com/portalwatch/portalwatch/migrations"
 )
@@ -75,6 +77,15 @@ func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Lo
 		return fmt.Errorf("dead letters: %w", err)
 	}
 
+	// Test messages go out as the notifier's would: same senders, same
+	// dial guard.
+	senders, closeSenders, err := proc.NotifySenders(cfg)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("notification senders: %w", err)
+	}
+	defer closeSenders()
+
 	srv, err := web.New(web.Config{
 		PublicRead: cfg.Web.PublicRead,
 		Policy:     registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, nil)},
@@ -83,6 +94,7 @@ func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Lo
 		Registerer: reg,
 	}, web.Deps{
 		Pages: st, Writer: st, Updates: reads, Tokens: st, Removals: reads,
+		Subscriptions: st, Tester: testSender(senders),
 		Dead: newDeadLetters(dead, []string{cfg.JobQueue, cfg.TaskQueue}),
 	}, log)
 	if err != nil {
@@ -150,4 +162,11 @@ func newestMigration() int64 {
 		}
 	}
 	return newest
+}
+
+// testSender sends test messages through the notifier's senders.
+type testSender map[watch.Channel]notify.Sender
+
+func (t testSender) SendTest(ctx context.Context, sub watch.Subscription) notify.Result {
+	return notify.SendTest(ctx, t, sub)
 }

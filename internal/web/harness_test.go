@@ -99,7 +99,8 @@ func (e *env) serve(st *store.Store, opts ...envOption) *httptest.Server {
 		o(&cfg)
 	}
 	e.reads = &countingUpdates{UpdateReader: st}
-	s, err := New(cfg, Deps{Pages: st, Writer: st, Updates: e.reads, Tokens: st, Dead: fakeDead{}, Removals: st}, testsvc.Logger(e.t))
+	s, err := New(cfg, Deps{Pages: st, Writer: st, Updates: e.reads, Tokens: st, Dead: fakeDead{}, Removals: st,
+		Subscriptions: st, Tester: webhookTester()}, testsvc.Logger(e.t))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -17,7 +17,8 @@ import (
 const readOnlyGrants = `
 GRANT CONNECT ON DATABASE DB TO ROLE;
 GRANT USAGE ON SCHEMA public TO ROLE;
-GRANT SELECT ON pages, updates, api_tokens, goose_db_version TO ROLE;`
+GRANT SELECT ON pages, updates, api_tokens, goose_db_version TO ROLE;
+GRANT SELECT ON subscriptions, deliveries TO ROLE;`
 
 func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 	e := newEnv(t)
@@ -25,6 +26,8 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 	_, b := e.do("POST", "/api/v1/pages", e.writeTk, `{"url":"http://127.0.0.1:9/a","tags":["t"]}`)
 	a := decode[pageJSON](t, b)
 	e.insertUpdates(a.ID, 3, time.Now(), "A")
+	_, b = e.do("POST", "/api/v1/subscriptions", e.writeTk, `{"channel":"email","address":"desk@example.com"}`)
+	sub := decode[subscriptionJSON](t, b)
 
 	u, err := url.Parse(e.dsn)
 	if err != nil {
@@ -59,6 +62,7 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 		"/api/v1/pages", fmt.Sprintf("/api/v1/pages/%d", a.ID), "/api/v1/updates?tag=t&q=a", "/api/v1/pages/export",
 		"/feeds/all.atom", fmt.Sprintf("/feeds/pages/%d.rss", a.ID), "/feeds/tags/t.json",
 		"/", fmt.Sprintf("/pages/%d", a.ID), "/updates?q=a",
+		"/api/v1/subscriptions", fmt.Sprintf("/api/v1/subscriptions/%d/deliveries", sub.ID), "/notifications",
 	} {
 		resp, body := e.doAt(srv, "GET", path, e.readTok, "")
 		if resp.StatusCode != 200 {

@@ -104,6 +104,10 @@ type Deps struct {
 	Dead    DeadLetterCounter
 	// Removals reads the links removed from their pages.
 	Removals RemovalReader
+	// Subscriptions reads and writes notification subscriptions.
+	Subscriptions SubscriptionStore
+	// Tester sends test messages; nil answers 503 to a test.
+	Tester TestSender
 }
 
 // Server serves the API, the feeds and the web page. It is safe for
@@ -149,9 +153,13 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 type access int
 
 const (
-	open  access = iota // anyone: health, metrics, the OpenAPI document, sign-in
-	read                // any token, or anyone when PublicRead
-	write               // a write token
+	open access = iota // anyone: health, metrics, the OpenAPI document, sign-in
+	read               // any token, or anyone when PublicRead
+	// private is a read of what names people or carries their secrets
+	// (webhook URLs often hold a receiver's token, e-mail addresses):
+	// any token, even when PublicRead.
+	private
+	write // a write token
 )
 
 // route is one line of the route table.
@@ -181,6 +189,12 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v1/updates", read, s.apiUpdates, true},
 		{"GET", "/api/v1/dead-letters", read, s.apiDeadLetters, true},
 		{"GET", "/api/v1/removals", read, s.apiRemovals, true},
+		{"GET", "/api/v1/subscriptions", private, s.apiListSubscriptions, true},
+		{"POST", "/api/v1/subscriptions", write, s.apiCreateSubscription, true},
+		{"DELETE", "/api/v1/subscriptions/{id}", write, s.apiDeleteSubscription, true},
+		{"GET", "/api/v1/subscriptions/{id}/deliveries", private, s.apiDeliveries, true},
+		{"POST", "/api/v1/subscriptions/{id}/test", write, s.apiTestSubscription, true},
+		{"POST", "/api/v1/subscriptions/{id}/resume", write, s.apiResumeSubscription, true},
 
 		{"GET", "/feeds/all.atom", read, s.feedAll, false},
 		{"GET", "/feeds/all.rss", read, s.feedAll, false},
@@ -195,6 +209,9 @@ func (s *Server) routes() []route {
 		{"POST", "/pages/{id}/enabled", write, s.uiSetEnabled, false},
 		{"POST", "/pages/{id}/delete", write, s.uiDeletePage, false},
 		{"GET", "/updates", read, s.uiUpdates, false},
+		{"GET", "/notifications", private, s.uiNotifications, false},
+		{"POST", "/notifications", write, s.uiAddSubscription, false},
+		{"POST", "/notifications/{id}/{action}", write, s.uiSubscriptionAction, false},
 		{"GET", "/signin", open, s.uiSignInForm, false},
 		{"POST", "/signin", open, s.uiSignIn, false},
 		{"POST", "/signout", open, s.uiSignOut, false},
@@ -301,6 +318,9 @@ func (s *Server) guard(rt route) http.Handler {
 		switch {
 		case rt.access == read && secret == "" && !s.cfg.PublicRead:
 			s.denied(w, r, rt, http.StatusUnauthorized, "reading needs a token: send \"Authorization: Bearer <token>\" (feeds also take ?token=); `watchctl token create NAME` makes one")
+			return
+		case rt.access == private && secret == "":
+			s.denied(w, r, rt, http.StatusUnauthorized, "subscriptions name their receivers: reading them needs a token even when reads are public; send \"Authorization: Bearer <token>\"")
 			return
 		case rt.access == write && secret == "":
 			s.denied(w, r, rt, http.StatusUnauthorized, "changes need a write token: send \"Authorization: Bearer <token>\"; `watchctl token create NAME --write` makes one")

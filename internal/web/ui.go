@@ -21,7 +21,7 @@ const sessionCookie = "pw_session"
 // sessionMaxAge is how long a sign-in lasts.
 const sessionMaxAge = 30 * 24 * time.Hour
 
-var templateNames = []string{"pages", "page", "updates", "signin"}
+var templateNames = []string{"pages", "page", "updates", "signin", "notifications"}
 
 func parseTemplates() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{

@@ -1,0 +1,173 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// subscriptionForm is one of the web page's two add forms (webhook,
+// e-mail) as it was sent, and what was wrong with it, by field: url,
+// address, digest, page_id, tag.
+type subscriptionForm struct {
+	URL, Address, Digest, PageID, Tag string
+	Errors                            map[string]string
+}
+
+// scopeView is a form's page and tag fields; Prefix keeps their element
+// ids apart between the two forms.
+type scopeView struct {
+	Prefix string
+	Form   subscriptionForm
+	Pages  []watch.Page
+}
+
+// formFields are the fields each add form shows a refusal beside.
+var formFields = map[watch.Channel]map[string]bool{
+	watch.Webhook: {"url": true, "digest": true, "page_id": true, "tag": true},
+	watch.Email:   {"address": true, "digest": true, "page_id": true, "tag": true},
+}
+
+type notificationsView struct {
+	view
+	Subscriptions []watch.SubscriptionStatus
+	// Pages fill the forms' page choice.
+	Pages          []watch.Page
+	Webhook, Email subscriptionForm
+	// WebhookScope and EmailScope fill each form's page and tag fields.
+	WebhookScope, EmailScope scopeView
+	// Created is the subscription just added; its secret is shown this
+	// once and never again.
+	Created *watch.Subscription
+}
+
+func (s *Server) uiNotifications(w http.ResponseWriter, r *http.Request) {
+	s.showNotifications(w, r, http.StatusOK, notificationsView{Email: subscriptionForm{Digest: string(watch.DigestNone)}})
+}
+
+func (s *Server) showNotifications(w http.ResponseWriter, r *http.Request, status int, v notificationsView) {
+	var err error
+	if v.Subscriptions, err = s.deps.Subscriptions.Subscriptions(r.Context()); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if v.Pages, err = s.deps.Pages.Pages(r.Context()); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v.WebhookScope = scopeView{Prefix: "wh", Form: v.Webhook, Pages: v.Pages}
+	v.EmailScope = scopeView{Prefix: "em", Form: v.Email, Pages: v.Pages}
+	flash := v.Flash // set by a handler; else the ?done= of a redirect
+	v.view = s.viewOf(r, "Notifications")
+	if flash != "" {
+		v.Flash = flash
+	}
+	s.render(w, r, status, "notifications", v)
+}
+
+// uiAddSubscription adds what one of the two forms describes, through the
+// API's checks; a refusal shows the form again with the reason beside its
+// field, and writes nothing.
+func (s *Server) uiAddSubscription(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	form := subscriptionForm{
+		URL: strings.TrimSpace(r.PostFormValue("url")), Address: strings.TrimSpace(r.PostFormValue("address")),
+		Digest: r.PostFormValue("digest"), PageID: r.PostFormValue("page_id"), Tag: strings.TrimSpace(r.PostFormValue("tag")),
+	}
+	in := subscriptionInput{Channel: r.PostFormValue("channel"), URL: form.URL, Address: form.Address, Digest: form.Digest}
+	v := notificationsView{Email: subscriptionForm{Digest: string(watch.DigestNone)}}
+	var err error
+	if form.PageID != "" {
+		id, perr := strconv.ParseInt(form.PageID, 10, 64)
+		if perr != nil {
+			err = refuse("page_id", "%q is not a page id", form.PageID)
+		} else {
+			in.PageID = &id
+		}
+	}
+	if form.Tag != "" {
+		in.Tag = &form.Tag
+	}
+	var sub watch.Subscription
+	if err == nil {
+		sub, err = s.addSubscription(r.Context(), in)
+	}
+	if err == nil {
+		v.Created = &sub
+		v.Flash = fmt.Sprintf("Subscription %d added", sub.ID)
+		s.showNotifications(w, r, http.StatusOK, v)
+		return
+	}
+	field, ok := fieldOf(err)
+	if !ok {
+		if kind := watch.FetchKindOf(err); kind != watch.FetchDNS && kind != watch.FetchTimeout {
+			s.fail(w, r, err)
+			return
+		}
+		field = "url" // the webhook's name did not resolve now; a retry may work
+	}
+	form.Errors = map[string]string{field: err.Error()}
+	switch shown := formFields[watch.Channel(in.Channel)]; {
+	case !shown[field]:
+		// Only a hand-made request is refused on a field its form does
+		// not show (no channel, a url for e-mail): the reason shows above
+		// the forms.
+		v.Flash = err.Error()
+	case in.Channel == string(watch.Webhook):
+		v.Webhook = form
+	default:
+		v.Email = form
+	}
+	s.showNotifications(w, r, http.StatusUnprocessableEntity, v)
+}
+
+// uiSubscriptionAction carries out a subscription's buttons: delete, test
+// and resume, and says how it went on the page it returns to.
+func (s *Server) uiSubscriptionAction(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		http.NotFound(w, r)
+		return
+	}
+	var done string
+	switch r.PathValue("action") {
+	case "delete":
+		err = s.deps.Subscriptions.RemoveSubscription(r.Context(), id)
+		done = fmt.Sprintf("Removed subscription %d", id)
+	case "resume":
+		err = s.deps.Subscriptions.ResumeSubscription(r.Context(), id)
+		done = fmt.Sprintf("Subscription %d will be tried again now", id)
+	case "test":
+		var (
+			sub watch.Subscription
+			res notify.Result
+		)
+		sub, res, err = s.sendTest(r.Context(), id)
+		switch {
+		case errors.Is(err, errNoTester):
+			done, err = err.Error(), nil
+		case err != nil:
+		case res.Err != nil:
+			done = fmt.Sprintf("Test message to %s not delivered: %v", sub.Target, res.Err)
+		default:
+			done = fmt.Sprintf("Test message delivered to %s (response %d)", sub.Target, res.Code)
+		}
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if errors.Is(err, watch.ErrSubscriptionNotFound) {
+		http.NotFound(w, r)
+		return
+	} else if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/notifications?done="+url.QueryEscape(done), http.StatusSeeOther)
+}
