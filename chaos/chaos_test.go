@@ -5,7 +5,8 @@
 // (so it may kill and restart them without disturbing anything else), drives
 // a farm of portal pages through scripted rounds, injects faults all along,
 // and at the end compares the updates table with the farm's truth: nothing
-// missing, nothing extra, nothing twice.
+// missing, nothing extra, nothing twice; TestChaos compares the removals
+// table too.
 //
 // It needs the build tag: `go test -tags chaos ./chaos` (make chaos, and a
 // short run inside make test). Settings: CHAOS_PAGES, CHAOS_ROUNDS,
@@ -259,7 +260,7 @@ func pickWeighted(rng *rand.Rand, all []fault, used map[string]int) fault {
 	return all[0]
 }
 
-func (w *world) report(v systest.Verdict, farm *systest.Farm) {
+func (w *world) report(v systest.Verdict, farm *systest.Farm, removals ...systest.RemovalVerdict) {
 	w.log.mu.Lock()
 	defer w.log.mu.Unlock()
 	w.t.Logf("faults injected (%d):", len(w.log.events))
@@ -277,9 +278,26 @@ func (w *world) report(v systest.Verdict, farm *systest.Farm) {
 	if len(v.ExtraSample) > 0 {
 		w.t.Logf("extra, for example: %v", v.ExtraSample)
 	}
+	for _, rv := range removals {
+		w.t.Logf("verdict: %s", rv)
+		if len(rv.MissingSample) > 0 {
+			w.t.Logf("removals missing, for example: %v", rv.MissingSample)
+		}
+		if len(rv.ExtraSample) > 0 {
+			w.t.Logf("removals extra, for example: %v", rv.ExtraSample)
+		}
+	}
 }
 
-// TestChaos runs the farm under faults and demands the exact truth.
+// removalChecks is the removal count TestChaos runs with: a link absent for
+// this many successful checks is recorded as removed.
+const removalChecks = 2
+
+// TestChaos runs the farm under faults and demands the exact truth, of
+// updates and of removals: after the scripted rounds it drives removalChecks
+// quiet rounds, in which every transient link is gone, so that each has been
+// absent for at least removalChecks successful checks by the end and the
+// removals must be exactly the farm's transient links, each once.
 func TestChaos(t *testing.T) {
 	long := os.Getenv("CHAOS_LONG") == "true"
 	pages, rounds := envInt("CHAOS_PAGES", 50), envInt("CHAOS_ROUNDS", 12)
@@ -289,8 +307,10 @@ func TestChaos(t *testing.T) {
 	seed := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1e9)))
 	t.Logf("chaos: %d pages, %d rounds, seed %d (CHAOS_SEED=%d reproduces the fault schedule)", pages, rounds, seed, seed)
 
-	w := newWorld(t, "PORTALWATCH_CRAWLER_CONCURRENCY=8", "PORTALWATCH_PROCESSOR_CONCURRENCY=4")
+	w := newWorld(t, "PORTALWATCH_CRAWLER_CONCURRENCY=8", "PORTALWATCH_PROCESSOR_CONCURRENCY=4",
+		fmt.Sprintf("PORTALWATCH_REMOVAL_CHECKS=%d", removalChecks))
 	farm := systest.NewFarm(t, pages)
+	farm.QuietAfter(rounds)
 	ids, err := farm.Register(w.sys)
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +327,7 @@ func TestChaos(t *testing.T) {
 	var injector sync.WaitGroup
 	injector.Go(func() { w.inject(faultCtx, long, seed) })
 
-	err = farm.Drive(ctx, w.sys, ids, rounds, 2*time.Second, 90*time.Second, t.Logf)
+	err = farm.Drive(ctx, w.sys, ids, rounds+removalChecks, 2*time.Second, 90*time.Second, t.Logf)
 	stopFaults()
 	injector.Wait()
 	if err != nil {
@@ -320,9 +340,21 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.report(v, farm)
+	rv, err := farm.CheckRemovals(ctx, w.sys, removalChecks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.report(v, farm, rv)
 	if v.Missing != 0 || v.Extra != 0 || v.Duplicates != 0 || v.Expected != pages*rounds*3 {
-		t.Fatalf("updates differ from the truth: %s", v)
+		t.Errorf("updates differ from the truth: %s", v)
+	}
+	// Every scripted round's transient link is gone for removalChecks
+	// checked rounds; none may be left unsettled, or the truth is not exact.
+	if rv.Missing != 0 || rv.Extra != 0 || rv.Twice != 0 || rv.Unsettled != 0 || rv.Expected != pages*rounds || rv.Recorded != rv.Expected {
+		t.Errorf("removals differ from the truth: %s", rv)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	if n := farm.TimedOutRounds(); n != 0 {
 		t.Errorf("%d rounds were never checked within the deadline", n)

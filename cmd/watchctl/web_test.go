@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 func TestTokenCreateListRevoke(t *testing.T) {
@@ -106,6 +109,15 @@ func TestImportWritesNothingWhenAnyRowIsBadAndExportRoundTrips(t *testing.T) {
 		t.Errorf("second import: exit %d %q, want 2 naming the watched pages", code, errOut)
 	}
 
+	// The export carries regions, keyword rules and burst detection.
+	within, exclude, includeText, excludeURL := []string{"#latest-news"}, []string{"nav, footer"}, []string{"florenz|rom"}, []string{`\?ticker=`}
+	off := false
+	if _, err := st.EditPage(context.Background(), pages[0].ID, watch.PageEdit{Within: &within, Exclude: &exclude,
+		IncludeText: &includeText, ExcludeURL: &excludeURL, BurstDetection: &off}); err != nil {
+		t.Fatal(err)
+	}
+	pages, _ = st.Pages(context.Background())
+
 	for _, format := range []string{"csv", "opml"} {
 		code, out, _ := runCLI(t, e, "export", "--format", format)
 		if code != exitOK {
@@ -121,9 +133,33 @@ func TestImportWritesNothingWhenAnyRowIsBadAndExportRoundTrips(t *testing.T) {
 		again, _ := st2.Pages(context.Background())
 		for i := range pages {
 			a, b := pages[i], again[i]
-			if a.BaseURL != b.BaseURL || a.Name != b.Name || strings.Join(a.Tags, ",") != strings.Join(b.Tags, ",") || a.Enabled != b.Enabled || a.Interval != b.Interval {
+			if a.BaseURL != b.BaseURL || a.Name != b.Name || strings.Join(a.Tags, ",") != strings.Join(b.Tags, ",") || a.Enabled != b.Enabled || a.Interval != b.Interval ||
+				!reflect.DeepEqual(a.Options, b.Options) || a.BurstDetection != b.BurstDetection {
 				t.Errorf("%s round trip: %+v became %+v", format, a, b)
 			}
 		}
+	}
+}
+
+func TestImportRefusesBadRegionsAndKeywordRulesAndWritesNothing(t *testing.T) {
+	e, st := migrated(t)
+	e["PORTALWATCH_ALLOW_PRIVATE"] = "true"
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	os.WriteFile(bad, []byte("url,within,exclude,include_url,burst_detection\n"+
+		"http://127.0.0.1:9/a,#latest-news,nav,/politik/,false\n"+
+		"http://127.0.0.1:9/b,div:has(a),,,\n"+
+		"http://127.0.0.1:9/c,,,(,\n"+
+		"http://127.0.0.1:9/d,,,,maybe\n"), 0o600)
+	code, out, errOut := runCLI(t, e, "import", bad)
+	for _, want := range []string{"row 3:", ":has", "row 4:", "missing closing", "row 5:", `burst_detection "maybe"`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("import of a bad list: stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if code != exitUsage || out != "" {
+		t.Errorf("import of a bad list: exit %d, stdout %q; want 2 and nothing", code, out)
+	}
+	if pages, _ := st.Pages(context.Background()); len(pages) != 0 {
+		t.Fatalf("a refused import wrote %d pages", len(pages))
 	}
 }

@@ -34,8 +34,12 @@ const MaxRows = 10000
 const MaxBytes = 8 << 20
 
 // csvHeader names the CSV columns, in order. tags are separated by spaces;
-// ignore patterns by line breaks (inside the quoted cell).
-var csvHeader = []string{"url", "name", "tags", "interval", "enabled", "same_site", "ignore"}
+// ignore patterns, region selectors and keyword rules by line breaks
+// (inside the quoted cell). A list may leave out any column but url, and
+// older lists, written before regions and keyword rules, have none of them:
+// a missing column takes the default (no list; burst detection on).
+var csvHeader = []string{"url", "name", "tags", "interval", "enabled", "same_site", "ignore",
+	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection"}
 
 // FormatOf picks the format from a file name's extension (.csv; .opml or
 // .xml), or returns an error naming the choices.
@@ -54,6 +58,9 @@ type Row struct {
 	Line    int // where the row starts in the file (CSV line, or OPML outline number)
 	Page    registration.Page
 	Enabled bool
+	// BurstDetection is the page's watch.Page.BurstDetection; true unless
+	// the list turns it off.
+	BurstDetection bool
 	// Err says why the row could not be read (a bad interval, say); Check
 	// reports it with the rows registration refuses.
 	Err error
@@ -66,18 +73,27 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 		cw := csv.NewWriter(w)
 		cw.Write(csvHeader)
 		for _, p := range pages {
+			o := p.Options
 			cw.Write([]string{p.BaseURL, p.Name, strings.Join(p.Tags, " "), p.Interval.String(),
-				strconv.FormatBool(p.Enabled), strconv.FormatBool(p.Options.SameSiteOnly), strings.Join(p.Options.Ignore, "\n")})
+				strconv.FormatBool(p.Enabled), strconv.FormatBool(o.SameSiteOnly), lines(o.Ignore),
+				lines(o.Within), lines(o.Exclude), lines(o.IncludeText), lines(o.ExcludeText), lines(o.IncludeURL), lines(o.ExcludeURL),
+				strconv.FormatBool(p.BurstDetection)})
 		}
 		cw.Flush()
 		return cw.Error()
 	case OPML:
 		doc := opml{Version: "2.0", Title: "portalwatch pages"}
 		for _, p := range pages {
+			po := p.Options
 			o := outline{Text: p.DisplayName(), Type: "link", URL: p.BaseURL, Interval: p.Interval.String(),
-				SameSite: p.Options.SameSiteOnly, Ignore: strings.Join(p.Options.Ignore, "\n")}
+				SameSite: po.SameSiteOnly, Ignore: lines(po.Ignore), Within: lines(po.Within), Exclude: lines(po.Exclude),
+				IncludeText: lines(po.IncludeText), ExcludeText: lines(po.ExcludeText),
+				IncludeURL: lines(po.IncludeURL), ExcludeURL: lines(po.ExcludeURL)}
 			if !p.Enabled {
 				o.Enabled = "false"
+			}
+			if !p.BurstDetection {
+				o.BurstDetection = "false"
 			}
 			// Always written, so that an empty name (the page is shown by
 			// its title or host, the outline's text) comes back empty.
@@ -111,19 +127,31 @@ type opml struct {
 // outline is an OPML 2.0 outline of type "link"; the pw-prefixed
 // attributes carry what OPML has no word for. Other readers ignore them.
 type outline struct {
-	Text     string    `xml:"text,attr"`
-	Type     string    `xml:"type,attr,omitempty"`
-	URL      string    `xml:"url,attr,omitempty"`
-	HTMLURL  string    `xml:"htmlUrl,attr,omitempty"`
-	XMLURL   string    `xml:"xmlUrl,attr,omitempty"`
-	Category catList   `xml:"category,attr,omitempty"`
-	Name     *string   `xml:"pwName,attr,omitempty"` // nil: absent, as in other programs' OPML
-	Interval string    `xml:"pwInterval,attr,omitempty"`
-	Enabled  string    `xml:"pwEnabled,attr,omitempty"`
-	SameSite bool      `xml:"pwSameSite,attr,omitempty"`
-	Ignore   string    `xml:"pwIgnore,attr,omitempty"`
-	Children []outline `xml:"outline"`
+	Text     string  `xml:"text,attr"`
+	Type     string  `xml:"type,attr,omitempty"`
+	URL      string  `xml:"url,attr,omitempty"`
+	HTMLURL  string  `xml:"htmlUrl,attr,omitempty"`
+	XMLURL   string  `xml:"xmlUrl,attr,omitempty"`
+	Category catList `xml:"category,attr,omitempty"`
+	Name     *string `xml:"pwName,attr,omitempty"` // nil: absent, as in other programs' OPML
+	Interval string  `xml:"pwInterval,attr,omitempty"`
+	Enabled  string  `xml:"pwEnabled,attr,omitempty"`
+	SameSite bool    `xml:"pwSameSite,attr,omitempty"`
+	Ignore   string  `xml:"pwIgnore,attr,omitempty"`
+	// Regions and keyword rules, one selector or pattern a line (the
+	// encoder writes a line break in an attribute as &#xA;, so it survives).
+	Within         string    `xml:"pwWithin,attr,omitempty"`
+	Exclude        string    `xml:"pwExclude,attr,omitempty"`
+	IncludeText    string    `xml:"pwIncludeText,attr,omitempty"`
+	ExcludeText    string    `xml:"pwExcludeText,attr,omitempty"`
+	IncludeURL     string    `xml:"pwIncludeUrl,attr,omitempty"`
+	ExcludeURL     string    `xml:"pwExcludeUrl,attr,omitempty"`
+	BurstDetection string    `xml:"pwBurstDetection,attr,omitempty"` // written only as "false"
+	Children       []outline `xml:"outline"`
 }
+
+// lines joins a list as its cell or attribute holds it.
+func lines(l []string) string { return strings.Join(l, "\n") }
 
 // catList is OPML's comma-separated category list.
 type catList []string
@@ -237,7 +265,10 @@ func readCSV(r io.Reader) ([]Row, []RowError, error) {
 			}
 			return ""
 		}
-		row, err := makeRow(line, get("url"), get("name"), strings.Fields(get("tags")), get("interval"), get("enabled"), get("same_site"), get("ignore"))
+		row, err := makeRow(line, get("url"), get("name"), strings.Fields(get("tags")), settings{
+			Interval: get("interval"), Enabled: get("enabled"), SameSite: get("same_site"), BurstDetection: get("burst_detection"),
+			Ignore: get("ignore"), Within: get("within"), Exclude: get("exclude"), IncludeText: get("include_text"),
+			ExcludeText: get("exclude_text"), IncludeURL: get("include_url"), ExcludeURL: get("exclude_url")})
 		if err != nil {
 			bad = append(bad, RowError{Line: line, Err: err})
 			continue
@@ -279,7 +310,10 @@ func readOPML(r io.Reader) ([]Row, []RowError, error) {
 			} else if name == url {
 				name = ""
 			}
-			row, err := makeRow(n, url, name, tags, o.Interval, o.Enabled, strconv.FormatBool(o.SameSite), o.Ignore)
+			row, err := makeRow(n, url, name, tags, settings{Interval: o.Interval, Enabled: o.Enabled,
+				SameSite: strconv.FormatBool(o.SameSite), BurstDetection: o.BurstDetection, Ignore: o.Ignore, Within: o.Within,
+				Exclude: o.Exclude, IncludeText: o.IncludeText, ExcludeText: o.ExcludeText, IncludeURL: o.IncludeURL,
+				ExcludeURL: o.ExcludeURL})
 			if err != nil {
 				bad = append(bad, RowError{Line: n, Err: err})
 				continue
@@ -291,22 +325,33 @@ func readOPML(r io.Reader) ([]Row, []RowError, error) {
 	return rows, bad, nil
 }
 
-func makeRow(line int, url, name string, tags []string, interval, enabled, sameSite, ignore string) (Row, error) {
-	row := Row{Line: line, Enabled: true, Page: registration.Page{URL: url, Name: name, Tags: tags, Interval: watch.DefaultInterval}}
+// settings are a row's cells (CSV) or attributes (OPML) after its URL,
+// name and tags, as written: lists one item a line, booleans as
+// strconv.ParseBool reads them, empty for the default.
+type settings struct {
+	Interval, Enabled, SameSite, BurstDetection                               string
+	Ignore, Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
+}
+
+func makeRow(line int, url, name string, tags []string, s settings) (Row, error) {
+	row := Row{Line: line, Enabled: true, BurstDetection: true,
+		Page: registration.Page{URL: url, Name: name, Tags: tags, Interval: watch.DefaultInterval}}
 	if url == "" {
 		return Row{}, errors.New("no url")
 	}
-	if interval != "" {
-		d, err := time.ParseDuration(interval)
+	if s.Interval != "" {
+		d, err := time.ParseDuration(s.Interval)
 		if err != nil {
-			return Row{}, fmt.Errorf("interval %q: want a duration such as 5m", interval)
+			return Row{}, fmt.Errorf("interval %q: want a duration such as 5m", s.Interval)
 		}
 		row.Page.Interval = d
 	}
+	o := &row.Page.Options
 	for _, b := range []struct {
 		name, v string
 		dst     *bool
-	}{{"enabled", enabled, &row.Enabled}, {"same_site", sameSite, &row.Page.Options.SameSiteOnly}} {
+	}{{"enabled", s.Enabled, &row.Enabled}, {"same_site", s.SameSite, &o.SameSiteOnly},
+		{"burst_detection", s.BurstDetection, &row.BurstDetection}} {
 		if b.v == "" {
 			continue
 		}
@@ -316,9 +361,16 @@ func makeRow(line int, url, name string, tags []string, interval, enabled, sameS
 		}
 		*b.dst = v
 	}
-	for _, p := range strings.Split(ignore, "\n") {
-		if p = strings.TrimSpace(p); p != "" {
-			row.Page.Options.Ignore = append(row.Page.Options.Ignore, p)
+	// Registration checks the lists' contents; here they are only split.
+	for _, l := range []struct {
+		cell string
+		dst  *[]string
+	}{{s.Ignore, &o.Ignore}, {s.Within, &o.Within}, {s.Exclude, &o.Exclude}, {s.IncludeText, &o.IncludeText},
+		{s.ExcludeText, &o.ExcludeText}, {s.IncludeURL, &o.IncludeURL}, {s.ExcludeURL, &o.ExcludeURL}} {
+		for _, item := range strings.Split(l.cell, "\n") {
+			if item = strings.TrimSpace(item); item != "" {
+				*l.dst = append(*l.dst, item)
+			}
 		}
 	}
 	return row, nil
@@ -366,7 +418,8 @@ func Check(ctx context.Context, pol registration.Policy, rows []Row, registered 
 			bad = append(bad, RowError{Line: row.Line, Err: fmt.Errorf("%s is already watched", p.URL)})
 			continue
 		}
-		out = append(out, watch.PageSpec{URL: p.URL, Interval: p.Interval, Options: p.Options, Name: p.Name, Tags: p.Tags, Paused: !row.Enabled})
+		out = append(out, watch.PageSpec{URL: p.URL, Interval: p.Interval, Options: p.Options, Name: p.Name, Tags: p.Tags,
+			Paused: !row.Enabled, BurstDetectionOff: !row.BurstDetection})
 	}
 	if len(bad) > 0 {
 		return nil, &BadRowsError{Rows: bad}

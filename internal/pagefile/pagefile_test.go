@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -76,8 +77,12 @@ func TestReadRefusesListsOverTheBounds(t *testing.T) {
 func TestOPMLRoundTrip(t *testing.T) {
 	pages := []watch.Page{
 		{BaseURL: "https://a.example/", Name: "A & B", Tags: []string{"x", "y"}, Interval: time.Minute, Enabled: true,
-			Options: watch.LinkOptions{SameSiteOnly: true, Ignore: []string{`\?page=\d+`, "b"}}},
-		{BaseURL: "https://c.example/", Interval: watch.DefaultInterval, Enabled: false},
+			Options: watch.LinkOptions{SameSiteOnly: true, Ignore: []string{`\?page=\d+`, "b"}}, BurstDetection: true},
+		{BaseURL: "https://c.example/", Interval: watch.DefaultInterval, Enabled: false, BurstDetection: true},
+		{BaseURL: "https://d.example/", Interval: time.Hour, Enabled: true, Options: watch.LinkOptions{
+			Within: []string{"#latest-news", `main .teasers > a[href*="/2026/"]`}, Exclude: []string{"nav, footer", ".ad-rail"},
+			IncludeText: []string{"florenz|rom", "über"}, ExcludeText: []string{"anzeige"},
+			IncludeURL: []string{"/politik/"}, ExcludeURL: []string{`\?ticker=`, `&utm_[a-z]+=`}}},
 	}
 	for _, format := range []string{CSV, OPML} {
 		var buf bytes.Buffer
@@ -92,7 +97,7 @@ func TestOPMLRoundTrip(t *testing.T) {
 			r := rows[i]
 			if r.Err != nil || r.Page.URL != p.BaseURL || r.Page.Name != p.Name || strings.Join(r.Page.Tags, ",") != strings.Join(p.Tags, ",") ||
 				r.Page.Interval != p.Interval || r.Enabled != p.Enabled || r.Page.Options.SameSiteOnly != p.Options.SameSiteOnly ||
-				strings.Join(r.Page.Options.Ignore, "|") != strings.Join(p.Options.Ignore, "|") {
+				!reflect.DeepEqual(r.Page.Options, p.Options) || r.BurstDetection != p.BurstDetection {
 				t.Errorf("%s round trip of %+v gave %+v", format, p, r)
 			}
 		}
@@ -124,5 +129,58 @@ func TestCheckNamesEveryBadRow(t *testing.T) {
 	specs, err := Check(context.Background(), pol, []Row{rows[0], rows[5]}, func(string) bool { return false })
 	if err != nil || len(specs) != 2 || specs[0].Paused || !specs[1].Paused {
 		t.Errorf("good rows: %+v %v", specs, err)
+	}
+}
+
+// A list written before regions and keyword rules has none of their columns:
+// its pages take the defaults, burst detection on.
+func TestReadOlderListsTakeTheDefaults(t *testing.T) {
+	for format, list := range map[string]string{
+		CSV:  "url,name,tags,interval,enabled,same_site,ignore\nhttps://a.example/,A,,1m,true,false,\n",
+		OPML: `<opml version="2.0"><body><outline text="A" type="link" url="https://a.example/"/></body></opml>`,
+	} {
+		rows, err := Read(strings.NewReader(list), format)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("%s: %v %v", format, rows, err)
+		}
+		o := rows[0].Page.Options
+		if !rows[0].BurstDetection || o.Within != nil || o.Exclude != nil || o.IncludeText != nil || o.ExcludeURL != nil {
+			t.Errorf("%s: an older list read as %+v, burst detection %t", format, o, rows[0].BurstDetection)
+		}
+	}
+	rows, err := Read(strings.NewReader("url,burst_detection\nhttps://a.example/,sometimes\n"), CSV)
+	if err != nil || rows[0].Err == nil || !strings.Contains(rows[0].Err.Error(), `burst_detection "sometimes"`) {
+		t.Errorf("a bad burst_detection: %v %v", rows, err)
+	}
+}
+
+// Check refuses a row whose regions or keyword rules registration refuses,
+// naming the row and the list, and carries burst detection into the spec.
+func TestCheckRefusesBadRegionsAndKeywordRules(t *testing.T) {
+	list := "url,within,exclude_url,include_text,burst_detection\n" +
+		"http://127.0.0.1:9/a,#latest-news,,,false\n" +
+		"http://127.0.0.1:9/b,div:has(a),,,\n" +
+		"http://127.0.0.1:9/c,,(,,\n" +
+		"http://127.0.0.1:9/d,,," + strings.Repeat("a", 2000) + ",\n"
+	rows, err := Read(strings.NewReader(list), CSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := registration.Policy{GuardURL: fetch.Guard(true, nil)}
+	_, err = Check(context.Background(), pol, rows, func(string) bool { return false })
+	var bad *BadRowsError
+	if !errors.As(err, &bad) {
+		t.Fatalf("Check: %v, want *BadRowsError", err)
+	}
+	var lines []int
+	for _, r := range bad.Rows {
+		lines = append(lines, r.Line)
+	}
+	if fmt.Sprint(lines) != "[3 4 5]" || !strings.Contains(err.Error(), ":has") || !strings.Contains(err.Error(), "missing closing") {
+		t.Errorf("bad rows %v: %v", lines, err)
+	}
+	specs, err := Check(context.Background(), pol, rows[:1], func(string) bool { return false })
+	if err != nil || len(specs) != 1 || !specs[0].BurstDetectionOff || fmt.Sprint(specs[0].Options.Within) != "[#latest-news]" {
+		t.Errorf("a good row: %+v %v", specs, err)
 	}
 }

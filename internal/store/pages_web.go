@@ -54,11 +54,11 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 		p.Interval = watch.DefaultInterval
 	}
 	page, err := scanPage(q.QueryRow(ctx, `
-		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled, `+optionColumns+`)
-		VALUES ($1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13)
+		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled, `+optionColumns+`, burst_detection)
+		VALUES ($1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13, NOT $14)
 		RETURNING `+pageColumns,
-		append([]any{p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused},
-			optionArgs(p.Options)...)...))
+		append(append([]any{p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused},
+			optionArgs(p.Options)...), p.BurstDetectionOff)...))
 	if isUniqueViolation(err) {
 		return watch.Page{}, watch.ErrDuplicatePage
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,11 +27,17 @@ import (
 // link of round r that is gone in round r+1. Links are spelled differently on
 // every response (relative, absolute, upper-case scheme, dot segments,
 // tracking parameters, fragments), as real portals do.
+//
+// After QuietAfter(n), rounds past n are quiet: they bring no link, and the
+// transient link of round n is gone like the others, so that the links that
+// left the page in the last scripted rounds are absent long enough to be
+// recorded as removed (RemovalTruth).
 type Farm struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	pages []farmPage
-	hits  int
+	srv      *httptest.Server
+	mu       sync.Mutex
+	pages    []farmPage
+	hits     int
+	scripted int // the last round that brings links; 0: every round does
 }
 
 type farmPage struct {
@@ -64,6 +71,23 @@ func (f *Farm) Round(i int) (int, time.Time) {
 	return f.pages[i].round, f.pages[i].started
 }
 
+// QuietAfter makes the rounds after n quiet (see Farm). Call it before the
+// farm serves round n+1.
+func (f *Farm) QuietAfter(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.scripted = n
+}
+
+// lastScripted is the last round up to round whose links the page shows;
+// call it with f.mu held.
+func (f *Farm) lastScripted(round int) int {
+	if f.scripted > 0 && round > f.scripted {
+		return f.scripted
+	}
+	return round
+}
+
 // Advance moves page i to its next round; byTimeout records that no check of
 // the current round was recorded in time.
 func (f *Farm) Advance(i int, byTimeout bool) {
@@ -77,7 +101,19 @@ func (f *Farm) Advance(i int, byTimeout bool) {
 	p.started = time.Now()
 }
 
-// TimedOutRounds counts rounds advanced by the deadline.
+// lastUnchecked records that page i's last round had no recorded check
+// within the deadline.
+func (f *Farm) lastUnchecked(i int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := &f.pages[i]
+	if !slices.Contains(p.byTimeout, p.round) {
+		p.byTimeout = append(p.byTimeout, p.round)
+	}
+}
+
+// TimedOutRounds counts rounds advanced by the deadline, and last rounds
+// given up on at the deadline.
 func (f *Farm) TimedOutRounds() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -96,7 +132,7 @@ func (f *Farm) Truth() map[int]map[string]bool {
 	truth := map[int]map[string]bool{}
 	for i, p := range f.pages {
 		set := map[string]bool{}
-		for r := 1; r <= p.round; r++ {
+		for r := 1; r <= f.lastScripted(p.round); r++ {
 			for _, l := range roundLinks(i, r) {
 				set[f.srv.URL+l.path] = true
 			}
@@ -104,6 +140,51 @@ func (f *Farm) Truth() map[int]map[string]bool {
 		truth[i] = set
 	}
 	return truth
+}
+
+// RemovalTruth returns, for each page, the normalised URLs of the
+// transient links that must be recorded as removed when removal takes k
+// successful checks without the link (PORTALWATCH_REMOVAL_CHECKS): those
+// gone for at least k rounds with a recorded check. Drive moves a page on
+// only after a successful check of its round, and every successful check
+// counts towards a removal, so such a link is removed however many checks
+// each round had. A link gone for fewer recorded rounds may or may not be
+// removed yet (a round can have had two checks): unsettled counts them.
+// Driving k quiet rounds after the last scripted one (QuietAfter) leaves
+// none unsettled, and then the truth is exact.
+func (f *Farm) RemovalTruth(k int) (removed map[int]map[string]bool, unsettled map[int]map[string]bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	removed, unsettled = map[int]map[string]bool{}, map[int]map[string]bool{}
+	for i, p := range f.pages {
+		removed[i], unsettled[i] = map[string]bool{}, map[string]bool{}
+		unchecked := map[int]bool{}
+		for _, r := range p.byTimeout {
+			unchecked[r] = true
+		}
+		for r := 1; r <= f.lastScripted(p.round); r++ {
+			url := f.srv.URL + roundLinks(i, r)[2].path
+			switch {
+			case r == p.round:
+				continue // still on the page
+			case unchecked[r]:
+				unsettled[i][url] = true // maybe never seen
+				continue
+			}
+			gone := 0
+			for later := r + 1; later <= p.round; later++ {
+				if !unchecked[later] {
+					gone++
+				}
+			}
+			if gone >= k {
+				removed[i][url] = true
+			} else {
+				unsettled[i][url] = true
+			}
+		}
+	}
+	return removed, unsettled
 }
 
 type farmLink struct{ path, text string }
@@ -118,7 +199,8 @@ func roundLinks(i, r int) []farmLink {
 	}
 }
 
-func (f *Farm) content(i, round int) []farmLink {
+// content is page i's links in round; last is f.lastScripted(round).
+func (f *Farm) content(i, round, last int) []farmLink {
 	var links []farmLink
 	for j := range 20 {
 		text := fmt.Sprintf("Section %d of page %d", j, i)
@@ -127,7 +209,7 @@ func (f *Farm) content(i, round int) []farmLink {
 		}
 		links = append(links, farmLink{fmt.Sprintf("/p%d/section/%d", i, j), text})
 	}
-	for r := 1; r <= round; r++ {
+	for r := 1; r <= last; r++ {
 		for k, l := range roundLinks(i, r) {
 			if k == 2 && r != round {
 				continue // the transient link of an earlier round is gone
@@ -146,12 +228,13 @@ func (f *Farm) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	round := f.pages[i].round
+	last := f.lastScripted(round)
 	f.hits++
 	n := f.hits
 	f.mu.Unlock()
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "<!DOCTYPE html><html><head><title>Portal %d</title></head><body><nav><ul>\n", i)
-	for k, l := range f.content(i, round) {
+	for k, l := range f.content(i, round, last) {
 		fmt.Fprintf(&b, "<li><article><h2><a href=\"%s\">%s</a></h2></article></li>\n", Spell(l.path, f.srv.URL, n+k), l.text)
 	}
 	b.WriteString("</ul></nav></body></html>\n")
@@ -248,6 +331,7 @@ func (f *Farm) Drive(ctx context.Context, s *System, ids []int64, rounds int, mi
 				if round < rounds {
 					f.Advance(i, true)
 				} else {
+					f.lastUnchecked(i)
 					finished++
 				}
 				due = append(due, id)
@@ -276,31 +360,44 @@ func (v Verdict) String() string {
 		v.Expected, v.Recorded, v.Missing, v.Extra, v.Duplicates)
 }
 
-// Check compares the system's updates with the farm's truth.
-func (f *Farm) Check(ctx context.Context, s *System) (Verdict, error) {
+// pageIndex maps the system's page ids to the farm's page numbers.
+func (f *Farm) pageIndex(ctx context.Context, s *System) (map[int64]int, error) {
 	index := map[int64]int{}
 	rows, err := s.DB.Query(ctx, `SELECT id, base_url FROM pages`)
 	if err != nil {
-		return Verdict{}, err
+		return nil, fmt.Errorf("read pages: %w", err)
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var (
 			id  int64
 			url string
+			i   int
 		)
-		rows.Scan(&id, &url)
-		var i int
-		fmt.Sscanf(strings.TrimPrefix(url, f.srv.URL), "/p%d/", &i)
+		if err := rows.Scan(&id, &url); err != nil {
+			return nil, fmt.Errorf("read pages: %w", err)
+		}
+		if _, err := fmt.Sscanf(strings.TrimPrefix(url, f.srv.URL), "/p%d/", &i); err != nil {
+			return nil, fmt.Errorf("page %d at %s is not the farm's", id, url)
+		}
 		index[id] = i
 	}
-	rows.Close()
+	return index, rows.Err()
+}
+
+// Check compares the system's updates with the farm's truth.
+func (f *Farm) Check(ctx context.Context, s *System) (Verdict, error) {
+	index, err := f.pageIndex(ctx, s)
+	if err != nil {
+		return Verdict{}, err
+	}
 	truth := f.Truth()
 	var v Verdict
 	for _, set := range truth {
 		v.Expected += len(set)
 	}
 	seen := map[string]int{}
-	rows, err = s.DB.Query(ctx, `SELECT page_id, url FROM updates`)
+	rows, err := s.DB.Query(ctx, `SELECT page_id, url FROM updates`)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -332,6 +429,87 @@ func (f *Farm) Check(ctx context.Context, s *System) (Verdict, error) {
 				v.Missing++
 				if len(v.MissingSample) < 10 {
 					v.MissingSample = append(v.MissingSample, fmt.Sprintf("%d %s", i, url))
+				}
+			}
+		}
+	}
+	return v, nil
+}
+
+// RemovalVerdict compares the removals table with RemovalTruth. Extra
+// counts removals of links RemovalTruth neither demands nor leaves
+// unsettled; Permanent those of them that never left their page (a stable
+// or permanent link), Twice the links removed more than once.
+type RemovalVerdict struct {
+	Expected, Recorded, Missing, Extra, Permanent, Twice, Unsettled int
+	MissingSample, ExtraSample                                      []string
+}
+
+func (v RemovalVerdict) String() string {
+	return fmt.Sprintf("removals: expected %d, recorded %d, missing %d, extra %d (of them permanent links %d), removed twice %d, unsettled %d",
+		v.Expected, v.Recorded, v.Missing, v.Extra, v.Permanent, v.Twice, v.Unsettled)
+}
+
+// CheckRemovals compares the system's removals with RemovalTruth(k).
+func (f *Farm) CheckRemovals(ctx context.Context, s *System, k int) (RemovalVerdict, error) {
+	index, err := f.pageIndex(ctx, s)
+	if err != nil {
+		return RemovalVerdict{}, err
+	}
+	truth, unsettled := f.RemovalTruth(k)
+	transient := map[string]bool{}
+	f.mu.Lock()
+	for i, p := range f.pages {
+		for r := 1; r <= f.lastScripted(p.round); r++ {
+			transient[fmt.Sprintf("%d %s", i, f.srv.URL+roundLinks(i, r)[2].path)] = true
+		}
+	}
+	f.mu.Unlock()
+	var v RemovalVerdict
+	for i, set := range truth {
+		v.Expected += len(set)
+		v.Unsettled += len(unsettled[i])
+	}
+	rows, err := s.DB.Query(ctx, `SELECT page_id, url FROM removals`)
+	if err != nil {
+		return RemovalVerdict{}, fmt.Errorf("read removals: %w", err)
+	}
+	defer rows.Close()
+	seen := map[string]int{}
+	for rows.Next() {
+		var (
+			id  int64
+			url string
+		)
+		if err := rows.Scan(&id, &url); err != nil {
+			return RemovalVerdict{}, fmt.Errorf("read removals: %w", err)
+		}
+		v.Recorded++
+		i := index[id]
+		key := fmt.Sprintf("%d %s", i, url)
+		if seen[key]++; seen[key] == 2 {
+			v.Twice++
+		}
+		if truth[i][url] || unsettled[i][url] {
+			continue
+		}
+		v.Extra++
+		if !transient[key] {
+			v.Permanent++
+		}
+		if len(v.ExtraSample) < 10 {
+			v.ExtraSample = append(v.ExtraSample, key)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return RemovalVerdict{}, fmt.Errorf("read removals: %w", err)
+	}
+	for i, set := range truth {
+		for url := range set {
+			if key := fmt.Sprintf("%d %s", i, url); seen[key] == 0 {
+				v.Missing++
+				if len(v.MissingSample) < 10 {
+					v.MissingSample = append(v.MissingSample, key)
 				}
 			}
 		}

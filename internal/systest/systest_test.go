@@ -2,8 +2,13 @@ package systest_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,4 +101,56 @@ func TestProcessStopKillsAfterGrace(t *testing.T) {
 	if took := time.Since(start); took < 200*time.Millisecond {
 		t.Errorf("Stop killed after %s, before its grace", took)
 	}
+}
+
+// TestRemovalTruth: the farm demands a removal only for transient links
+// gone for k checked rounds, leaves those gone for fewer unsettled, and its
+// quiet rounds bring nothing and show no transient link.
+func TestRemovalTruth(t *testing.T) {
+	t.Parallel()
+	farm := systest.NewFarm(t, 3)
+	farm.QuietAfter(3)
+	for range 5 { // 3 scripted rounds, 2 quiet
+		farm.Advance(0, false)
+	}
+	farm.Advance(1, false)
+	farm.Advance(1, false)
+	for _, byTimeout := range []bool{false, true, false, false} {
+		farm.Advance(2, byTimeout) // round 1 of page 2 had no recorded check
+	}
+	live := func(i, r int) string {
+		return strings.TrimSuffix(farm.URL(i), fmt.Sprintf("/p%d/", i)) + fmt.Sprintf("/p%d/live/%d", i, r)
+	}
+	removed, unsettled := farm.RemovalTruth(2)
+	want := map[int][]string{0: {live(0, 1), live(0, 2), live(0, 3)}, 1: nil, 2: {live(2, 2)}}
+	wantUnsettled := map[int][]string{0: nil, 1: {live(1, 1)}, 2: {live(2, 1), live(2, 3)}}
+	for i := range 3 {
+		if got := sortedKeys(removed[i]); fmt.Sprint(got) != fmt.Sprint(want[i]) {
+			t.Errorf("page %d: removed %q, want %q", i, got, want[i])
+		}
+		if got := sortedKeys(unsettled[i]); fmt.Sprint(got) != fmt.Sprint(wantUnsettled[i]) {
+			t.Errorf("page %d: unsettled %q, want %q", i, got, wantUnsettled[i])
+		}
+	}
+	if n := len(farm.Truth()[0]); n != 9 {
+		t.Errorf("page 0 after 3 scripted and 2 quiet rounds: %d new links in the truth, want 9", n)
+	}
+	resp, err := http.Get(farm.URL(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), "/live/") || !strings.Contains(string(body), "/news/3/a") || strings.Contains(string(body), "/news/4/") {
+		t.Errorf("a quiet round serves a transient link or a new one:\n%s", body)
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -93,6 +93,9 @@ type PageSpec struct {
 	Name     string
 	Tags     []string
 	Paused   bool // registered but not checked until enabled
+	// BurstDetectionOff registers the page with its redesign floods not
+	// flagged (Page.BurstDetection false); the zero value flags them.
+	BurstDetectionOff bool
 }
 
 // PageEdit changes a registered page; a nil field stays as it is. Check it

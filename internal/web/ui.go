@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,9 @@ func parseTemplates() (map[string]*template.Template, error) {
 		"status": pageStatus,
 		"join":   strings.Join,
 		"lines":  func(s []string) string { return strings.Join(s, "\n") },
+		"field": func(name, label, example, value, err string) listField {
+			return listField{Name: name, Label: label, Example: example, Value: value, Error: err}
+		},
 	}
 	out := map[string]*template.Template{}
 	for _, name := range templateNames {
@@ -76,11 +80,53 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	w.Write(buf.Bytes())
 }
 
-// pageForm is the add and edit form's content, and what was wrong with it.
+// pageForm is the add and edit form's content, as typed, and what was
+// wrong with it.
 type pageForm struct {
 	URL, Name, Tags, Interval, Ignore string
-	SameSite, Enabled                 bool
-	Errors                            map[string]string // by field: url, interval, ignore, name, tags
+	// Regions and keyword rules, one selector or pattern a line.
+	Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
+	SameSite, Enabled, BurstDetection                                 bool
+	// Errors holds each refusal by registration.RefusedError's Field (url,
+	// interval, name, tags, ignore, within, exclude, includeText,
+	// excludeText, includeUrl, excludeUrl, options), shown beside it.
+	Errors map[string]string
+}
+
+// listField is one textarea of a page's option lists, as the "listfield"
+// template shows it.
+type listField struct {
+	Name, Label, Example, Value, Error string
+}
+
+// formSettings reads the settings the add and edit forms share: the form
+// as typed, to show again beside a refusal, and the link options it asks
+// for. An unchecked box is absent from a form, so same-site and burst
+// detection are off unless sent.
+func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
+	f := pageForm{
+		Name: r.PostFormValue("name"), Tags: r.PostFormValue("tags"), Interval: strings.TrimSpace(r.PostFormValue("interval")),
+		Ignore: r.PostFormValue("ignore"), Within: r.PostFormValue("within"), Exclude: r.PostFormValue("exclude"),
+		IncludeText: r.PostFormValue("include_text"), ExcludeText: r.PostFormValue("exclude_text"),
+		IncludeURL: r.PostFormValue("include_url"), ExcludeURL: r.PostFormValue("exclude_url"),
+		SameSite: r.PostFormValue("same_site") == "on", BurstDetection: r.PostFormValue("burst_detection") == "on",
+	}
+	o := watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore), Within: splitLines(f.Within),
+		Exclude: splitLines(f.Exclude), IncludeText: splitLines(f.IncludeText), ExcludeText: splitLines(f.ExcludeText),
+		IncludeURL: splitLines(f.IncludeURL), ExcludeURL: splitLines(f.ExcludeURL)}
+	return f, o
+}
+
+// formInterval parses the form's interval; empty means def.
+func formInterval(typed string, def time.Duration) (time.Duration, error) {
+	if typed == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(typed)
+	if err != nil {
+		return 0, &registration.RefusedError{Field: "interval", Err: fmt.Errorf("%q is not a duration: write it like 5m or 1h30m", typed)}
+	}
+	return d, nil
 }
 
 type pagesView struct {
@@ -91,7 +137,7 @@ type pagesView struct {
 }
 
 func (s *Server) uiPages(w http.ResponseWriter, r *http.Request) {
-	s.showPages(w, r, http.StatusOK, pageForm{Interval: watch.DefaultInterval.String(), Enabled: true})
+	s.showPages(w, r, http.StatusOK, pageForm{Interval: watch.DefaultInterval.String(), Enabled: true, BurstDetection: true})
 }
 
 func (s *Server) showPages(w http.ResponseWriter, r *http.Request, status int, form pageForm) {
@@ -112,21 +158,12 @@ func (s *Server) showPages(w http.ResponseWriter, r *http.Request, status int, f
 
 // formPage reads the add form into a registration page.
 func formPage(r *http.Request) (pageForm, registration.Page, error) {
-	f := pageForm{
-		URL: strings.TrimSpace(r.PostFormValue("url")), Name: r.PostFormValue("name"), Tags: r.PostFormValue("tags"),
-		Interval: strings.TrimSpace(r.PostFormValue("interval")), Ignore: r.PostFormValue("ignore"),
-		SameSite: r.PostFormValue("same_site") == "on", Enabled: true,
-	}
-	p := registration.Page{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Interval: watch.DefaultInterval,
-		Options: watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore)}}
-	if f.Interval != "" {
-		d, err := time.ParseDuration(f.Interval)
-		if err != nil {
-			return f, p, &registration.RefusedError{Field: "interval", Err: fmt.Errorf("%q is not a duration: write it like 5m or 1h30m", f.Interval)}
-		}
-		p.Interval = d
-	}
-	return f, p, nil
+	f, options := formSettings(r)
+	f.URL, f.Enabled = strings.TrimSpace(r.PostFormValue("url")), true
+	p := registration.Page{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options}
+	var err error
+	p.Interval, err = formInterval(f.Interval, watch.DefaultInterval)
+	return f, p, err
 }
 
 func splitTags(s string) []string {
@@ -164,7 +201,7 @@ func (s *Server) uiAddPage(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			var page watch.Page
 			page, err = s.deps.Writer.CreatePage(r.Context(), watch.PageSpec{URL: checked.URL, Interval: checked.Interval,
-				Options: checked.Options, Name: checked.Name, Tags: checked.Tags})
+				Options: checked.Options, Name: checked.Name, Tags: checked.Tags, BurstDetectionOff: !form.BurstDetection})
 			if err == nil {
 				http.Redirect(w, r, "/?done="+url.QueryEscape(fmt.Sprintf("Watching %s", page.BaseURL)), http.StatusSeeOther)
 				return
@@ -206,8 +243,12 @@ func (s *Server) uiPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func editFormOf(p watch.Page) pageForm {
+	o := p.Options
+	lines := func(l []string) string { return strings.Join(l, "\n") }
 	return pageForm{URL: p.BaseURL, Name: p.Name, Tags: strings.Join(p.Tags, " "), Interval: p.Interval.String(),
-		Ignore: strings.Join(p.Options.Ignore, "\n"), SameSite: p.Options.SameSiteOnly, Enabled: p.Enabled}
+		Ignore: lines(o.Ignore), Within: lines(o.Within), Exclude: lines(o.Exclude), IncludeText: lines(o.IncludeText),
+		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
+		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection}
 }
 
 func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p watch.Page, form pageForm) {
@@ -234,21 +275,28 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	name, tags, ignore := r.PostFormValue("name"), splitTags(r.PostFormValue("tags")), splitLines(r.PostFormValue("ignore"))
-	sameSite := r.PostFormValue("same_site") == "on"
-	edit := watch.PageEdit{Name: &name, Tags: &tags, Ignore: &ignore, SameSiteOnly: &sameSite}
-	form := pageForm{Name: name, Tags: r.PostFormValue("tags"), Interval: strings.TrimSpace(r.PostFormValue("interval")),
-		Ignore: r.PostFormValue("ignore"), SameSite: sameSite}
-	d, perr := time.ParseDuration(form.Interval)
-	if perr != nil {
-		err = &registration.RefusedError{Field: "interval", Err: fmt.Errorf("%q is not a duration: write it like 5m or 1h30m", form.Interval)}
-	} else {
-		edit.Interval = &d
-		_, err = s.editPage(r, id, edit)
+	form, o := formSettings(r)
+	// The form shows every setting, so it sends each list whole: an
+	// emptied textarea empties its list.
+	tags := splitTags(form.Tags)
+	edit := watch.PageEdit{Name: &form.Name, Tags: &tags, SameSiteOnly: &o.SameSiteOnly, Ignore: &o.Ignore,
+		Within: &o.Within, Exclude: &o.Exclude, IncludeText: &o.IncludeText, ExcludeText: &o.ExcludeText,
+		IncludeURL: &o.IncludeURL, ExcludeURL: &o.ExcludeURL, BurstDetection: &form.BurstDetection}
+	var before watch.Page
+	d, err := formInterval(form.Interval, 0)
+	if err == nil && form.Interval == "" {
+		err = &registration.RefusedError{Field: "interval", Err: errors.New("give the time between checks, like 5m or 1h30m")}
 	}
 	if err == nil {
-		http.Redirect(w, r, fmt.Sprintf("/pages/%d?done=Saved", id), http.StatusSeeOther)
-		return
+		edit.Interval = &d
+		before, err = s.deps.Pages.Page(r.Context(), id)
+	}
+	if err == nil {
+		var after watch.Page
+		if after, err = s.editPage(r, id, edit); err == nil {
+			http.Redirect(w, r, fmt.Sprintf("/pages/%d?done=%s", id, url.QueryEscape(savedMessage(before, after))), http.StatusSeeOther)
+			return
+		}
 	}
 	if errors.Is(err, watch.ErrPageNotFound) {
 		http.NotFound(w, r)
@@ -267,6 +315,17 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	form.URL, form.Enabled = p.BaseURL, p.Enabled
 	form.Errors = map[string]string{field: err.Error()}
 	s.showPage(w, r, http.StatusUnprocessableEntity, p, form)
+}
+
+// savedMessage says what an edit did, and, as watchctl set does, that the
+// page's next check re-baselines silently when the edit changed what the
+// page admits.
+func savedMessage(before, after watch.Page) string {
+	if after.RebaselinePending && !reflect.DeepEqual(before.Options, after.Options) {
+		return "Saved. The new options change which links the page admits: its next check re-baselines silently " +
+			"(the links they now admit are recorded, not reported as new)."
+	}
+	return "Saved"
 }
 
 func (s *Server) uiSetEnabled(w http.ResponseWriter, r *http.Request) {
