@@ -206,14 +206,11 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 	if err != nil {
 		return watch.Page{}, err
 	}
-	page, err := s.deps.Writer.CreatePage(r.Context(), watch.PageSpec{
+	return s.deps.Writer.CreatePage(r.Context(), watch.PageSpec{
 		URL: p.URL, Interval: p.Interval, Options: p.Options, Name: p.Name, Tags: p.Tags,
-		Paused: in.Enabled != nil && !*in.Enabled,
+		Paused:            in.Enabled != nil && !*in.Enabled,
+		BurstDetectionOff: in.BurstDetection != nil && !*in.BurstDetection,
 	})
-	if err != nil || in.BurstDetection == nil || *in.BurstDetection {
-		return page, err
-	}
-	return s.deps.Writer.EditPage(r.Context(), page.ID, watch.PageEdit{BurstDetection: in.BurstDetection})
 }
 
 type editPageJSON struct {
