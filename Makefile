@@ -11,7 +11,7 @@ DB_NAME    ?= portalwatch
 PROGRAMS   := scheduler crawler processor watchctl web notifier
 FUZZTIME   ?= 5s
 # What one machine runs (make up ROLES=crawler,processor): a comma-separated
-# subset of scheduler, crawler, processor and web; empty means all four.
+# subset of scheduler, crawler, processor, web and notifier; empty means all five.
 ROLES      ?=
 # How many crawler processes the crawler role starts.
 CRAWLERS   ?= 2
@@ -21,7 +21,8 @@ LOCAL_SERVICES ?= yes
 
 .PHONY: up check-roles down status build services test vet fuzz chaos chaos-short clean
 
-# Benchmarks: make bench, bench-history, bench-scheduler, bench-peer, bench-go.
+# Benchmarks: make bench, bench-history, bench-scheduler, bench-peer, bench-go,
+# bench-redis, bench-hostile, bench-web, bench-partition (see bench.mk).
 include bench.mk
 
 ## up: install and start PostgreSQL, Redis, RabbitMQ and supervisord as needed

@@ -41,10 +41,11 @@ func (s scope) apply(sub *watch.Subscription) error {
 		sub.PageID = id
 	}
 	if s.Tag != "" {
-		if err := registration.CheckTag(s.Tag); err != nil {
+		tag, err := registration.CheckTag(s.Tag)
+		if err != nil {
 			return err
 		}
-		sub.Tag = s.Tag
+		sub.Tag = tag
 	}
 	return nil
 }

@@ -107,3 +107,25 @@ func TestUpdatesShowsABurstAsOneLineAndListsRemovals(t *testing.T) {
 		t.Fatalf("updates --removed: exit %d\n%s", code, out)
 	}
 }
+
+// add takes --burst-detection as set does.
+func TestAddWithBurstDetectionOff(t *testing.T) {
+	t.Parallel()
+	e, st := migrated(t)
+	e["PORTALWATCH_ALLOW_PRIVATE"] = "true"
+	if code, _, errOut := runCLI(t, e, "add", "http://127.0.0.1:9/quiet", "--burst-detection", "false"); code != 0 {
+		t.Fatalf("add --burst-detection false: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, e, "add", "http://127.0.0.1:9/default"); code != 0 {
+		t.Fatalf("add: exit %d %s", code, errOut)
+	}
+	pages, err := st.Pages(context.Background())
+	if err != nil || len(pages) != 2 {
+		t.Fatalf("pages = %d, %v", len(pages), err)
+	}
+	for _, p := range pages {
+		if want := !strings.HasSuffix(p.BaseURL, "/quiet"); p.BurstDetection != want {
+			t.Errorf("%s: burst detection %t, want %t", p.BaseURL, p.BurstDetection, want)
+		}
+	}
+}

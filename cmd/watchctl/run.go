@@ -252,6 +252,9 @@ type addCmd struct {
 	Ignore   []string      `sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this regular expression (RE2; repeatable)."`
 	Name     string        `placeholder:"NAME" help:"What to call the page (default: its <title>, else its host)."`
 	Tag      []string      `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters: letters, digits, '-', '_' (repeatable)."`
+	// A pointer, as on set: --burst-detection=false, or the value as the
+	// next word, is what people type.
+	BurstDetection *bool `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
 	optionFlags
 }
 
@@ -271,7 +274,8 @@ func (a *addCmd) Run(c *cli) error {
 		return err
 	}
 	defer st.Close()
-	page, err := st.CreatePage(c.ctx, watch.PageSpec{URL: p.URL, Interval: p.Interval, Options: p.Options, Name: p.Name, Tags: p.Tags})
+	page, err := st.CreatePage(c.ctx, watch.PageSpec{URL: p.URL, Interval: p.Interval, Options: p.Options, Name: p.Name, Tags: p.Tags,
+		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection})
 	if errors.Is(err, watch.ErrDuplicatePage) {
 		return usagef("%s is already watched (see `watchctl list`)", p.URL)
 	}

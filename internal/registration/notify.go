@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"net/mail"
 	"strings"
-	"unicode"
-)
 
-// MaxTagLength caps a subscription's tag, in bytes.
-const MaxTagLength = 64
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
 
 // CheckWebhook checks a webhook URL as CheckURL checks a page's: syntax,
 // and the non-public address guard with the name resolved, which the
@@ -34,12 +32,17 @@ func CheckEmail(raw string) (string, error) {
 	return a.Address, nil
 }
 
-// CheckTag checks a tag to subscribe to: 1 to MaxTagLength bytes of
-// printable characters without spaces; anything else gets a *RefusedError.
-func CheckTag(tag string) error {
-	bad := strings.IndexFunc(tag, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) })
-	if tag == "" || len(tag) > MaxTagLength || bad >= 0 {
-		return refused("tag", fmt.Errorf("tag %q: want 1 to %d printable characters without spaces", tag, MaxTagLength))
+// CheckTag checks a tag to subscribe to by the rule pages' tags follow
+// (watch.NormalizeTags: lower-cased letters, digits, '-' and '_'), so that
+// a subscription can only name a tag a page can carry, and returns it as
+// pages store it; anything else gets a *RefusedError.
+func CheckTag(tag string) (string, error) {
+	tags, err := watch.NormalizeTags([]string{tag})
+	if err != nil {
+		return "", refused("tag", err)
 	}
-	return nil
+	if len(tags) != 1 {
+		return "", refused("tag", fmt.Errorf("tag %q is empty: name the tag whose pages to follow", tag))
+	}
+	return tags[0], nil
 }

@@ -90,3 +90,17 @@ func TestCheckChange(t *testing.T) {
 		}
 	}
 }
+
+// A subscription's tag follows pages' tag rule, so it can name only a tag a
+// page can carry, spelled as pages store it.
+func TestCheckTagFollowsPagesTagRule(t *testing.T) {
+	if got, err := CheckTag(" Politik "); err != nil || got != "politik" {
+		t.Errorf("CheckTag(Politik) = %q, %v; want politik", got, err)
+	}
+	for _, bad := range []string{"", "a b", "news/eu", strings.Repeat("x", watch.MaxTagRunes+1)} {
+		var refused *RefusedError
+		if _, err := CheckTag(bad); !errors.As(err, &refused) || refused.Field != "tag" {
+			t.Errorf("CheckTag(%q) = %v, want a refusal of the tag", bad, err)
+		}
+	}
+}

@@ -17,7 +17,7 @@ import (
 const readOnlyGrants = `
 GRANT CONNECT ON DATABASE DB TO ROLE;
 GRANT USAGE ON SCHEMA public TO ROLE;
-GRANT SELECT ON pages, updates, api_tokens, goose_db_version TO ROLE;
+GRANT SELECT ON pages, updates, removals, api_tokens, goose_db_version TO ROLE;
 GRANT SELECT ON subscriptions, deliveries TO ROLE;`
 
 func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
@@ -62,7 +62,7 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 		"/api/v1/pages", fmt.Sprintf("/api/v1/pages/%d", a.ID), "/api/v1/updates?tag=t&q=a", "/api/v1/pages/export",
 		"/feeds/all.atom", fmt.Sprintf("/feeds/pages/%d.rss", a.ID), "/feeds/tags/t.json",
 		"/", fmt.Sprintf("/pages/%d", a.ID), "/updates?q=a",
-		"/api/v1/subscriptions", fmt.Sprintf("/api/v1/subscriptions/%d/deliveries", sub.ID), "/notifications",
+		"/api/v1/removals", "/api/v1/subscriptions", fmt.Sprintf("/api/v1/subscriptions/%d/deliveries", sub.ID), "/notifications",
 	} {
 		resp, body := e.doAt(srv, "GET", path, e.readTok, "")
 		if resp.StatusCode != 200 {

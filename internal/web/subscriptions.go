@@ -151,10 +151,11 @@ func (s *Server) checkSubscription(ctx context.Context, in subscriptionInput) (w
 		sub.PageID = *in.PageID
 	}
 	if in.Tag != nil {
-		if err := registration.CheckTag(*in.Tag); err != nil {
+		tag, err := registration.CheckTag(*in.Tag)
+		if err != nil {
 			return sub, err
 		}
-		sub.Tag = *in.Tag
+		sub.Tag = tag
 	}
 	if sub.Channel == watch.Email {
 		target, err := registration.CheckEmail(strings.TrimSpace(in.Address))
