@@ -141,7 +141,14 @@ func DeleteQueuesAt(t testing.TB, amqpURL string, names ...string) {
 // delete and returns every failure joined. Tests call DeleteQueuesAt;
 // harnesses without a testing.TB (the benchmarks) call this.
 func DropQueues(amqpURL string, names ...string) error {
-	conn, err := amqp.Dial(amqpURL)
+	// AMQP_URL may list a cluster's nodes: any live one deletes for all.
+	var conn *amqp.Connection
+	var err error
+	for _, node := range strings.Split(amqpURL, ",") {
+		if conn, err = amqp.Dial(strings.TrimSpace(node)); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("delete queues %s: %w", strings.Join(names, ", "), err)
 	}
