@@ -317,7 +317,10 @@ func (f *Farm) Drive(ctx context.Context, s *System, ids []int64, rounds int, mi
 			if err := rows.Scan(&id, &checked, &okay); err != nil {
 				break
 			}
-			i := index[id]
+			i, ours := index[id]
+			if !ours {
+				continue // a page a test registered beside the farm's
+			}
 			round, started := f.Round(i)
 			recorded := okay && checked != nil && !checked.Before(started)
 			switch {
@@ -377,8 +380,13 @@ func (f *Farm) pageIndex(ctx context.Context, s *System) (map[int64]int, error) 
 		if err := rows.Scan(&id, &url); err != nil {
 			return nil, fmt.Errorf("read pages: %w", err)
 		}
+		if !strings.HasPrefix(url, f.srv.URL+"/") {
+			// A page a test registered beside the farm's (the hostile
+			// pages): not indexed, so any update of it counts as extra.
+			continue
+		}
 		if _, err := fmt.Sscanf(strings.TrimPrefix(url, f.srv.URL), "/p%d/", &i); err != nil {
-			return nil, fmt.Errorf("page %d at %s is not the farm's", id, url)
+			return nil, fmt.Errorf("page %d at %s is served by the farm but is none of its pages", id, url)
 		}
 		index[id] = i
 	}
@@ -410,12 +418,16 @@ func (f *Farm) Check(ctx context.Context, s *System) (Verdict, error) {
 			return Verdict{}, err
 		}
 		v.Recorded++
-		key := fmt.Sprintf("%d %s", index[id], url)
+		i, ours := index[id]
+		key := fmt.Sprintf("%d %s", i, url)
+		if !ours {
+			key = fmt.Sprintf("page %d %s", id, url)
+		}
 		seen[key]++
 		if seen[key] == 2 {
 			v.Duplicates++
 		}
-		if !truth[index[id]][url] {
+		if !ours || !truth[i][url] {
 			v.Extra++
 			if len(v.ExtraSample) < 10 {
 				v.ExtraSample = append(v.ExtraSample, key)
