@@ -93,11 +93,13 @@ test: services vet
 	$(MAKE) --no-print-directory chaos-short
 
 ## chaos-short: the fault-injection suite at its default size (50 pages, 12
-## rounds) and the negative controls. It starts private PostgreSQL, Redis and
-## RabbitMQ servers, so it never restarts the shared ones.
+## rounds), the cluster, notifier and supervisord tests and the negative
+## controls; every test file's lines are shown, so a failure says why. It
+## starts private PostgreSQL, Redis and RabbitMQ servers, so it never restarts
+## the shared ones.
 chaos-short:
 	$(GO) test -tags chaos -count=1 -timeout 20m -v ./chaos 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)' | \
-		grep -E '^(---|ok|FAIL|PASS|panic)|chaos_test.go|negative_test.go|notify_test.go|farm.go' ; exit $${PIPESTATUS[0]}
+		grep -E '^(---|ok|FAIL|PASS|panic)|[a-z_]+_test\.go:[0-9]+:|farm.go' ; exit $${PIPESTATUS[0]}
 
 ## chaos: the long fault-injection run (100 pages, 30 rounds, broker kills).
 chaos:
