@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -8,6 +9,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/notify"
 	"github.com/portalwatch/portalwatch/internal/proc"
 	"github.com/portalwatch/portalwatch/internal/registration"
+	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -171,26 +173,19 @@ func notFound(err error, id int64) error {
 type notifyRemoveCmd struct{ notifyIDArg }
 
 func (r *notifyRemoveCmd) Run(c *cli) error {
-	id, err := r.id()
-	if err != nil {
-		return err
-	}
-	st, err := c.open()
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := st.RemoveSubscription(c.ctx, id); err != nil {
-		return notFound(err, id)
-	}
-	fmt.Fprintf(c.stdout, "removed subscription %d\n", id)
-	return nil
+	return r.change(c, (*store.Store).RemoveSubscription, "removed subscription %d\n")
 }
 
 type notifyResumeCmd struct{ notifyIDArg }
 
 func (r *notifyResumeCmd) Run(c *cli) error {
-	id, err := r.id()
+	return r.change(c, (*store.Store).ResumeSubscription, "subscription %d will be tried again now\n")
+}
+
+// change applies do to the subscription the argument names and prints done
+// with its id; an id no subscription has is a usage error.
+func (a notifyIDArg) change(c *cli, do func(*store.Store, context.Context, int64) error, done string) error {
+	id, err := a.id()
 	if err != nil {
 		return err
 	}
@@ -199,10 +194,10 @@ func (r *notifyResumeCmd) Run(c *cli) error {
 		return err
 	}
 	defer st.Close()
-	if err := st.ResumeSubscription(c.ctx, id); err != nil {
+	if err := do(st, c.ctx, id); err != nil {
 		return notFound(err, id)
 	}
-	fmt.Fprintf(c.stdout, "subscription %d will be tried again now\n", id)
+	fmt.Fprintf(c.stdout, done, id)
 	return nil
 }
 

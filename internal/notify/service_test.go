@@ -17,6 +17,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/notify"
 	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/systest"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -24,25 +25,7 @@ import (
 // openStore returns a migrated store of the test's own. Deliveries wait
 // for the snapshot horizon, which any write transaction open on the shared
 // server holds back: the waits below allow for minutes of that.
-func openStore(t testing.TB) (*store.Store, *pgxpool.Pool) {
-	t.Helper()
-	dsn := testsvc.Postgres(t)
-	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx, testsvc.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return st, pool
-}
+func openStore(t testing.TB) (*store.Store, *pgxpool.Pool) { return systest.Store(t) }
 
 // receiver fails the first attempt of every message with 500 and records
 // what it accepted.

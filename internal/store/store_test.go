@@ -12,29 +12,12 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/systest"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-func openStore(t *testing.T) (*store.Store, *pgxpool.Pool) {
-	t.Helper()
-	dsn := testsvc.Postgres(t)
-	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx, testsvc.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return st, pool
-}
+func openStore(t *testing.T) (*store.Store, *pgxpool.Pool) { return systest.Store(t) }
 
 func links(urls ...string) []watch.NewLink {
 	out := make([]watch.NewLink, len(urls))

@@ -21,6 +21,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/systest"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -66,21 +67,9 @@ func publicRead(c *Config) { c.PublicRead = true }
 
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
-	dsn := testsvc.Postgres(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx, testsvc.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	st, pool := systest.Store(t)
+	dsn := pool.Config().ConnString()
 	e := &env{t: t, dsn: dsn, st: st, pool: pool, readTok: "pw_read_secret", writeTk: "pw_write_secret"}
 	if _, err := st.CreateToken(ctx, "reader", e.readTok, false); err != nil {
 		t.Fatal(err)
