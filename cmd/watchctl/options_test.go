@@ -90,18 +90,14 @@ func TestUpdatesShowsABurstAsOneLineAndListsRemovals(t *testing.T) {
 		t.Fatalf("updates --json lacks summary or burst: %s", out)
 	}
 
-	if _, err := st.TrackLinks(ctx, watch.LinkSet{PageID: page.ID, FetchedAt: at, Digest: "one", Keys: []uint64{1}}, 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at.Add(2 * time.Second), Status: 200}, nil); err != nil {
-		t.Fatal(err)
-	}
-	due, err := st.TrackLinks(ctx, watch.LinkSet{PageID: page.ID, FetchedAt: at.Add(2 * time.Second), Digest: "none", Keys: nil}, 1)
-	if err != nil || !due {
-		t.Fatalf("TrackLinks = %t, %v; want a removal due", due, err)
-	}
-	if _, err := st.RecordRemovals(ctx, page.ID, 1); err != nil {
-		t.Fatal(err)
+	// Followed from the first whole check on, the page then loses /alt,
+	// which K = 1 records as removed at once.
+	for i, keys := range [][]uint64{{1}, {}} {
+		c := watch.Check{PageID: page.ID, FetchedAt: at.Add(time.Duration(2+i) * time.Second), Status: 200, FullSet: true,
+			Removals: watch.Removals{Checks: 1, Keys: keys}}
+		if _, err := st.RecordCheck(ctx, c, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if code, out, _ = runCLI(t, e, "updates", "--removed"); code != 0 || !strings.Contains(out, "https://zeitung.example/alt") {
 		t.Fatalf("updates --removed: exit %d\n%s", code, out)

@@ -13,11 +13,11 @@ import (
 // per-task path on real pages (at least 100 links) as a front page
 // rotates, with removals off and on (K = 2). Each task's page shows its
 // links minus the 3 oldest stories plus 3 new ones, so every check changes
-// the link set: removals-on compares it with the stored set (TrackLinks),
-// marks the 3 links that left and, once they have been absent for two
-// checks, records them (RecordRemovals). This is the worst case: a page
-// whose set does not change is sent as "unchanged" and costs nothing
-// extra. Compare the two ns/op; the README states the ratio measured.
+// the link set: removals-on reads the page's live links against the check's
+// keys in the check's statement, holds the 3 links that left as pending in
+// the page's row and, once they have been absent for two checks, records
+// them. This is the worst case: a page whose set does not change is sent as
+// "unchanged" and only ages its pending absences. Compare the two ns/op.
 func BenchmarkRemovalTracking(b *testing.B) {
 	corpus := corpusLinks(b, 100, 30)
 	if len(corpus) == 0 {

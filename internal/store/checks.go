@@ -30,9 +30,6 @@ func budget(n int) int32 {
 // links must hold every link of the check that the caller cannot prove is
 // already recorded; for a failed check it is ignored.
 func (s *Store) RecordCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
-	if c.Error == "" && c.Removals.Checks > 0 {
-		return s.recordTracked(ctx, c, links)
-	}
 	var (
 		rec watch.Recorded
 		err error
@@ -40,7 +37,7 @@ func (s *Store) RecordCheck(ctx context.Context, c watch.Check, links []watch.Ne
 	switch {
 	case c.Error != "":
 		err = recordFailure(ctx, s.pool, c)
-	case len(links) == 0:
+	case len(links) == 0 && c.Removals.Checks <= 0:
 		rec, err = recordSuccess(ctx, s.pool, c)
 	default:
 		rec, err = recordLinks(ctx, s.pool, c, links)
@@ -134,13 +131,21 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink) (string, []any) 
 		urls[i], texts[i], codes[i], summaries[i] = l.URL, l.Text, l.Code, l.Summary
 	}
 	burstMin, burstShare := burstSQL(c.Burst)
+	track := tracking(c.Removals.Checks > 0)
+	args := []any{
+		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
+		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
+		summaries, burstMin, burstShare, c.Links, c.Title}
+	if c.Removals.Checks > 0 {
+		args = append(args, trackedKeys(c.Removals), c.Removals.Checks)
+	}
 	return `
 		WITH page AS (
 			SELECT id, baseline_at IS NULL AS is_first, baseline_at IS NULL OR (rebaseline AND $8) AS silent,
 				burst_detection,
 				CASE WHEN baseline_at IS NULL OR (rebaseline AND $8) THEN ` + fmt.Sprint(math.MaxInt32) + `
-				     ELSE greatest(0, least($14, $15 - ` + today + `)) END AS budget
-			FROM pages WHERE id = $1 FOR UPDATE
+				     ELSE greatest(0, least($14, $15 - ` + today + `)) END AS budget` + track.columns + `
+			FROM pages WHERE id = $1 FOR UPDATE` + track.ctes + `
 		), candidate AS (
 			SELECT l.k, l.u, l.t, l.c, l.s, row_number() OVER (ORDER BY l.n) AS n
 			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[], $17::text[]) WITH ORDINALITY AS l(k, u, t, c, s, n)
@@ -164,19 +169,17 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink) (string, []any) 
 				last_cut        = CASE WHEN ` + fresh + ` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,
 				new_links_today = CASE WHEN page.silent THEN new_links_today
 				                       ELSE ` + today + ` + (SELECT count(*) FROM fresh) END,
-				new_links_day   = CASE WHEN page.silent THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END
+				new_links_day   = CASE WHEN page.silent THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END,
+				` + track.set + `
 			FROM page WHERE pages.id = page.id
 			RETURNING baseline_at = now() AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh,
-				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline,
-				` + removalsDue + ` AS removals
+				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline
 		)
-		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, status.removals, fresh.link_key IS NOT NULL, news.id,
+		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, fresh.link_key IS NOT NULL, news.id,
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at,
-			coalesce(news.summary, ''), coalesce(news.burst, false)
-		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`, []any{
-			c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-			c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
-			summaries, burstMin, burstShare, c.Links, c.Title}
+			coalesce(news.summary, ''), coalesce(news.burst, false),
+			` + track.result + `
+		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`, args
 }
 
 // scanRecordedLinks reads the result of recordLinks' statement, or
@@ -197,12 +200,16 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 			at       *time.Time
 			cut      int64
 			u        watch.Update
+			removed  removedColumns
 		)
-		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &rec.RemovalsDue, &inserted, &id, &u.URL, &u.Text, &u.Code, &at,
-			&u.Summary, &u.Burst); err != nil {
+		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &inserted, &id, &u.URL, &u.Text, &u.Code, &at,
+			&u.Summary, &u.Burst, &removed.ids, &removed.urls, &removed.texts, &removed.at); err != nil {
 			return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 		}
 		rec.Cut = int(cut)
+		if !found {
+			rec.Removed = removed.removals(c.PageID)
+		}
 		found = true
 		if !inserted {
 			continue
@@ -234,9 +241,10 @@ func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorde
 func recordSuccessStatement(c watch.Check) (string, []any) {
 	return `
 		UPDATE pages SET ` + successSet("false", "$10") + `,
-			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END
+			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,
+			pending_keys = NULL, pending_since = NULL -- removals off: the page is not followed
 		WHERE id = $1
-		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `, ` + removalsDue, []any{
+		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue, []any{
 			c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 			c.RefreshEvery.Milliseconds(), c.Title}
 }
@@ -244,7 +252,7 @@ func recordSuccessStatement(c watch.Check) (string, []any) {
 // scanRecordedSuccess reads the result of recordSuccess' statement.
 func scanRecordedSuccess(row pgx.Row, c watch.Check) (watch.Recorded, error) {
 	var rec watch.Recorded
-	err := row.Scan(&rec.Baseline, &rec.RefreshDue, &rec.RemovalsDue)
+	err := row.Scan(&rec.Baseline, &rec.RefreshDue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}

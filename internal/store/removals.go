@@ -10,122 +10,142 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// removalsDue is an SQL condition on a pages row as a check left it: a
-// pending absence has reached the removal count (see TrackLinks).
-const removalsDue = `(removal_due_at IS NOT NULL AND ok_checks >= removal_due_at)`
+// A check follows the links that leave its page inside its own statement
+// (recordLinksStatement), so removals cost no extra round trip, statement or
+// commit. The page's row holds the pending absences (pages.pending_keys and
+// pending_since, sorted by key), and links_live indexes the page's links not
+// removed. A check with the whole link set (watch.Removals.Keys) whose
+// digest differs from the page's last one reads those index entries against
+// its keys: a live link the check lacks left the page (pending from this
+// check on, unless it already was), a pending link the check has came back
+// (dropped from the array: no link row is written), and a key the check has
+// that is not live is looked up in links, where it may be a removed link
+// that came back. Every successful check counts (pages.ok_checks); the one
+// at which a pending absence has lasted K checks marks the link removed and
+// records it in removals, once. A page not followed yet (pending_keys NULL)
+// or being re-baselined starts from the check's set: its live links the
+// check lacks are marked removed without a removal, since they left the
+// watched part of the page through its options, not the page.
+//
+// trackingSQL is the part of the check statement that follows removals:
+// columns of the page CTE, CTEs that follow it, the status update's SET
+// entries and the final SELECT's columns of the removals recorded.
+type trackingSQL struct{ columns, ctes, set, result string }
 
-// recordTracked records a successful check with its removals
-// (Check.Removals) as one pipelined batch: PostgreSQL runs the statements in
-// one implicit transaction, so the check costs one round trip and one
-// commit, as without removals. The set is compared first, before the check's
-// own statement counts the check and clears a re-baseline; the removals that
-// are due are recorded last (the statement records nothing when none is).
-func (s *Store) recordTracked(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
-	rec, err := s.sendTracked(ctx, c, links)
-	if err != nil {
-		return watch.Recorded{}, fmt.Errorf("record check of page %d: %w", c.PageID, interpretError(err))
-	}
-	return rec, nil
-}
-
-func (s *Store) sendTracked(ctx context.Context, c watch.Check, links []watch.NewLink) (rec watch.Recorded, err error) {
-	b := &pgx.Batch{}
-	set := c.Removals.Set
-	if set != nil {
-		keys := make([]int64, len(set.Keys))
-		for i, k := range set.Keys {
-			keys[i] = int64(k)
-		}
-		b.Queue(trackLinksSQL, c.PageID, set.Digest, c.FetchedAt, keys, c.Removals.Checks, false, true)
-	}
-	var sql string
-	var args []any
-	if len(links) == 0 {
-		sql, args = recordSuccessStatement(c)
-	} else {
-		sql, args = recordLinksStatement(c, links)
-	}
-	b.Queue(sql, args...)
-	b.Queue(recordRemovalsSQL, c.PageID, c.Removals.Checks)
-
-	br := s.pool.SendBatch(ctx, b)
-	defer func() {
-		if cerr := br.Close(); err == nil && cerr != nil {
-			rec, err = watch.Recorded{}, cerr
-		}
-	}()
-	if set != nil {
-		if _, err := br.Exec(); err != nil {
-			return watch.Recorded{}, fmt.Errorf("track the link set: %w", err)
+// tracking returns the check statement's part for removals on (the
+// statement then takes $22, the check's keys or NULL without the whole set,
+// and $23, the removal count K) or off: a check that does not follow leaves
+// the page not followed, and the statement carries nothing else for it.
+func tracking(on bool) trackingSQL {
+	if !on {
+		return trackingSQL{
+			set:    `pending_keys = NULL, pending_since = NULL`,
+			result: `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[]`,
 		}
 	}
-	if len(links) == 0 {
-		rec, err = scanRecordedSuccess(br.QueryRow(), c)
-	} else {
-		rows, qerr := br.Query()
-		rec, err = scanRecordedLinks(rows, qerr, c, len(links))
-	}
-	if err != nil {
-		return watch.Recorded{}, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return watch.Recorded{}, fmt.Errorf("record removals: %w", err)
-	}
-	if rec.Removed, err = pgx.CollectRows(rows, scanRemoval); err != nil {
-		return watch.Recorded{}, fmt.Errorf("record removals: %w", err)
-	}
-	return rec, nil
+	return trackingSQL{columns: trackingColumns, ctes: trackingCTEs, set: trackingSet, result: trackingResult}
 }
 
-// TrackLinks compares set with the set the page's previous whole check
-// found and marks the links that left the page (absent since this check,
-// counted in pages.ok_checks) and clears the marks of links that came back;
-// a link present on both checks is not written. The comparison costs one
-// statement that reads the stored set by the page's key; when the digest is
-// the stored one, or set is older than the stored one (a late redelivery),
-// nothing is written. A page's first tracked set is stored without
-// comparison. removalChecks is the removal count K (at least 1): the page's
-// removal_due_at moves to the check at which the earliest pending absence
-// reaches it. TrackLinks reports whether that is this check: then call
-// RecordRemovals.
-func (s *Store) TrackLinks(ctx context.Context, set watch.LinkSet, removalChecks int) (due bool, err error) {
-	return trackLinks(ctx, s.pool, set, removalChecks)
+// trackingColumns are the page CTE's columns for following. A stale or
+// repeated check (not after the page's last) does not follow. Their names
+// differ from the pages columns that the status update reads unqualified.
+const trackingColumns = `,
+				ok_checks + CASE WHEN last_checked_at IS NULL OR last_checked_at < $2 THEN 1 ELSE 0 END AS check_no,
+				(last_checked_at IS NULL OR last_checked_at < $2) AS tracks,
+				pending_keys IS NULL OR baseline_at IS NULL OR (rebaseline AND $8) AS reset,
+				(last_checked_at IS NULL OR last_checked_at < $2) AND $22::bigint[] IS NOT NULL
+					AND (pending_keys IS NULL OR baseline_at IS NULL OR (rebaseline AND $8) OR links_digest IS DISTINCT FROM $6) AS compare,
+				pending_keys AS pend_keys, pending_since AS pend_since`
+
+// trackingCTEs follow the page CTE. diff is one pass over the page's live
+// links and the check's keys (a hash full join) that yields the live links
+// the check lacks (gone) and the check's keys that are not live (maybe a
+// removed link back, more often a new one); it runs only for a check that
+// compares. held is the page's pending absences after this check. Each
+// update of links takes its keys as one array, a few lookups of the primary
+// key, and is skipped whole (a one-time filter) when the array is empty. A
+// pending link is not removed (a reset empties the array), so removed needs
+// no condition on removed_at, which would let the planner prefer scanning
+// the page's entries in links_live to looking up the few keys.
+const trackingCTEs = `
+		), diff AS (
+			SELECT coalesce(l.k, c.k) AS k, c.k IS NULL AS gone
+			FROM (SELECT links.link_key AS k FROM links
+			      WHERE (SELECT compare FROM page) AND links.page_id = $1 AND links.removed_at IS NULL) l
+			FULL JOIN (SELECT unnest($22::bigint[]) AS k WHERE (SELECT compare FROM page)) c ON l.k = c.k
+			WHERE l.k IS NULL OR c.k IS NULL
+		), held AS (
+			SELECT p.k, p.since FROM page, unnest(page.pend_keys, page.pend_since) AS p(k, since)
+			WHERE page.tracks AND NOT page.reset AND NOT page.compare
+			UNION ALL
+			SELECT d.k, coalesce((SELECT p.since FROM unnest(page.pend_keys, page.pend_since) AS p(k, since) WHERE p.k = d.k), page.check_no)
+			FROM page, diff d WHERE d.gone AND NOT page.reset
+		), marks AS (
+			SELECT (SELECT array_agg(held.k) FROM held WHERE held.since <= page.check_no - $23::int + 1) AS due,
+			       (SELECT array_agg(d.k) FROM diff d WHERE d.gone AND page.reset) AS unfollow,
+			       (SELECT array_agg(d.k) FROM diff d WHERE NOT d.gone) AS maybe_back
+			FROM page
+		), removed AS (
+			UPDATE links SET removed_at = now()
+			WHERE (SELECT due IS NOT NULL FROM marks) AND links.page_id = $1
+			  AND links.link_key = ANY ((SELECT due FROM marks)::bigint[])
+			RETURNING links.link_key, links.url, links.text
+		), removal AS (
+			INSERT INTO removals (page_id, link_key, url, text)
+			SELECT $1, link_key, url, text FROM removed
+			RETURNING id, url, text, removed_at
+		), unfollowed AS (
+			UPDATE links SET removed_at = now()
+			WHERE (SELECT unfollow IS NOT NULL FROM marks) AND links.page_id = $1 AND links.removed_at IS NULL
+			  AND links.link_key = ANY ((SELECT unfollow FROM marks)::bigint[])
+		), came_back AS (
+			UPDATE links SET removed_at = NULL
+			WHERE (SELECT maybe_back IS NOT NULL FROM marks) AND links.page_id = $1 AND links.removed_at IS NOT NULL
+			  AND links.link_key = ANY ((SELECT maybe_back FROM marks)::bigint[])`
+
+// trackingSet is the status update's SET entries for the pending absences:
+// a stale or repeated check leaves the arrays alone, and a re-baseline
+// without the whole set leaves the start to the next check that has it.
+const trackingSet = `
+				pending_keys  = CASE WHEN NOT page.tracks THEN pending_keys WHEN page.reset AND NOT page.compare THEN NULL
+				                     ELSE (SELECT coalesce(array_agg(held.k ORDER BY held.k), '{}') FROM held
+				                           WHERE held.since > page.check_no - $23::int + 1) END,
+				pending_since = CASE WHEN NOT page.tracks THEN pending_since WHEN page.reset AND NOT page.compare THEN NULL
+				                     ELSE (SELECT coalesce(array_agg(held.since ORDER BY held.k), '{}') FROM held
+				                           WHERE held.since > page.check_no - $23::int + 1) END`
+
+// trackingResult is the final SELECT's columns of the removals recorded.
+const trackingResult = `(SELECT array_agg(id ORDER BY id) FROM removal), (SELECT array_agg(url ORDER BY id) FROM removal),
+			(SELECT array_agg(text ORDER BY id) FROM removal), (SELECT array_agg(removed_at ORDER BY id) FROM removal)`
+
+// trackedKeys is the check's whole link set as the statement's $22: NULL
+// when the check lacks it, an empty array when the page has no link.
+func trackedKeys(r watch.Removals) []int64 {
+	if r.Keys == nil {
+		return nil
+	}
+	keys := make([]int64, len(r.Keys))
+	for i, k := range r.Keys {
+		keys[i] = int64(k) // the bits, not the number, are the key
+	}
+	return keys
 }
 
-func trackLinks(ctx context.Context, q querier, set watch.LinkSet, removalChecks int) (due bool, err error) {
-	keys := make([]int64, len(set.Keys))
-	for i, k := range set.Keys {
-		keys[i] = int64(k)
-	}
-	err = q.QueryRow(ctx, trackLinksSQL,
-		set.PageID, set.Digest, set.FetchedAt, keys, removalChecks, set.Reset, false).Scan(&due)
-	if err != nil {
-		return false, fmt.Errorf("track the link set of page %d: %w", set.PageID, err)
-	}
-	return due, nil
+// removedColumns are the check statement's columns of the removals it
+// recorded, NULL when there were none.
+type removedColumns struct {
+	ids   []int64
+	urls  []string
+	texts []string
+	at    []time.Time
 }
 
-// RecordRemovals records, once each, the links of the page that have been
-// absent for removalChecks (K) successful checks: they go into removals
-// with their URL and text and are marked removed in links, where they stay
-// known (a link that comes back is not new). The page's removal_due_at
-// moves to the next pending absence, so checks before it read no links. A
-// repeated call records nothing twice. It returns the removals recorded.
-func (s *Store) RecordRemovals(ctx context.Context, pageID int64, removalChecks int) ([]watch.Removal, error) {
-	return recordRemovals(ctx, s.pool, pageID, removalChecks)
-}
-
-func recordRemovals(ctx context.Context, q querier, pageID int64, removalChecks int) ([]watch.Removal, error) {
-	rows, err := q.Query(ctx, recordRemovalsSQL, pageID, removalChecks)
-	if err != nil {
-		return nil, fmt.Errorf("record removals of page %d: %w", pageID, err)
+func (r removedColumns) removals(pageID int64) []watch.Removal {
+	var out []watch.Removal
+	for i, id := range r.ids {
+		out = append(out, watch.Removal{ID: id, PageID: pageID, URL: r.urls[i], Text: r.texts[i], RemovedAt: r.at[i]})
 	}
-	removals, err := pgx.CollectRows(rows, scanRemoval)
-	if err != nil {
-		return nil, fmt.Errorf("record removals of page %d: %w", pageID, err)
-	}
-	return removals, nil
+	return out
 }
 
 // Removals returns the removals q selects (its PageID, Since and Limit),
@@ -169,81 +189,3 @@ func scanRemoval(r pgx.CollectableRow) (watch.Removal, error) {
 func (s *Store) QueryRemovals(ctx context.Context, pageID int64, since time.Time, limit int) ([]watch.Removal, error) {
 	return s.Removals(ctx, UpdatesQuery{PageID: pageID, Since: since, Limit: limit})
 }
-
-// trackLinksSQL is TrackLinks' statement: $1 page, $2 digest, $3 fetched
-// at, $4 keys, $5 removal count, $6 reset.
-// trackLinksSQL is TrackLinks' statement: $1 page, $2 digest, $3 fetched
-// at, $4 keys, $5 removal count, $6 reset, $7 before: the statement runs
-// in the batch of its check ahead of the check's own statement, so the
-// check is not yet counted in ok_checks, and a re-baseline is read from
-// the page's rebaseline flag, which that statement clears.
-const trackLinksSQL = `
-		WITH opts AS (
-			SELECT $6 OR ($7 AND coalesce((SELECT rebaseline FROM pages WHERE id = $1), false)) AS reset
-		), prev AS (
-			SELECT keys FROM link_sets
-			WHERE page_id = $1 AND digest <> $2 AND fetched_at < $3 AND NOT (SELECT reset FROM opts)
-			FOR UPDATE
-		), diff AS (
-			-- One pass over both sets: a key only in the stored set left
-			-- the page, a key only in this check's came back (or is new).
-			SELECT array_agg(k) FILTER (WHERE NOT now_here) AS gone,
-			       array_agg(k) FILTER (WHERE NOT was_here) AS back
-			FROM (
-				SELECT coalesce(p.k, c.k) AS k, p.k IS NOT NULL AS was_here, c.k IS NOT NULL AS now_here
-				FROM (SELECT unnest(keys) AS k FROM prev) p
-				FULL JOIN (SELECT unnest($4::bigint[]) AS k WHERE EXISTS (SELECT 1 FROM prev)) c ON p.k = c.k
-			) d
-			WHERE NOT (was_here AND now_here)
-		), left_page AS (
-			-- Arrays, not joins, so that each side is a lookup of the
-			-- links' primary key for the few keys that changed.
-			UPDATE links SET absent_at = (SELECT ok_checks + CASE WHEN $7 THEN 1 ELSE 0 END FROM pages WHERE id = $1)
-			WHERE links.page_id = $1 AND links.link_key = ANY ((SELECT gone FROM diff)::bigint[])
-			  AND links.absent_at IS NULL AND links.removed_at IS NULL
-			RETURNING links.absent_at
-		), came_back AS (
-			UPDATE links SET absent_at = NULL, removed_at = NULL
-			WHERE links.page_id = $1 AND links.link_key = ANY ((SELECT back FROM diff)::bigint[])
-			  AND (links.absent_at IS NOT NULL OR links.removed_at IS NOT NULL)
-			RETURNING 1
-		), forgotten AS (
-			UPDATE links SET absent_at = NULL
-			WHERE (SELECT reset FROM opts) AND links.page_id = $1 AND links.absent_at IS NOT NULL AND links.removed_at IS NULL
-			RETURNING 1
-		), stored AS (
-			INSERT INTO link_sets (page_id, digest, keys, fetched_at)
-			SELECT $1, $2, $4, $3 WHERE EXISTS (SELECT 1 FROM pages WHERE id = $1)
-			ON CONFLICT (page_id) DO UPDATE SET digest = excluded.digest, keys = excluded.keys, fetched_at = excluded.fetched_at
-			WHERE link_sets.fetched_at < excluded.fetched_at AND (link_sets.digest <> excluded.digest OR (SELECT reset FROM opts))
-			RETURNING 1
-		), due AS (
-			UPDATE pages SET removal_due_at = CASE WHEN (SELECT reset FROM opts) THEN NULL
-				ELSE least(removal_due_at, (SELECT min(absent_at) FROM left_page) + $5 - 1) END
-			WHERE id = $1 AND ((SELECT reset FROM opts) OR EXISTS (SELECT 1 FROM left_page))
-			RETURNING ` + removalsDue + ` AS due
-		)
-		SELECT coalesce((SELECT due FROM due), false)`
-
-// recordRemovalsSQL is RecordRemovals' statement: $1 page, $2 removal
-// count. It records nothing unless the page's removals are due.
-const recordRemovalsSQL = `
-		WITH page AS (
-			SELECT ok_checks FROM pages WHERE id = $1 AND ` + removalsDue + ` FOR UPDATE
-		), gone AS (
-			UPDATE links SET removed_at = now() FROM page
-			WHERE links.page_id = $1 AND links.absent_at IS NOT NULL AND links.removed_at IS NULL
-			  AND links.absent_at <= page.ok_checks - $2 + 1
-			RETURNING links.link_key, links.url, links.text
-		), recorded AS (
-			INSERT INTO removals (page_id, link_key, url, text)
-			SELECT $1, link_key, url, text FROM gone
-			RETURNING id, page_id, url, text, removed_at
-		), next AS (
-			UPDATE pages SET removal_due_at = (
-				SELECT min(absent_at) + $2 - 1 FROM links
-				WHERE page_id = $1 AND absent_at IS NOT NULL AND removed_at IS NULL
-				  AND link_key NOT IN (SELECT link_key FROM gone))
-			WHERE id = $1 AND EXISTS (SELECT 1 FROM page)
-		)
-		SELECT id, page_id, url, text, removed_at FROM recorded ORDER BY id`

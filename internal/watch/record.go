@@ -59,33 +59,20 @@ type Burst struct {
 }
 
 // Removals says how a successful check follows the links that leave its
-// page. With Checks above zero, the store records the check, compares Set
-// with the page's previous set and records the removals that are due in one
-// transaction, so the check costs one commit however many statements run.
+// page. With Checks above zero, the check's own statement compares Keys with
+// the page's links still on it, marks the ones that left as pending in the
+// page's row and records the removals that are due, so following removals
+// costs no extra statement or commit.
 type Removals struct {
 	// Checks is the removal count K: how many successful checks in a row a
 	// link must be absent; 0 turns removals off.
 	Checks int
-	// Set is the check's whole link set; nil when the check does not have
-	// it (304, unchanged, truncated by the crawler's limits): then only
-	// removals already due are recorded. The store uses its Digest and Keys
-	// (the check gives the page and time) and resets the stored set itself
-	// when the check is a re-baseline.
-	Set *LinkSet
-}
-
-// LinkSet is the whole link set of one successful, untruncated check of a
-// page, for tracking which links leave it.
-type LinkSet struct {
-	PageID    int64
-	FetchedAt time.Time
-	Digest    string   // shortlink.KeySetDigest of Keys
-	Keys      []uint64 // every link key of the check
-	// Reset replaces the stored set without looking for links that left
-	// or came back, and forgets pending absences: after a re-baseline the
-	// links the new options leave out were not taken down from the page.
-	// The store also resets when the page's re-baseline is pending.
-	Reset bool
+	// Keys is every link key of the check; nil when the check does not
+	// have its page's whole link set (304, unchanged, truncated by the
+	// crawler's limits): then no link can be found missing, and only
+	// absences already pending age. An empty, non-nil Keys is a page that
+	// has no link left.
+	Keys []uint64
 }
 
 // Caps bound the new links one check of a page records. Zero means no cap.
@@ -131,10 +118,6 @@ type Recorded struct {
 	// Burst is true when the check's updates were a redesign flood
 	// (Check.Burst); each of them carries Update.Burst.
 	Burst bool
-	// RemovalsDue says links absent from the page have reached the
-	// removal count. RecordCheck records them itself when the check's
-	// Removals are on.
-	RemovalsDue bool
 	// Removed holds the links this check recorded as removed.
 	Removed []Removal
 }

@@ -81,15 +81,17 @@ func TestAPIRemovalsAndUpdatesSummaryAndBurst(t *testing.T) {
 		t.Fatalf("updates: %d %s", resp.StatusCode, b)
 	}
 
-	if _, err := e.st.TrackLinks(ctx, watch.LinkSet{PageID: page.ID, FetchedAt: at, Digest: "both", Keys: []uint64{1, 2}}, 1); err != nil {
-		t.Fatal(err)
+	// The page is followed from the next whole check on; the one after it
+	// lacks /alt, which K = 1 records as removed at once.
+	tracked := func(at time.Time, keys ...uint64) {
+		t.Helper()
+		c := watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true, Removals: watch.Removals{Checks: 1, Keys: keys}}
+		if _, err := e.st.RecordCheck(ctx, c, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := e.st.TrackLinks(ctx, watch.LinkSet{PageID: page.ID, FetchedAt: at.Add(time.Second), Digest: "one", Keys: []uint64{2}}, 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.st.RecordRemovals(ctx, page.ID, 1); err != nil {
-		t.Fatal(err)
-	}
+	tracked(at.Add(2*time.Second), 1, 2)
+	tracked(at.Add(3*time.Second), 2)
 	resp, b = e.do("GET", fmt.Sprintf("/api/v1/removals?page=%d", page.ID), e.readTok, "")
 	rs := decode[struct{ Removals []removalJSON }](t, b)
 	if resp.StatusCode != 200 || len(rs.Removals) != 1 || rs.Removals[0].URL != "https://zeitung.example/alt" {
