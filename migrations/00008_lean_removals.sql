@@ -15,9 +15,15 @@
 -- not followed yet (removals were off, or options changed and no whole
 -- link set has been seen since): the next check with the whole set starts
 -- from it without reporting anything.
+--
+-- link_buckets holds the digests of the 32 buckets of the key space of the
+-- page's last whole link set (shortlink.BucketDigests): a check compares
+-- key by key only the buckets whose digest changed, so its cost follows the
+-- links that changed, not the links the page has. NULL: compare them all.
 ALTER TABLE pages
     ADD COLUMN pending_keys  bigint[],
-    ADD COLUMN pending_since bigint[];
+    ADD COLUMN pending_since bigint[],
+    ADD COLUMN link_buckets  bigint[];
 
 -- Pages that 00007 followed keep their pending absences.
 UPDATE pages SET pending_keys = coalesce(a.keys, '{}'), pending_since = coalesce(a.since, '{}')
@@ -66,4 +72,4 @@ UPDATE pages SET removal_due_at = (SELECT min(since) FROM unnest(pending_since) 
 WHERE cardinality(pending_since) > 0;
 -- Without link_sets rows 00007 starts each page's set afresh at its next
 -- whole check; the links now marked removed stay so until they come back.
-ALTER TABLE pages DROP COLUMN pending_keys, DROP COLUMN pending_since;
+ALTER TABLE pages DROP COLUMN pending_keys, DROP COLUMN pending_since, DROP COLUMN link_buckets;

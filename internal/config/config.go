@@ -205,6 +205,7 @@ type Processor struct {
 	// older than this, so updates live up to a week longer
 	// (PORTALWATCH_UPDATES_RETENTION, default 0 = keep forever, else at
 	// least 1h). Their links stay known and are never reported again.
+	// Removals older than this are deleted too.
 	UpdatesRetention time.Duration
 	// LinksRetention forgets links absent from their page for this long
 	// (PORTALWATCH_LINKS_RETENTION, default 2160h = 90 days, 0 = keep

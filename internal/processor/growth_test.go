@@ -84,3 +84,26 @@ func TestRoundMakesUpdatePartitionsWithRetentionOff(t *testing.T) {
 		t.Fatalf("Round = %+v, %v; want %s made again", parts, err, ahead)
 	}
 }
+
+// Removals are kept as long as updates: a round with updates' retention set
+// deletes the removals recorded before it, and only those.
+func TestRoundDeletesRemovalsPastUpdatesRetention(t *testing.T) {
+	f := newFixtureWith(t, "", processor.Config{RemovalChecks: 1})
+	ctx := context.Background()
+	f.deliver(t, f.task("/old", "/new", "/stays"))
+	f.deliver(t, f.task("/new", "/stays"))
+	f.deliver(t, f.task("/stays"))
+	if _, err := f.db.Exec(ctx, `UPDATE removals SET removed_at = now() - interval '30 days' WHERE url LIKE '%/old'`); err != nil {
+		t.Fatal(err)
+	}
+	pruner, err := processor.NewPruner(processor.RetentionConfig{Updates: 7 * 24 * time.Hour, Batch: 1}, f.st, testsvc.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pruner.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(f.removals(t)); got != "[https://portal.example/new]" {
+		t.Fatalf("removals after the round = %s, want only /new", got)
+	}
+}

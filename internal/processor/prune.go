@@ -14,13 +14,14 @@ import (
 type Pruning interface {
 	MaintainUpdatePartitions(ctx context.Context, retention time.Duration, ahead int) (watch.PartitionChanges, error)
 	PruneLinks(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+	PruneRemovals(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 }
 
 // RetentionConfig says what the Pruner deletes and how fast.
 type RetentionConfig struct {
 	// Updates drops the weekly partitions of updates whose whole week is
 	// older than this, so an update is kept between Updates and Updates plus
-	// a week; zero keeps them forever.
+	// a week, and deletes removals older than this; zero keeps them forever.
 	Updates time.Duration
 	// Links forgets links absent from their page for this long; zero keeps
 	// them forever. The processor must refresh links at LinkRefreshFor(Links).
@@ -135,9 +136,16 @@ func (p *Pruner) Round(ctx context.Context) (parts watch.PartitionChanges, links
 			return parts, links, fmt.Errorf("links: %w", err)
 		}
 	}
-	if len(parts.Created) > 0 || len(parts.Dropped) > 0 || links > 0 {
+	// Removals are news as updates are, and kept as long.
+	var removals int64
+	if p.cfg.Updates > 0 {
+		if removals, err = p.drain(ctx, p.st.PruneRemovals, p.cfg.Updates); err != nil {
+			return parts, links, fmt.Errorf("removals: %w", err)
+		}
+	}
+	if len(parts.Created) > 0 || len(parts.Dropped) > 0 || links > 0 || removals > 0 {
 		p.log.Info("retention round", "partitions_created", parts.Created, "partitions_dropped", parts.Dropped,
-			"updates_moved_from_default", parts.Moved, "links_deleted", links)
+			"updates_moved_from_default", parts.Moved, "links_deleted", links, "removals_deleted", removals)
 	}
 	return parts, links, nil
 }

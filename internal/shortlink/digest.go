@@ -33,3 +33,43 @@ func KeySetDigest(keys []uint64) string {
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
+
+// KeyBuckets is how many parts BucketDigests splits a key set into.
+const KeyBuckets = 32
+
+// KeyBucket is the part of the key space a key falls in: its top 5 bits.
+// Each bucket is one contiguous range of keys, also as the signed 64-bit
+// numbers PostgreSQL stores (see BucketRange).
+func KeyBucket(key uint64) int { return int(key >> 59) }
+
+// BucketRange returns the first and last key of bucket b as PostgreSQL's
+// signed bigint, in which order an index on keys holds them.
+func BucketRange(b int) (first, last int64) {
+	first = int64(uint64(b) << 59)
+	return first, first + (1<<59 - 1)
+}
+
+// BucketDigests returns a digest of each bucket of a set of keys (64 bits
+// of SHA-256 over the bucket's sorted, distinct keys; 0 for an empty one),
+// so that two sets can be compared bucket by bucket: a check that differs
+// from the page's previous one in a few links differs in at most as many
+// buckets, and only those need comparing key by key. It sorts keys in
+// place.
+func BucketDigests(keys []uint64) []int64 {
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	digests := make([]int64, KeyBuckets)
+	var b [8]byte
+	for start := 0; start < len(keys); {
+		bucket := KeyBucket(keys[start])
+		end := start
+		h := sha256.New()
+		for ; end < len(keys) && KeyBucket(keys[end]) == bucket; end++ {
+			binary.BigEndian.PutUint64(b[:], keys[end])
+			h.Write(b[:])
+		}
+		digests[bucket] = int64(binary.BigEndian.Uint64(h.Sum(nil)[:8]))
+		start = end
+	}
+	return digests
+}

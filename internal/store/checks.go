@@ -137,7 +137,8 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink) (string, []any) 
 		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
 		summaries, burstMin, burstShare, c.Links, c.Title}
 	if c.Removals.Checks > 0 {
-		args = append(args, trackedKeys(c.Removals), c.Removals.Checks)
+		keys, buckets := trackedKeys(c.Removals)
+		args = append(args, keys, c.Removals.Checks, buckets)
 	}
 	return `
 		WITH page AS (

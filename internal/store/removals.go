@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -39,7 +41,7 @@ type trackingSQL struct{ columns, ctes, set, result string }
 func tracking(on bool) trackingSQL {
 	if !on {
 		return trackingSQL{
-			set:    `pending_keys = NULL, pending_since = NULL`,
+			set:    `pending_keys = NULL, pending_since = NULL, link_buckets = NULL`,
 			result: `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[]`,
 		}
 	}
@@ -54,29 +56,41 @@ const trackingColumns = `,
 				(last_checked_at IS NULL OR last_checked_at < $2) AS tracks,
 				pending_keys IS NULL OR baseline_at IS NULL OR (rebaseline AND $8) AS reset,
 				(last_checked_at IS NULL OR last_checked_at < $2) AND $22::bigint[] IS NOT NULL
-					AND (pending_keys IS NULL OR baseline_at IS NULL OR (rebaseline AND $8) OR links_digest IS DISTINCT FROM $6) AS compare,
-				pending_keys AS pend_keys, pending_since AS pend_since`
+					AND (pending_keys IS NULL OR baseline_at IS NULL OR (rebaseline AND $8) OR link_buckets IS DISTINCT FROM $24::bigint[]) AS compare,
+				pending_keys AS pend_keys, pending_since AS pend_since, link_buckets AS old_buckets`
 
-// trackingCTEs follow the page CTE. diff is one pass over the page's live
-// links and the check's keys (a hash full join) that yields the live links
-// the check lacks (gone) and the check's keys that are not live (maybe a
-// removed link back, more often a new one); it runs only for a check that
-// compares. held is the page's pending absences after this check. Each
-// update of links takes its keys as one array, a few lookups of the primary
-// key, and is skipped whole (a one-time filter) when the array is empty. A
-// pending link is not removed (a reset empties the array), so removed needs
-// no condition on removed_at, which would let the planner prefer scanning
-// the page's entries in links_live to looking up the few keys.
+// trackingCTEs follow the page CTE. scope is the buckets of the key space
+// (shortlink.BucketDigests) that the check compares key by key: those whose
+// digest differs from the page's last whole set's, or all of them when the
+// page starts being followed. A check that differs from the last one in a
+// few links reads only those buckets' part of the page's live links. diff
+// is one pass over that part and the check's keys in those buckets (a hash
+// full join): the live links the check lacks (gone) and the check's keys
+// that are not live (maybe a removed link back, more often a new one).
+// held is the page's pending absences after this check: those in buckets
+// not compared, and the links gone (with the check count they first went
+// missing at). Each update of links takes its keys as one array, a few
+// lookups of the primary key, and is skipped whole (a one-time filter)
+// when the array is empty. A pending link is not removed (a reset empties
+// the array), so removed needs no condition on removed_at, which would let
+// the planner prefer scanning the page's entries in links_live to looking
+// up the few keys.
 const trackingCTEs = `
+		), scope AS (
+			SELECT b, (b - CASE WHEN b >= 16 THEN 32 ELSE 0 END)::bigint * 576460752303423488 AS first
+			FROM page, generate_series(0, 31) AS b
+			WHERE page.compare AND (page.reset OR cardinality(page.old_buckets) IS DISTINCT FROM 32
+				OR page.old_buckets[b + 1] IS DISTINCT FROM ($24::bigint[])[b + 1])
 		), diff AS (
 			SELECT coalesce(l.k, c.k) AS k, c.k IS NULL AS gone
-			FROM (SELECT links.link_key AS k FROM links
-			      WHERE (SELECT compare FROM page) AND links.page_id = $1 AND links.removed_at IS NULL) l
-			FULL JOIN (SELECT unnest($22::bigint[]) AS k WHERE (SELECT compare FROM page)) c ON l.k = c.k
+			FROM (SELECT links.link_key AS k FROM scope JOIN links
+			        ON links.page_id = $1 AND links.removed_at IS NULL
+			       AND links.link_key BETWEEN scope.first AND scope.first + 576460752303423487) l
+			FULL JOIN (SELECT k FROM unnest($22::bigint[]) AS k WHERE ((k >> 59) & 31)::int IN (SELECT b FROM scope)) c ON l.k = c.k
 			WHERE l.k IS NULL OR c.k IS NULL
 		), held AS (
 			SELECT p.k, p.since FROM page, unnest(page.pend_keys, page.pend_since) AS p(k, since)
-			WHERE page.tracks AND NOT page.reset AND NOT page.compare
+			WHERE page.tracks AND NOT page.reset AND ((p.k >> 59) & 31)::int NOT IN (SELECT b FROM scope)
 			UNION ALL
 			SELECT d.k, coalesce((SELECT p.since FROM unnest(page.pend_keys, page.pend_since) AS p(k, since) WHERE p.k = d.k), page.check_no)
 			FROM page, diff d WHERE d.gone AND NOT page.reset
@@ -103,32 +117,38 @@ const trackingCTEs = `
 			WHERE (SELECT maybe_back IS NOT NULL FROM marks) AND links.page_id = $1 AND links.removed_at IS NOT NULL
 			  AND links.link_key = ANY ((SELECT maybe_back FROM marks)::bigint[])`
 
-// trackingSet is the status update's SET entries for the pending absences:
-// a stale or repeated check leaves the arrays alone, and a re-baseline
-// without the whole set leaves the start to the next check that has it.
+// trackingSet is the status update's SET entries for the pending absences
+// and the bucket digests: a stale or repeated check leaves them alone, a
+// check with the whole set stores its digests, and a re-baseline without
+// the whole set leaves the start to the next check that has it.
 const trackingSet = `
 				pending_keys  = CASE WHEN NOT page.tracks THEN pending_keys WHEN page.reset AND NOT page.compare THEN NULL
 				                     ELSE (SELECT coalesce(array_agg(held.k ORDER BY held.k), '{}') FROM held
 				                           WHERE held.since > page.check_no - $23::int + 1) END,
 				pending_since = CASE WHEN NOT page.tracks THEN pending_since WHEN page.reset AND NOT page.compare THEN NULL
 				                     ELSE (SELECT coalesce(array_agg(held.since ORDER BY held.k), '{}') FROM held
-				                           WHERE held.since > page.check_no - $23::int + 1) END`
+				                           WHERE held.since > page.check_no - $23::int + 1) END,
+				link_buckets  = CASE WHEN NOT page.tracks THEN link_buckets WHEN $22::bigint[] IS NOT NULL THEN $24::bigint[]
+				                     WHEN page.reset THEN NULL ELSE link_buckets END`
 
 // trackingResult is the final SELECT's columns of the removals recorded.
 const trackingResult = `(SELECT array_agg(id ORDER BY id) FROM removal), (SELECT array_agg(url ORDER BY id) FROM removal),
 			(SELECT array_agg(text ORDER BY id) FROM removal), (SELECT array_agg(removed_at ORDER BY id) FROM removal)`
 
-// trackedKeys is the check's whole link set as the statement's $22: NULL
-// when the check lacks it, an empty array when the page has no link.
-func trackedKeys(r watch.Removals) []int64 {
+// trackedKeys is the check's whole link set as the statement's $22 and the
+// digests of its buckets as $24: NULL when the check lacks the set, an empty
+// array when the page has no link.
+func trackedKeys(r watch.Removals) (keys, buckets []int64) {
 	if r.Keys == nil {
-		return nil
+		return nil, nil
 	}
-	keys := make([]int64, len(r.Keys))
-	for i, k := range r.Keys {
+	sorted := slices.Clone(r.Keys)
+	buckets = shortlink.BucketDigests(sorted)
+	keys = make([]int64, len(sorted))
+	for i, k := range sorted {
 		keys[i] = int64(k) // the bits, not the number, are the key
 	}
-	return keys
+	return keys, buckets
 }
 
 // removedColumns are the check statement's columns of the removals it
@@ -146,6 +166,19 @@ func (r removedColumns) removals(pageID int64) []watch.Removal {
 		out = append(out, watch.Removal{ID: id, PageID: pageID, URL: r.urls[i], Text: r.texts[i], RemovedAt: r.at[i]})
 	}
 	return out
+}
+
+// PruneRemovals deletes up to limit removals recorded more than olderThan
+// ago, oldest first, and returns how many it deleted.
+func (s *Store) PruneRemovals(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM removals WHERE id IN (
+			SELECT id FROM removals WHERE removed_at < now() - $1 * interval '1 millisecond'
+			ORDER BY removed_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)`, olderThan.Milliseconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("delete removals older than %s: %w", olderThan, err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // Removals returns the removals q selects (its PageID, Since and Limit),

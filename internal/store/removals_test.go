@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -110,5 +111,83 @@ func TestLeanRemovalsMigrationKeepsPendingAbsences(t *testing.T) {
 	}
 	if _, err := mig.UpTo(ctx, 8); err != nil {
 		t.Fatalf("migrate up to 00008 again: %v", err)
+	}
+}
+
+// TestRemovalsFollowChangedBucketsOnly follows a page of 200 links whose
+// checks each lose one link: each check compares key by key only the bucket
+// of the key space that changed, and yet a link pending in a bucket the
+// next check does not compare is still recorded when it is due, once, and a
+// removed link that comes back is live again.
+func TestRemovalsFollowChangedBucketsOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := openStore(t)
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://buckets.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []watch.NewLink
+	for i := range 200 {
+		u := fmt.Sprintf("https://buckets.example/story/%d", i)
+		all = append(all, watch.NewLink{Key: shortlink.Key(u), URL: u, Text: fmt.Sprint("Story ", i), Code: fmt.Sprint("c", i)})
+	}
+	// Two links in different buckets leave, one check apart.
+	first := all[0]
+	var second watch.NewLink
+	for _, l := range all[1:] {
+		if shortlink.KeyBucket(l.Key) != shortlink.KeyBucket(first.Key) {
+			second = l
+			break
+		}
+	}
+	at := time.Now().Add(-time.Hour)
+	check := func(links []watch.NewLink, without ...watch.NewLink) []string {
+		t.Helper()
+		at = at.Add(time.Second)
+		keys := []uint64{}
+	next:
+		for _, l := range links {
+			for _, w := range without {
+				if w.Key == l.Key {
+					continue next
+				}
+			}
+			keys = append(keys, l.Key)
+		}
+		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
+			Removals: watch.Removals{Checks: 2, Keys: keys}}, links)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var urls []string
+		for _, r := range rec.Removed {
+			urls = append(urls, r.URL)
+		}
+		return urls
+	}
+	check(all)                       // baseline: followed from here
+	check(all, first)                // first missing once
+	got := check(all, first, second) // first missing twice (its bucket unchanged), second once
+	if fmt.Sprint(got) != fmt.Sprint([]string{first.URL}) {
+		t.Fatalf("removed %v, want only %s", got, first.URL)
+	}
+	if got := check(all, first, second); fmt.Sprint(got) != fmt.Sprint([]string{second.URL}) {
+		t.Fatalf("removed %v, want only %s", got, second.URL)
+	}
+	if got := check(all, first, second); len(got) != 0 {
+		t.Fatalf("an unchanged check removed %v again", got)
+	}
+	check(all, second) // first is back: live, not new
+	var live, removals int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM links WHERE page_id = $1 AND removed_at IS NULL),
+		(SELECT count(*) FROM removals WHERE page_id = $1)`, page.ID).Scan(&live, &removals); err != nil {
+		t.Fatal(err)
+	}
+	if live != 199 || removals != 2 {
+		t.Fatalf("%d live links and %d removals, want 199 and 2", live, removals)
+	}
+	if got := check(all); len(got) != 0 {
+		t.Fatalf("removed %v when every link is back", got)
 	}
 }
