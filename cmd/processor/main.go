@@ -29,7 +29,7 @@ func main() { proc.Main("processor", run) }
 func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	health, reg := ops.NewHealth(), ops.NewRegistry()
 
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.GenericPlans())
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func newBenchProcessor(b *testing.B, redisURL string, pages int) *benchProcessor
 
 func newBenchProcessorWith(b *testing.B, redisURL string, pages int, cfg processor.Config) *benchProcessor {
 	ctx := context.Background()
-	st, err := store.Open(ctx, testsvc.Postgres(b))
+	st, err := store.Open(ctx, testsvc.Postgres(b), store.GenericPlans()) // as cmd/processor
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func newFixtureWith(t *testing.T, redisURL string, cfg processor.Config) *fixtur
 	t.Helper()
 	ctx := context.Background()
 	dsn := testsvc.Postgres(t)
-	st, err := store.Open(ctx, dsn)
+	st, err := store.Open(ctx, dsn, store.GenericPlans()) // as cmd/processor
 	if err != nil {
 		t.Fatal(err)
 	}

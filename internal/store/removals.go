@@ -63,7 +63,10 @@ const trackingColumns = `,
 // (shortlink.BucketDigests) that the check compares key by key: those whose
 // digest differs from the page's last whole set's, or all of them when the
 // page starts being followed. A check that differs from the last one in a
-// few links reads only those buckets' part of the page's live links. diff
+// few links reads only those buckets' part of the page's live links (one
+// index range scan per bucket: LATERAL with OFFSET 0, which the planner
+// cannot flatten into a join that reads the page's whole part of the index
+// once and filters it). diff
 // is one pass over that part and the check's keys in those buckets (a hash
 // full join): the live links the check lacks (gone) and the check's keys
 // that are not live (maybe a removed link back, more often a new one).
@@ -83,9 +86,10 @@ const trackingCTEs = `
 				OR page.old_buckets[b + 1] IS DISTINCT FROM ($24::bigint[])[b + 1])
 		), diff AS (
 			SELECT coalesce(l.k, c.k) AS k, c.k IS NULL AS gone
-			FROM (SELECT links.link_key AS k FROM scope JOIN links
-			        ON links.page_id = $1 AND links.removed_at IS NULL
-			       AND links.link_key BETWEEN scope.first AND scope.first + 576460752303423487) l
+			FROM (SELECT live.k FROM scope, LATERAL (
+			        SELECT links.link_key AS k FROM links
+			        WHERE links.page_id = $1 AND links.removed_at IS NULL
+			          AND links.link_key BETWEEN scope.first AND scope.first + 576460752303423487 OFFSET 0) live) l
 			FULL JOIN (SELECT k FROM unnest($22::bigint[]) AS k WHERE ((k >> 59) & 31)::int IN (SELECT b FROM scope)) c ON l.k = c.k
 			WHERE l.k IS NULL OR c.k IS NULL
 		), held AS (
