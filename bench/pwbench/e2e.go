@@ -61,6 +61,8 @@ func (c *e2eConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.synth.maxAnchors, "max-anchors", 600, "most anchors on a synthetic page")
 	fs.IntVar(&c.synth.perRound, "new-per-round", 3, "new anchors per page per round")
 	fs.IntVar(&c.synth.visible, "visible-rounds", 10, "rounds a new anchor stays on its page")
+	fs.BoolVar(&c.synth.keep, "keep-news", false,
+		"news anchors never leave their page (it grows by -new-per-round a round): what following removals costs a check that records none")
 	fs.DurationVar(&c.round, "round", 5*time.Second, "how often each page changes")
 	fs.IntVar(&c.crawlers, "crawlers", 1, "crawler processes")
 	fs.IntVar(&c.crawlerConcurrency, "crawler-concurrency", 16, "PORTALWATCH_CRAWLER_CONCURRENCY")

@@ -12,10 +12,11 @@ import (
 
 // synthConfig shapes the synthetic portals.
 type synthConfig struct {
-	minKB, maxKB           int // page size range, in KB (1000 bytes)
-	minAnchors, maxAnchors int // anchors per page, the latest list included
-	perRound               int // new anchors per page per round
-	visible                int // rounds a new anchor stays on the page
+	minKB, maxKB           int  // page size range, in KB (1000 bytes)
+	minAnchors, maxAnchors int  // anchors per page, the latest list included
+	perRound               int  // new anchors per page per round
+	visible                int  // rounds a new anchor stays on the page
+	keep                   bool // news anchors never leave: the page grows perRound a round
 	seed                   uint64
 }
 
@@ -71,7 +72,11 @@ func (s *synthPage) lastVersion() int { return -1 }
 
 // seqs returns the news sequence numbers shown at version v, newest first.
 func (s *synthPage) seqs(v int) (first, end int) {
-	return v * s.cfg.perRound, (v + s.cfg.visible) * s.cfg.perRound
+	end = (v + s.cfg.visible) * s.cfg.perRound
+	if s.cfg.keep {
+		return 0, end
+	}
+	return v * s.cfg.perRound, end
 }
 
 // newsPath is the path of news item seq.

@@ -72,12 +72,12 @@ const trackingColumns = `,
 // that are not live (maybe a removed link back, more often a new one).
 // held is the page's pending absences after this check: those in buckets
 // not compared, and the links gone (with the check count they first went
-// missing at). Each update of links takes its keys as one array, a few
-// lookups of the primary key, and is skipped whole (a one-time filter)
-// when the array is empty. A pending link is not removed (a reset empties
-// the array), so removed needs no condition on removed_at, which would let
-// the planner prefer scanning the page's entries in links_live to looking
-// up the few keys.
+// missing at). marked writes the three kinds of mark in one update of
+// links (one update of the partitioned table in the statement costs less to
+// start than three): the removals that are due, the links a reset stops
+// following, and removed links that are back. It takes its keys as one
+// array, a few lookups of the primary key, and is skipped whole (a one-time
+// filter) when there are none.
 const trackingCTEs = `
 		), scope AS (
 			SELECT b, (b - CASE WHEN b >= 16 THEN 32 ELSE 0 END)::bigint * 576460752303423488 AS first
@@ -99,27 +99,23 @@ const trackingCTEs = `
 			SELECT d.k, coalesce((SELECT p.since FROM unnest(page.pend_keys, page.pend_since) AS p(k, since) WHERE p.k = d.k), page.check_no)
 			FROM page, diff d WHERE d.gone AND NOT page.reset
 		), marks AS (
-			SELECT (SELECT array_agg(held.k) FROM held WHERE held.since <= page.check_no - $23::int + 1) AS due,
-			       (SELECT array_agg(d.k) FROM diff d WHERE d.gone AND page.reset) AS unfollow,
-			       (SELECT array_agg(d.k) FROM diff d WHERE NOT d.gone) AS maybe_back
-			FROM page
-		), removed AS (
-			UPDATE links SET removed_at = now()
-			WHERE (SELECT due IS NOT NULL FROM marks) AND links.page_id = $1
-			  AND links.link_key = ANY ((SELECT due FROM marks)::bigint[])
-			RETURNING links.link_key, links.url, links.text
+			SELECT due, unfollow, maybe_back, coalesce(due, '{}') || coalesce(unfollow, '{}') || coalesce(maybe_back, '{}') AS touched
+			FROM (SELECT (SELECT array_agg(held.k) FROM held WHERE held.since <= page.check_no - $23::int + 1) AS due,
+			             (SELECT array_agg(d.k) FROM diff d WHERE d.gone AND page.reset) AS unfollow,
+			             (SELECT array_agg(d.k) FROM diff d WHERE NOT d.gone) AS maybe_back
+			      FROM page) m
+		), marked AS (
+			UPDATE links SET removed_at = CASE WHEN links.link_key = ANY ((SELECT maybe_back FROM marks)::bigint[]) THEN NULL ELSE now() END
+			WHERE (SELECT cardinality(touched) > 0 FROM marks) AND links.page_id = $1
+			  AND links.link_key = ANY ((SELECT touched FROM marks)::bigint[])
+			  AND (links.link_key = ANY ((SELECT due FROM marks)::bigint[])
+			       OR (links.removed_at IS NULL AND links.link_key = ANY ((SELECT unfollow FROM marks)::bigint[]))
+			       OR (links.removed_at IS NOT NULL AND links.link_key = ANY ((SELECT maybe_back FROM marks)::bigint[])))
+			RETURNING links.link_key, links.url, links.text, links.link_key = ANY ((SELECT due FROM marks)::bigint[]) AS due
 		), removal AS (
 			INSERT INTO removals (page_id, link_key, url, text)
-			SELECT $1, link_key, url, text FROM removed
-			RETURNING id, url, text, removed_at
-		), unfollowed AS (
-			UPDATE links SET removed_at = now()
-			WHERE (SELECT unfollow IS NOT NULL FROM marks) AND links.page_id = $1 AND links.removed_at IS NULL
-			  AND links.link_key = ANY ((SELECT unfollow FROM marks)::bigint[])
-		), came_back AS (
-			UPDATE links SET removed_at = NULL
-			WHERE (SELECT maybe_back IS NOT NULL FROM marks) AND links.page_id = $1 AND links.removed_at IS NOT NULL
-			  AND links.link_key = ANY ((SELECT maybe_back FROM marks)::bigint[])`
+			SELECT $1, link_key, url, text FROM marked WHERE due
+			RETURNING id, url, text, removed_at`
 
 // trackingSet is the status update's SET entries for the pending absences
 // and the bucket digests: a stale or repeated check leaves them alone, a
