@@ -53,6 +53,10 @@ func TestNotificationsPageAddsTestsResumesAndRemoves(t *testing.T) {
 		!strings.Contains(body, fmt.Sprintf(`action="/notifications/%d/resume"`, id)) {
 		t.Fatalf("paused subscription not shown with its reason and a resume button:\n%s", body)
 	}
+	// Removing is destructive and looks it, as on the page view.
+	if !strings.Contains(body, fmt.Sprintf(`action="/notifications/%d/delete" class="inline"><button type="submit" class="danger">`, id)) {
+		t.Fatalf("the remove button is not marked as destructive:\n%s", body)
+	}
 
 	for _, tt := range []struct{ action, done string }{
 		{"test", "Test message delivered to " + rc.URL + "/hook (response 200)"},
