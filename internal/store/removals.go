@@ -16,9 +16,10 @@ import (
 // (recordLinksStatement), so removals cost no extra round trip, statement or
 // commit. The page's row holds the pending absences (pages.pending_keys and
 // pending_since, sorted by key), and links_live indexes the page's links not
-// removed. A check with the whole link set (watch.Removals.Keys) whose
-// digest differs from the page's last one reads those index entries against
-// its keys: a live link the check lacks left the page (pending from this
+// removed. A check with the whole link set (watch.Removals.Keys) reads
+// those index entries against its keys in the buckets of the key space
+// whose digest differs from the page's last whole set's (pages.link_buckets):
+// a live link the check lacks left the page (pending from this
 // check on, unless it already was), a pending link the check has came back
 // (dropped from the array: no link row is written), and a key the check has
 // that is not live is looked up in links, where it may be a removed link
@@ -36,7 +37,8 @@ type trackingSQL struct{ columns, ctes, set, result string }
 
 // tracking returns the check statement's part for removals on (the
 // statement then takes $22, the check's keys or NULL without the whole set,
-// and $23, the removal count K) or off: a check that does not follow leaves
+// $23, the removal count K, and $24, the keys' bucket digests) or off: a
+// check that does not follow leaves
 // the page not followed, and the statement carries nothing else for it.
 func tracking(on bool) trackingSQL {
 	if !on {
@@ -63,13 +65,13 @@ const trackingColumns = `,
 // (shortlink.BucketDigests) that the check compares key by key: those whose
 // digest differs from the page's last whole set's, or all of them when the
 // page starts being followed. A check that differs from the last one in a
-// few links reads only those buckets' part of the page's live links (one
-// index range scan per bucket: LATERAL with OFFSET 0, which the planner
+// few links reads only those buckets' part of the page's live links: one
+// index range scan per bucket (LATERAL with OFFSET 0, which the planner
 // cannot flatten into a join that reads the page's whole part of the index
-// once and filters it). diff
-// is one pass over that part and the check's keys in those buckets (a hash
-// full join): the live links the check lacks (gone) and the check's keys
-// that are not live (maybe a removed link back, more often a new one).
+// once and filters it). diff is one pass over that part and the check's
+// keys in those buckets (a hash full join): the live links the check lacks
+// (gone) and the check's keys that are not live (maybe a removed link back,
+// more often a new one).
 // held is the page's pending absences after this check: those in buckets
 // not compared, and the links gone (with the check count they first went
 // missing at). marked writes the three kinds of mark in one update of
