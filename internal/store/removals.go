@@ -38,8 +38,8 @@ type trackingSQL struct{ columns, ctes, set, result string }
 // tracking returns the check statement's part for removals on (the
 // statement then takes $22, the check's keys or NULL without the whole set,
 // $23, the removal count K, and $24, the keys' bucket digests) or off: a
-// check that does not follow leaves
-// the page not followed, and the statement carries nothing else for it.
+// check that does not follow leaves the page not followed, and the
+// statement carries nothing else for it.
 func tracking(on bool) trackingSQL {
 	if !on {
 		return trackingSQL{
