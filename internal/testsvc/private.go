@@ -48,6 +48,39 @@ func (s *server) Start() {
 	if s.cmd != nil {
 		return
 	}
+	deadline := time.Now().Add(90 * time.Second)
+	waitErr := s.launch()
+	for {
+		err := s.ready()
+		if err == nil {
+			return
+		}
+		select {
+		case <-s.exited:
+			// PostgreSQL's backends make themselves group leaders, so
+			// after a kill of the postmaster they are out of Kill's and
+			// waitDown's reach, and may still hold the shared memory for a
+			// moment: a postmaster started meanwhile refuses to run. Such
+			// a start is tried again until the deadline.
+			if log := tailFile(s.out.Name()); strings.Contains(log, "is still in use") && time.Now().Before(deadline) {
+				time.Sleep(250 * time.Millisecond)
+				waitErr = s.launch()
+				continue
+			}
+			s.cmd = nil
+			s.t.Fatalf("%s exited while starting: %v; log %s:\n%s", s.name, *waitErr, s.out.Name(), tailFile(s.out.Name()))
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s not ready after 90s: %v; log:\n%s", s.name, err, tailFile(s.out.Name()))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// launch starts the server's process in a process group of its own and
+// returns where its exit error will be, once s.exited is closed.
+func (s *server) launch() *error {
 	cmd := s.start()
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	if cmd.SysProcAttr == nil {
@@ -59,25 +92,9 @@ func (s *server) Start() {
 	}
 	s.cmd = cmd
 	s.exited = make(chan struct{})
-	var waitErr error
-	go func(exited chan struct{}) { waitErr = cmd.Wait(); close(exited) }(s.exited)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		err := s.ready()
-		if err == nil {
-			return
-		}
-		select {
-		case <-s.exited:
-			s.cmd = nil
-			s.t.Fatalf("%s exited while starting: %v; log %s:\n%s", s.name, waitErr, s.out.Name(), tailFile(s.out.Name()))
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s not ready after 90s: %v; log:\n%s", s.name, err, tailFile(s.out.Name()))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitErr := new(error)
+	go func(exited chan struct{}) { *waitErr = cmd.Wait(); close(exited) }(s.exited)
+	return waitErr
 }
 
 // Stop stops the server gracefully and waits until its port is closed.
@@ -118,10 +135,10 @@ func (s *server) Restart() {
 }
 
 // waitDown waits until the server's port is closed and every process of its
-// group has exited. The group matters after a kill: PostgreSQL's backends may
-// outlive their postmaster for a moment, holding its shared memory, and a
-// postmaster started meanwhile refuses to run ("pre-existing shared memory
-// block is still in use").
+// group has exited. PostgreSQL's backends are not in it (each makes itself a
+// group leader) and may outlive a killed postmaster for a moment, holding its
+// shared memory ("pre-existing shared memory block is still in use"): Start
+// tries again when that is why a start failed.
 func (s *server) waitDown(timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for portOpen(s.port) || !closed(s.exited) || groupAlive(s.cmd.Process.Pid) {
