@@ -186,22 +186,12 @@ func (s *Store) PruneRemovals(ctx context.Context, olderThan time.Duration, limi
 // Removals returns the removals q selects (its PageID, Since and Limit),
 // newest first.
 func (s *Store) Removals(ctx context.Context, q UpdatesQuery) ([]watch.Removal, error) {
-	if q.Limit <= 0 {
-		q.Limit = 100
-	}
-	var pageID *int64
-	if q.PageID != 0 {
-		pageID = &q.PageID
-	}
-	var since *time.Time
-	if !q.Since.IsZero() {
-		since = &q.Since
-	}
+	pageID, since, limit := q.args()
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, page_id, url, text, removed_at FROM removals
 		WHERE ($1::bigint IS NULL OR page_id = $1) AND ($2::timestamptz IS NULL OR removed_at >= $2)
 		ORDER BY removed_at DESC, id DESC
-		LIMIT $3`, pageID, since, q.Limit)
+		LIMIT $3`, pageID, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("query removals: %w", err)
 	}

@@ -243,24 +243,30 @@ type UpdatesQuery struct {
 	Limit  int       // 0 means 100
 }
 
-// Updates returns the updates that match q, newest first.
-func (s *Store) Updates(ctx context.Context, q UpdatesQuery) ([]watch.Update, error) {
-	if q.Limit <= 0 {
-		q.Limit = 100
-	}
-	var pageID *int64
+// args returns q as the queries' parameters: NULL for every page and for
+// all time, and the limit with its default.
+func (q UpdatesQuery) args() (pageID *int64, since *time.Time, limit int) {
 	if q.PageID != 0 {
 		pageID = &q.PageID
 	}
-	var since *time.Time
 	if !q.Since.IsZero() {
 		since = &q.Since
 	}
+	limit = q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	return pageID, since, limit
+}
+
+// Updates returns the updates that match q, newest first.
+func (s *Store) Updates(ctx context.Context, q UpdatesQuery) ([]watch.Update, error) {
+	pageID, since, limit := q.args()
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, page_id, url, text, code, discovered_at, summary, burst FROM updates
 		WHERE ($1::bigint IS NULL OR page_id = $1) AND ($2::timestamptz IS NULL OR discovered_at >= $2)
 		ORDER BY discovered_at DESC, id DESC
-		LIMIT $3`, pageID, since, q.Limit)
+		LIMIT $3`, pageID, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("query updates: %w", err)
 	}
