@@ -49,11 +49,11 @@ func TestRemovalsAreRecordedOnceAfterKChecks(t *testing.T) {
 	if len(f.updates(t)) != 0 {
 		t.Fatalf("a removed link that came back was reported new: %v", f.updates(t))
 	}
-	var removed, pending int
+	var followed, pending int
 	if err := f.db.QueryRow(context.Background(), `
-		SELECT (SELECT count(*) FROM links WHERE page_id = $1 AND removed_at IS NOT NULL),
-		       (SELECT cardinality(pending_keys) FROM pages WHERE id = $1)`, f.page.ID).Scan(&removed, &pending); err != nil || removed+pending != 0 {
-		t.Fatalf("%d links still marked removed and %d pending after all came back (%v)", removed, pending, err)
+		SELECT (SELECT count(*) FROM followed_keys, unnest(keys) WHERE page_id = $1),
+		       (SELECT cardinality(pending_keys) FROM pages WHERE id = $1)`, f.page.ID).Scan(&followed, &pending); err != nil || followed != 3 || pending != 0 {
+		t.Fatalf("%d links followed and %d pending after all came back, want 3 and 0 (%v)", followed, pending, err)
 	}
 }
 

@@ -38,15 +38,23 @@ func KeySetDigest(keys []uint64) string {
 const KeyBuckets = 32
 
 // KeyBucket is the part of the key space a key falls in: its top 5 bits.
-// Each bucket is one contiguous range of keys, also as the signed 64-bit
-// numbers PostgreSQL stores (see BucketRange).
 func KeyBucket(key uint64) int { return int(key >> 59) }
 
-// BucketRange returns the first and last key of bucket b as PostgreSQL's
-// signed bigint, in which order an index on keys holds them.
-func BucketRange(b int) (first, last int64) {
-	first = int64(uint64(b) << 59)
-	return first, first + (1<<59 - 1)
+// BucketStarts returns where each bucket begins in sorted, distinct keys, as
+// PostgreSQL's 1-based array positions, so that a statement can take one
+// bucket's keys as a slice of the whole set: bucket b is
+// keys[starts[b]-1 : starts[b+1]-1], and starts[KeyBuckets] is one past the
+// last key.
+func BucketStarts(sorted []uint64) []int32 {
+	starts := make([]int32, KeyBuckets+1)
+	i := 0
+	for b := range KeyBuckets + 1 {
+		for i < len(sorted) && KeyBucket(sorted[i]) < b {
+			i++
+		}
+		starts[b] = int32(i + 1)
+	}
+	return starts
 }
 
 // BucketDigests returns a digest of each bucket of a set of keys (64 bits

@@ -23,8 +23,7 @@ func TestSetDigestIgnoresOrderAndRepetition(t *testing.T) {
 }
 
 // A link added to a set changes the digest of its key's bucket and of no
-// other, and every bucket's range holds exactly the keys of that bucket,
-// also as PostgreSQL's signed numbers.
+// other, and BucketStarts cuts a sorted set into its buckets.
 func TestBucketDigestsChangeOnlyTheChangedBucket(t *testing.T) {
 	var keys []uint64
 	for i := range 300 {
@@ -42,11 +41,16 @@ func TestBucketDigestsChangeOnlyTheChangedBucket(t *testing.T) {
 	if empty := BucketDigests(nil); len(empty) != KeyBuckets || empty[0] != 0 {
 		t.Errorf("digests of no key = %v, want %d zeros", empty, KeyBuckets)
 	}
-	for _, k := range append(keys, 0, 1<<63, 1<<63-1, ^uint64(0)) {
-		for b := range KeyBuckets {
-			first, last := BucketRange(b)
-			if in := first <= int64(k) && int64(k) <= last; in != (KeyBucket(k) == b) {
-				t.Errorf("key %x: in range of bucket %d %t, its bucket is %d", k, b, in, KeyBucket(k))
+	all := append(keys, 0, 1<<63, 1<<63-1, ^uint64(0))
+	BucketDigests(all) // sorts
+	starts := BucketStarts(all)
+	if len(starts) != KeyBuckets+1 || starts[0] != 1 || int(starts[KeyBuckets]) != len(all)+1 {
+		t.Fatalf("bucket starts %v of %d keys", starts, len(all))
+	}
+	for b := range KeyBuckets {
+		for _, k := range all[starts[b]-1 : starts[b+1]-1] {
+			if KeyBucket(k) != b {
+				t.Errorf("key %x is in bucket %d's slice, its bucket is %d", k, b, KeyBucket(k))
 			}
 		}
 	}

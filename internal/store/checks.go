@@ -37,8 +37,15 @@ func (s *Store) RecordCheck(ctx context.Context, c watch.Check, links []watch.Ne
 	switch {
 	case c.Error != "":
 		err = recordFailure(ctx, s.pool, c)
-	case len(links) == 0 && c.Removals.Checks <= 0:
-		rec, err = recordSuccess(ctx, s.pool, c)
+	case len(links) == 0 && c.Removals.Keys == nil:
+		// Nothing to insert and no set to compare: an unchanged page, a 304,
+		// or removals off. Absences age by the page's check count alone, so
+		// such a check writes only the page's row, unless one is due.
+		var due bool
+		rec, due, err = recordSuccess(ctx, s.pool, c)
+		if err == nil && due {
+			rec.Removed, err = recordDueRemovals(ctx, s.pool, c.PageID, c.Removals.Checks)
+		}
 	default:
 		rec, err = recordLinks(ctx, s.pool, c, links)
 	}
@@ -137,8 +144,8 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink) (string, []any) 
 		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
 		summaries, burstMin, burstShare, c.Links, c.Title}
 	if c.Removals.Checks > 0 {
-		keys, buckets := trackedKeys(c.Removals)
-		args = append(args, keys, c.Removals.Checks, buckets)
+		keys, buckets, starts := trackedKeys(c.Removals)
+		args = append(args, keys, c.Removals.Checks, buckets, starts)
 	}
 	return `
 		WITH page AS (
@@ -232,35 +239,46 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 }
 
 // recordSuccess updates the page's status after a check without candidate
-// links and reports whether this check set the page's baseline.
-func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorded, error) {
+// links or a link set to compare, and reports whether this check set the
+// page's baseline and whether a pending absence is now due (removals on).
+func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorded, bool, error) {
 	sql, args := recordSuccessStatement(c)
 	return scanRecordedSuccess(q.QueryRow(ctx, sql, args...), c)
 }
 
-// recordSuccessStatement returns recordSuccess' statement and its arguments.
+// recordSuccessStatement returns recordSuccess' statement and its arguments:
+// $11 is the removal count K, 0 with removals off, which stops following the
+// page. The pending absences age without being written: their checks are
+// counted by ok_checks. A re-baseline leaves the start of following to the
+// next check with the whole set, as in recordLinksStatement.
 func recordSuccessStatement(c watch.Check) (string, []any) {
 	return `
 		UPDATE pages SET ` + successSet("false", "$10") + `,
 			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,
-			pending_keys = NULL, pending_since = NULL -- removals off: the page is not followed
+			pending_keys  = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN pending_keys END,
+			pending_since = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN pending_since END,
+			link_buckets  = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN link_buckets END
 		WHERE id = $1
-		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue, []any{
+		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `,
+			$11 > 0 AND EXISTS (SELECT 1 FROM unnest(pending_since) AS since WHERE since <= ok_checks - $11 + 1)`, []any{
 			c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-			c.RefreshEvery.Milliseconds(), c.Title}
+			c.RefreshEvery.Milliseconds(), c.Title, max(c.Removals.Checks, 0)}
 }
 
 // scanRecordedSuccess reads the result of recordSuccess' statement.
-func scanRecordedSuccess(row pgx.Row, c watch.Check) (watch.Recorded, error) {
-	var rec watch.Recorded
-	err := row.Scan(&rec.Baseline, &rec.RefreshDue)
+func scanRecordedSuccess(row pgx.Row, c watch.Check) (watch.Recorded, bool, error) {
+	var (
+		rec watch.Recorded
+		due bool
+	)
+	err := row.Scan(&rec.Baseline, &rec.RefreshDue, &due)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
+		return watch.Recorded{}, false, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
 	if err != nil {
-		return watch.Recorded{}, fmt.Errorf("update page status: %w", err)
+		return watch.Recorded{}, false, fmt.Errorf("update page status: %w", err)
 	}
-	return rec, nil
+	return rec, due, nil
 }
 
 // fresh is true when the check being recorded is not older than the page's

@@ -14,21 +14,22 @@ import (
 
 // A check follows the links that leave its page inside its own statement
 // (recordLinksStatement), so removals cost no extra round trip, statement or
-// commit. The page's row holds the pending absences (pages.pending_keys and
-// pending_since, sorted by key), and links_live indexes the page's links not
-// removed. A check with the whole link set (watch.Removals.Keys) reads
-// those index entries against its keys in the buckets of the key space
-// whose digest differs from the page's last whole set's (pages.link_buckets):
-// a live link the check lacks left the page (pending from this
-// check on, unless it already was), a pending link the check has came back
-// (dropped from the array: no link row is written), and a key the check has
-// that is not live is looked up in links, where it may be a removed link
-// that came back. Every successful check counts (pages.ok_checks); the one
-// at which a pending absence has lasted K checks marks the link removed and
-// records it in removals, once. A page not followed yet (pending_keys NULL)
-// or being re-baselined starts from the check's set: its live links the
-// check lacks are marked removed without a removal, since they left the
-// watched part of the page through its options, not the page.
+// commit, and it never reads or writes links for it: only a removal that is
+// due reads the removed link's URL and text. followed_keys holds the page's
+// last whole link set, one row per bucket of the key space
+// (shortlink.KeyBucket), and pages.link_buckets the digests of those
+// buckets (shortlink.BucketDigests). A check with the whole link set
+// (watch.Removals.Keys) compares key by key only the buckets whose digest
+// differs, and rewrites only their rows: the keys the stored set has and the
+// check lacks left the page. The page's row holds the pending absences
+// (pages.pending_keys and pending_since, by key), which every check rewrites
+// anyway: a link that left is pending from the check that first lacked it
+// (its count in pages.ok_checks), a pending link that is back is dropped,
+// and the check at which an absence has lasted K checks records the link in
+// removals, once. A removed link that comes back is simply in the set again,
+// and it was never new: links still has it. A page not followed yet
+// (pending_keys NULL) or being re-baselined starts from the check's set
+// without reporting anything.
 //
 // trackingSQL is the part of the check statement that follows removals:
 // columns of the page CTE, CTEs that follow it, the status update's SET
@@ -36,10 +37,11 @@ import (
 type trackingSQL struct{ columns, ctes, set, result string }
 
 // tracking returns the check statement's part for removals on (the
-// statement then takes $22, the check's keys or NULL without the whole set,
-// $23, the removal count K, and $24, the keys' bucket digests) or off: a
-// check that does not follow leaves the page not followed, and the
-// statement carries nothing else for it.
+// statement then takes $22, the check's keys sorted by bucket or NULL
+// without the whole set, $23, the removal count K, $24, the keys' bucket
+// digests, and $25, where each bucket starts in $22) or off: a check that
+// does not follow leaves the page not followed, and the statement carries
+// nothing else for it.
 func tracking(on bool) trackingSQL {
 	if !on {
 		return trackingSQL{
@@ -47,12 +49,13 @@ func tracking(on bool) trackingSQL {
 			result: `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[]`,
 		}
 	}
-	return trackingSQL{columns: trackingColumns, ctes: trackingCTEs, set: trackingSet, result: trackingResult}
+	return trackingSQL{columns: trackingColumns, ctes: trackingCTEs(), set: trackingSet, result: trackingResult}
 }
 
 // trackingColumns are the page CTE's columns for following. A stale or
-// repeated check (not after the page's last) does not follow. Their names
-// differ from the pages columns that the status update reads unqualified.
+// repeated check (not after the page's last) does not count and compares
+// nothing. Their names differ from the pages columns that the status update
+// reads unqualified.
 const trackingColumns = `,
 				ok_checks + CASE WHEN last_checked_at IS NULL OR last_checked_at < $2 THEN 1 ELSE 0 END AS check_no,
 				(last_checked_at IS NULL OR last_checked_at < $2) AS tracks,
@@ -61,73 +64,57 @@ const trackingColumns = `,
 					AND (pending_keys IS NULL OR baseline_at IS NULL OR (rebaseline AND $8) OR link_buckets IS DISTINCT FROM $24::bigint[]) AS compare,
 				pending_keys AS pend_keys, pending_since AS pend_since, link_buckets AS old_buckets`
 
-// trackingCTEs follow the page CTE. scope is the buckets of the key space
-// (shortlink.BucketDigests) that the check compares key by key: those whose
-// digest differs from the page's last whole set's, or all of them when the
-// page starts being followed. A check that differs from the last one in a
-// few links reads only those buckets' part of the page's live links: one
-// index range scan per bucket (LATERAL with OFFSET 0, which the planner
-// cannot flatten into a join that reads the page's whole part of the index
-// once and filters it). diff is one pass over that part and the check's
-// keys in those buckets (a hash full join): the live links the check lacks
-// (gone) and the check's keys that are not live (maybe a removed link back,
-// more often a new one).
-// held is the page's pending absences after this check: those in buckets
-// not compared, and the links gone (with the check count they first went
-// missing at). marked writes the three kinds of mark in one update of
-// links (one update of the partitioned table in the statement costs less to
-// start than three): the removals that are due, the links a reset stops
-// following, and removed links that are back. It takes its keys as one
-// array, a few lookups of the primary key, and is skipped whole (a one-time
-// filter) when there are none.
-const trackingCTEs = `
+// checkBucket is the check's keys in the bucket of the SQL expression b.
+func checkBucket(b string) string {
+	return `($22::bigint[])[($25::int[])[` + b + ` + 1] : ($25::int[])[` + b + ` + 2] - 1]`
+}
+
+// trackingCTEs follow the page CTE. scope is the buckets the check compares
+// key by key: those whose digest differs from the stored set's, or all of
+// them when the page starts being followed. held is the page's pending
+// absences after this check: those in buckets not compared or still absent,
+// and the stored set's keys in compared buckets that the check lacks (from
+// this check on). Each key is compared with its bucket's slice of the
+// check's keys, a few, not the whole set. kept rewrites the compared
+// buckets' rows; it reads nothing held reads, since every part of one
+// statement sees the tables as they were before it. removal records the
+// absences that are due, reading their links by key.
+func trackingCTEs() string {
+	return `
 		), scope AS (
-			SELECT b, (b - CASE WHEN b >= 16 THEN 32 ELSE 0 END)::bigint * 576460752303423488 AS first
-			FROM page, generate_series(0, 31) AS b
+			SELECT b FROM page, generate_series(0, 31) AS b
 			WHERE page.compare AND (page.reset OR cardinality(page.old_buckets) IS DISTINCT FROM 32
 				OR page.old_buckets[b + 1] IS DISTINCT FROM ($24::bigint[])[b + 1])
-		), diff AS (
-			SELECT coalesce(l.k, c.k) AS k, c.k IS NULL AS gone
-			FROM (SELECT live.k FROM scope, LATERAL (
-			        SELECT links.link_key AS k FROM links
-			        WHERE links.page_id = $1 AND links.removed_at IS NULL
-			          AND links.link_key BETWEEN scope.first AND scope.first + 576460752303423487 OFFSET 0) live) l
-			FULL JOIN (SELECT k FROM unnest($22::bigint[]) AS k WHERE ((k >> 59) & 31)::int IN (SELECT b FROM scope)) c ON l.k = c.k
-			WHERE l.k IS NULL OR c.k IS NULL
 		), held AS (
 			SELECT p.k, p.since FROM page, unnest(page.pend_keys, page.pend_since) AS p(k, since)
-			WHERE page.tracks AND NOT page.reset AND ((p.k >> 59) & 31)::int NOT IN (SELECT b FROM scope)
+			WHERE NOT page.reset
+			  AND (((p.k >> 59) & 31)::int NOT IN (SELECT b FROM scope) OR p.k <> ALL (` + checkBucket(`((p.k >> 59) & 31)::int`) + `))
 			UNION ALL
-			SELECT d.k, coalesce((SELECT p.since FROM unnest(page.pend_keys, page.pend_since) AS p(k, since) WHERE p.k = d.k), page.check_no)
-			FROM page, diff d WHERE d.gone AND NOT page.reset
-		), marks AS (
-			SELECT due, unfollow, maybe_back, coalesce(due, '{}') || coalesce(unfollow, '{}') || coalesce(maybe_back, '{}') AS touched
-			FROM (SELECT (SELECT array_agg(held.k) FROM held WHERE held.since <= page.check_no - $23::int + 1) AS due,
-			             (SELECT array_agg(d.k) FROM diff d WHERE d.gone AND page.reset) AS unfollow,
-			             (SELECT array_agg(d.k) FROM diff d WHERE NOT d.gone) AS maybe_back
-			      FROM page) m
-		), marked AS (
-			UPDATE links SET removed_at = CASE WHEN links.link_key = ANY ((SELECT maybe_back FROM marks)::bigint[]) THEN NULL ELSE now() END
-			WHERE (SELECT cardinality(touched) > 0 FROM marks) AND links.page_id = $1
-			  AND links.link_key = ANY ((SELECT touched FROM marks)::bigint[])
-			  AND (links.link_key = ANY ((SELECT due FROM marks)::bigint[])
-			       OR (links.removed_at IS NULL AND links.link_key = ANY ((SELECT unfollow FROM marks)::bigint[]))
-			       OR (links.removed_at IS NOT NULL AND links.link_key = ANY ((SELECT maybe_back FROM marks)::bigint[])))
-			RETURNING links.link_key, links.url, links.text, links.link_key = ANY ((SELECT due FROM marks)::bigint[]) AS due
+			SELECT f.k, page.check_no FROM page, followed_keys s, unnest(s.keys) AS f(k)
+			WHERE NOT page.reset AND s.page_id = $1 AND s.bucket = ANY (ARRAY(SELECT b FROM scope)::smallint[])
+			  AND f.k <> ALL (` + checkBucket(`s.bucket`) + `)
+		), kept AS (
+			INSERT INTO followed_keys (page_id, bucket, keys)
+			SELECT $1, b, ` + checkBucket(`b`) + ` FROM scope
+			ON CONFLICT (page_id, bucket) DO UPDATE SET keys = excluded.keys
 		), removal AS (
 			INSERT INTO removals (page_id, link_key, url, text)
-			SELECT $1, link_key, url, text FROM marked WHERE due
+			SELECT $1, links.link_key, links.url, links.text FROM links
+			WHERE links.page_id = $1
+			  AND links.link_key = ANY (ARRAY(SELECT held.k FROM page, held WHERE held.since <= page.check_no - $23::int + 1))
 			RETURNING id, url, text, removed_at`
+}
 
 // trackingSet is the status update's SET entries for the pending absences
-// and the bucket digests: a stale or repeated check leaves them alone, a
-// check with the whole set stores its digests, and a re-baseline without
-// the whole set leaves the start to the next check that has it.
+// and the bucket digests: a stale or repeated check records only the
+// absences already due, a check with the whole set stores its digests, and
+// a re-baseline without the whole set leaves the start to the next check
+// that has it.
 const trackingSet = `
-				pending_keys  = CASE WHEN NOT page.tracks THEN pending_keys WHEN page.reset AND NOT page.compare THEN NULL
+				pending_keys  = CASE WHEN page.reset AND NOT page.compare THEN CASE WHEN page.tracks THEN NULL ELSE pending_keys END
 				                     ELSE (SELECT coalesce(array_agg(held.k ORDER BY held.k), '{}') FROM held
 				                           WHERE held.since > page.check_no - $23::int + 1) END,
-				pending_since = CASE WHEN NOT page.tracks THEN pending_since WHEN page.reset AND NOT page.compare THEN NULL
+				pending_since = CASE WHEN page.reset AND NOT page.compare THEN CASE WHEN page.tracks THEN NULL ELSE pending_since END
 				                     ELSE (SELECT coalesce(array_agg(held.since ORDER BY held.k), '{}') FROM held
 				                           WHERE held.since > page.check_no - $23::int + 1) END,
 				link_buckets  = CASE WHEN NOT page.tracks THEN link_buckets WHEN $22::bigint[] IS NOT NULL THEN $24::bigint[]
@@ -137,20 +124,54 @@ const trackingSet = `
 const trackingResult = `(SELECT array_agg(id ORDER BY id) FROM removal), (SELECT array_agg(url ORDER BY id) FROM removal),
 			(SELECT array_agg(text ORDER BY id) FROM removal), (SELECT array_agg(removed_at ORDER BY id) FROM removal)`
 
-// trackedKeys is the check's whole link set as the statement's $22 and the
-// digests of its buckets as $24: NULL when the check lacks the set, an empty
-// array when the page has no link.
-func trackedKeys(r watch.Removals) (keys, buckets []int64) {
+// trackedKeys is the check's whole link set as the statement's $22, sorted
+// by bucket, the digests of its buckets as $24 and where each bucket starts
+// as $25: all NULL when the check lacks the set, an empty $22 when the page
+// has no link.
+func trackedKeys(r watch.Removals) (keys, buckets []int64, starts []int32) {
 	if r.Keys == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	sorted := slices.Clone(r.Keys)
 	buckets = shortlink.BucketDigests(sorted)
+	sorted = slices.Compact(sorted)
 	keys = make([]int64, len(sorted))
 	for i, k := range sorted {
 		keys[i] = int64(k) // the bits, not the number, are the key
 	}
-	return keys, buckets
+	return keys, buckets, shortlink.BucketStarts(sorted)
+}
+
+// recordDueRemovals records the page's pending absences that have lasted k
+// checks, after a check that compared no link set (recordSuccess found them
+// due), and drops them from the pending ones. It runs in a transaction of
+// its own after that check's: should it not run, the absences stay pending
+// and past due, and the page's next check records them.
+func recordDueRemovals(ctx context.Context, q querier, pageID int64, k int) ([]watch.Removal, error) {
+	var removed removedColumns
+	err := q.QueryRow(ctx, `
+		WITH page AS (
+			SELECT id, ok_checks - $2::int + 1 AS due_at, pending_keys, pending_since FROM pages
+			WHERE id = $1 AND pending_keys IS NOT NULL FOR UPDATE
+		), held AS (
+			SELECT p.k, p.since, p.since <= page.due_at AS due
+			FROM page, unnest(page.pending_keys, page.pending_since) AS p(k, since)
+		), removal AS (
+			INSERT INTO removals (page_id, link_key, url, text)
+			SELECT $1, links.link_key, links.url, links.text FROM links
+			WHERE links.page_id = $1 AND links.link_key = ANY (ARRAY(SELECT k FROM held WHERE due))
+			RETURNING id, url, text, removed_at
+		), status AS (
+			UPDATE pages SET
+				pending_keys  = (SELECT coalesce(array_agg(k ORDER BY k), '{}') FROM held WHERE NOT due),
+				pending_since = (SELECT coalesce(array_agg(since ORDER BY k), '{}') FROM held WHERE NOT due)
+			FROM page WHERE pages.id = page.id
+		)
+		SELECT `+trackingResult, pageID, k).Scan(&removed.ids, &removed.urls, &removed.texts, &removed.at)
+	if err != nil {
+		return nil, fmt.Errorf("record removals due: %w", err)
+	}
+	return removed.removals(pageID), nil
 }
 
 // removedColumns are the check statement's columns of the removals it

@@ -14,13 +14,13 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// TestLeanRemovalsMigrationKeepsPendingAbsences migrates a database that
-// 00007 followed (a stored link set, a pending absence, a link an options
-// change left out of the set) to 00008: the pending absence is carried into
-// the page's row and recorded at the check it was due, the left-out link is
-// not reported as removed, and a page 00007 never followed starts afresh.
-// Then down to 00007 and up again.
-func TestLeanRemovalsMigrationKeepsPendingAbsences(t *testing.T) {
+// TestRemovalMigrationsKeepPendingAbsences migrates a database that 00007
+// followed (a stored link set, a pending absence, a link an options change
+// left out of the set) to 00008 and on to 00009: the pending absence is
+// carried into the page's row and recorded at the check it was due, the
+// left-out link is not reported as removed, and a page 00007 never followed
+// starts afresh. Then down to 00007 and up again.
+func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dsn := testsvc.Postgres(t)
@@ -81,6 +81,27 @@ func TestLeanRemovalsMigrationKeepsPendingAbsences(t *testing.T) {
 		t.Fatalf("page 00007 never followed: %s, want not followed", got)
 	}
 
+	if _, err := mig.UpTo(ctx, 9); err != nil {
+		t.Fatalf("migrate to 00009: %v", err)
+	}
+	followedSet := func(page int64) string {
+		t.Helper()
+		var s string
+		if err := pool.QueryRow(ctx, `
+			SELECT coalesce(pending_keys::text, 'NULL') || ' ' || coalesce(pending_since::text, 'NULL') || ' set:' ||
+				coalesce((SELECT string_agg(k::text, ',' ORDER BY k) FROM followed_keys, unnest(keys) AS k WHERE page_id = $1), '')
+			FROM pages WHERE id = $1`, page).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if got := followedSet(followed); got != "{2} {5} set:1" {
+		t.Fatalf("followed page after 00009: %s, want link 2 pending since check 5 and a set of link 1", got)
+	}
+	if got := followedSet(fresh); got != "NULL NULL set:" {
+		t.Fatalf("page 00007 never followed, after 00009: %s, want not followed", got)
+	}
+
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -99,18 +120,33 @@ func TestLeanRemovalsMigrationKeepsPendingAbsences(t *testing.T) {
 	if got := check(followed, []uint64{1}); len(got) != 1 || got[0].URL != "https://followed.example/2" {
 		t.Fatalf("check 6 of the followed page removed %+v, want link 2 (absent since check 5)", got)
 	}
+	if got := followedSet(followed); got != "{} {} set:1" {
+		t.Fatalf("followed page after its removal: %s", got)
+	}
 	if got := check(fresh, []uint64{}); len(got) != 0 {
 		t.Fatalf("the first followed check of a page removed %+v, want nothing", got)
 	}
-	if got := state(fresh); got != "{} {} removed:1,2,3" {
+	if got := followedSet(fresh); got != "{} {} set:" {
 		t.Fatalf("fresh page after its first followed check: %s", got)
 	}
+	// Link 2 comes back and leaves again: not new, and removed again.
+	check(followed, []uint64{1, 2})
+	check(followed, []uint64{1})
+	if got := check(followed, []uint64{1}); len(got) != 1 || got[0].URL != "https://followed.example/2" {
+		t.Fatalf("link 2 back and gone again for two checks: removed %+v", got)
+	}
 
+	if _, err := mig.DownTo(ctx, 8); err != nil {
+		t.Fatalf("migrate down to 00008: %v", err)
+	}
+	if got := state(followed); got != "{} {} removed:2,3" {
+		t.Fatalf("followed page back at 00008: %s, want links 2 and 3 not followed", got)
+	}
 	if _, err := mig.DownTo(ctx, 7); err != nil {
 		t.Fatalf("migrate down to 00007: %v", err)
 	}
-	if _, err := mig.UpTo(ctx, 8); err != nil {
-		t.Fatalf("migrate up to 00008 again: %v", err)
+	if _, err := mig.UpTo(ctx, 9); err != nil {
+		t.Fatalf("migrate up to 00009 again: %v", err)
 	}
 }
 
@@ -178,14 +214,15 @@ func TestRemovalsFollowChangedBucketsOnly(t *testing.T) {
 	if got := check(all, first, second); len(got) != 0 {
 		t.Fatalf("an unchanged check removed %v again", got)
 	}
-	check(all, second) // first is back: live, not new
-	var live, removals int
-	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM links WHERE page_id = $1 AND removed_at IS NULL),
-		(SELECT count(*) FROM removals WHERE page_id = $1)`, page.ID).Scan(&live, &removals); err != nil {
+	check(all, second) // first is back: followed, not new
+	var followed, rows, removals int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM followed_keys, unnest(keys) WHERE page_id = $1),
+		(SELECT count(*) FROM followed_keys WHERE page_id = $1),
+		(SELECT count(*) FROM removals WHERE page_id = $1)`, page.ID).Scan(&followed, &rows, &removals); err != nil {
 		t.Fatal(err)
 	}
-	if live != 199 || removals != 2 {
-		t.Fatalf("%d live links and %d removals, want 199 and 2", live, removals)
+	if followed != 199 || rows != shortlink.KeyBuckets || removals != 2 {
+		t.Fatalf("%d followed links in %d rows and %d removals, want 199 in one row per bucket and 2", followed, rows, removals)
 	}
 	if got := check(all); len(got) != 0 {
 		t.Fatalf("removed %v when every link is back", got)
