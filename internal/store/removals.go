@@ -54,13 +54,19 @@ func tracking(on bool) trackingSQL {
 
 // trackingColumns are the page CTE's columns for following. A stale or
 // repeated check (not after the page's last) does not count and compares
-// nothing. Their names differ from the pages columns that the status update
-// reads unqualified.
+// nothing. Nor does a check that waited for the page's lock while another
+// check of the page committed (two deliveries at once): the locked row is
+// the newest, but the statement reads followed_keys as they were when it
+// began, before the other check rewrote them; the next check compares
+// instead. The snapshot's ok_checks tells: every check that writes
+// followed_keys counts. Their names differ from the pages columns that the
+// status update reads unqualified.
 const trackingColumns = `,
 				ok_checks + CASE WHEN last_checked_at IS NULL OR last_checked_at < $2 THEN 1 ELSE 0 END AS check_no,
 				(last_checked_at IS NULL OR last_checked_at < $2) AS tracks,
 				pending_keys IS NULL OR baseline_at IS NULL OR (rebaseline AND $8) AS reset,
 				(last_checked_at IS NULL OR last_checked_at < $2) AND $22::bigint[] IS NOT NULL
+					AND ok_checks = (SELECT seen.ok_checks FROM pages seen WHERE seen.id = $1)
 					AND (pending_keys IS NULL OR baseline_at IS NULL OR (rebaseline AND $8) OR link_buckets IS DISTINCT FROM $24::bigint[]) AS compare,
 				pending_keys AS pend_keys, pending_since AS pend_since, link_buckets AS old_buckets`
 
@@ -117,8 +123,7 @@ const trackingSet = `
 				pending_since = CASE WHEN page.reset AND NOT page.compare THEN CASE WHEN page.tracks THEN NULL ELSE pending_since END
 				                     ELSE (SELECT coalesce(array_agg(held.since ORDER BY held.k), '{}') FROM held
 				                           WHERE held.since > page.check_no - $23::int + 1) END,
-				link_buckets  = CASE WHEN NOT page.tracks THEN link_buckets WHEN $22::bigint[] IS NOT NULL THEN $24::bigint[]
-				                     WHEN page.reset THEN NULL ELSE link_buckets END`
+				link_buckets  = CASE WHEN page.compare THEN $24::bigint[] WHEN NOT page.tracks OR NOT page.reset THEN link_buckets END`
 
 // trackingResult is the final SELECT's columns of the removals recorded.
 const trackingResult = `(SELECT array_agg(id ORDER BY id) FROM removal), (SELECT array_agg(url ORDER BY id) FROM removal),

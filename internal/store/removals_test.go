@@ -228,3 +228,91 @@ func TestRemovalsFollowChangedBucketsOnly(t *testing.T) {
 		t.Fatalf("removed %v when every link is back", got)
 	}
 }
+
+// Two checks of one page at once (a redelivered job): the second waits for
+// the page's lock while the first rewrites the page's followed set, and then
+// reads that set as it was when it began. It must not compare against it,
+// or the link the first check added and the second lacks would leave no
+// trace and never be reported removed. Here the first check adds c, the
+// second (fetched later) lacks it; c is removed two checks on.
+func TestConcurrentChecksOfOnePageLoseNoRemoval(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := openStore(t)
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://concurrent.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab := links("https://concurrent.example/a", "https://concurrent.example/b")
+	abc := append(links("https://concurrent.example/c"), ab...)
+	keys := func(ls []watch.NewLink) []uint64 {
+		out := []uint64{}
+		for _, l := range ls {
+			out = append(out, l.Key)
+		}
+		return out
+	}
+	at := time.Now().Add(-time.Hour)
+	check := func(ls []watch.NewLink, fetched time.Time) (watch.Recorded, error) {
+		return st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: fetched, Status: 200, FullSet: true,
+			Removals: watch.Removals{Checks: 2, Keys: keys(ls)}}, ls)
+	}
+	if _, err := check(ab, at); err != nil {
+		t.Fatal(err)
+	}
+
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM pages WHERE id = $1 FOR UPDATE`, page.ID); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var got int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'
+				  AND query LIKE '%WITH page AS%'`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d checks wait for the page's lock, want %d", got, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	errs := make(chan error, 2)
+	go func() { _, err := check(abc, at.Add(time.Second)); errs <- err }()
+	waiting(1) // the first check queues for the lock first, so takes it first
+	go func() { _, err := check(ab, at.Add(2*time.Second)); errs <- err }()
+	waiting(2)
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var removed []string
+	for i := 3; i <= 5; i++ {
+		rec, err := check(ab, at.Add(time.Duration(i)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rec.Removed {
+			removed = append(removed, r.URL)
+		}
+	}
+	if fmt.Sprint(removed) != "[https://concurrent.example/c]" {
+		t.Fatalf("removed %v after the concurrent checks, want c once", removed)
+	}
+}
