@@ -14,9 +14,9 @@ import (
 // (K = 2), on two kinds of front page. On "rotating" pages each check shows
 // 3 new stories and loses the 3 that came 10 checks before, as make bench's
 // farm does: removals-on compares the changed buckets of the page's key
-// space with its live links in the check's statement, holds the 3 links
-// that left as pending in the page's row and, once they have been absent
-// for two checks, records them. On "growing" pages each check adds 3
+// space with the page's followed set of those buckets (followed_keys) in
+// the check's statement, holds the 3 links that left as pending in the
+// page's row and, once they have been absent for two checks, records them. On "growing" pages each check adds 3
 // stories and none leaves: what following costs a check that records no
 // removal. Compare ns/op, and PostgreSQL's CPU around each arm (the README
 // gives the figures). A page whose set does not change is sent as
