@@ -32,9 +32,10 @@ import (
 // without reporting anything.
 //
 // trackingSQL is the part of the check statement that follows removals:
-// columns of the page CTE, CTEs that follow it, the status update's SET
-// entries and the final SELECT's columns of the removals recorded.
-type trackingSQL struct{ columns, ctes, set, result string }
+// columns of the page CTE, CTEs that follow it, what the status update
+// reads besides the page and its SET entries, and the final SELECT's
+// columns of the removals recorded and what they are read from.
+type trackingSQL struct{ columns, ctes, from, set, result, resultFrom string }
 
 // tracking returns the check statement's part for removals on (the
 // statement then takes $22, the check's keys sorted by bucket or NULL
@@ -49,7 +50,9 @@ func tracking(on bool) trackingSQL {
 			result: `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[]`,
 		}
 	}
-	return trackingSQL{columns: trackingColumns, ctes: trackingCTEs(), set: trackingSet, result: trackingResult}
+	return trackingSQL{columns: trackingColumns, ctes: trackingCTEs(), from: `, pending`, set: trackingSet,
+		result:     `removed.ids, removed.urls, removed.texts, removed.at`,
+		resultFrom: ` CROSS JOIN removed`}
 }
 
 // trackingColumns are the page CTE's columns for following. A stale or
@@ -77,14 +80,17 @@ func checkBucket(b string) string {
 
 // trackingCTEs follow the page CTE. scope is the buckets the check compares
 // key by key: those whose digest differs from the stored set's, or all of
-// them when the page starts being followed. held is the page's pending
-// absences after this check: those in buckets not compared or still absent,
-// and the stored set's keys in compared buckets that the check lacks (from
-// this check on). Each key is compared with its bucket's slice of the
-// check's keys, a few, not the whole set. kept rewrites the compared
-// buckets' rows; it reads nothing held reads, since every part of one
-// statement sees the tables as they were before it. removal records the
-// absences that are due, reading their links by key.
+// them when the page starts being followed. held is the page's absences
+// after this check: the pending ones the check does not have (any key the
+// check has and the stored set lacks is in a bucket of scope, so no test of
+// the bucket is needed), and the stored set's keys in compared buckets that
+// the check lacks (from this check on). Each key is compared with its
+// bucket's slice of the check's keys, a few, not the whole set. pending
+// splits held into the absences still pending and those due. kept
+// rewrites the compared buckets' rows; it changes nothing held reads, since
+// every part of one statement sees the tables as they were before it.
+// removal records the absences that are due, reading their links by key,
+// and removed is what it recorded, as arrays.
 func trackingCTEs() string {
 	return `
 		), scope AS (
@@ -93,12 +99,16 @@ func trackingCTEs() string {
 				OR page.old_buckets[b + 1] IS DISTINCT FROM ($24::bigint[])[b + 1])
 		), held AS (
 			SELECT p.k, p.since FROM page, unnest(page.pend_keys, page.pend_since) AS p(k, since)
-			WHERE NOT page.reset
-			  AND (((p.k >> 59) & 31)::int NOT IN (SELECT b FROM scope) OR p.k <> ALL (` + checkBucket(`((p.k >> 59) & 31)::int`) + `))
+			WHERE NOT page.reset AND (NOT page.compare OR p.k <> ALL (` + checkBucket(`((p.k >> 59) & 31)::int`) + `))
 			UNION ALL
 			SELECT f.k, page.check_no FROM page, followed_keys s, unnest(s.keys) AS f(k)
 			WHERE NOT page.reset AND s.page_id = $1 AND s.bucket = ANY (ARRAY(SELECT b FROM scope)::smallint[])
 			  AND f.k <> ALL (` + checkBucket(`s.bucket`) + `)
+		), pending AS (
+			SELECT coalesce(array_agg(held.k ORDER BY held.k) FILTER (WHERE NOT due), '{}') AS keys,
+			       coalesce(array_agg(held.since ORDER BY held.k) FILTER (WHERE NOT due), '{}') AS since,
+			       coalesce(array_agg(held.k) FILTER (WHERE due), '{}') AS due
+			FROM page, held, LATERAL (SELECT held.since <= page.check_no - $23::int + 1 AS due) d
 		), kept AS (
 			INSERT INTO followed_keys (page_id, bucket, keys)
 			SELECT $1, b, ` + checkBucket(`b`) + ` FROM scope
@@ -106,28 +116,25 @@ func trackingCTEs() string {
 		), removal AS (
 			INSERT INTO removals (page_id, link_key, url, text)
 			SELECT $1, links.link_key, links.url, links.text FROM links
-			WHERE links.page_id = $1
-			  AND links.link_key = ANY (ARRAY(SELECT held.k FROM page, held WHERE held.since <= page.check_no - $23::int + 1))
-			RETURNING id, url, text, removed_at`
+			WHERE links.page_id = $1 AND links.link_key = ANY ((SELECT due FROM pending)::bigint[])
+			RETURNING id, url, text, removed_at
+		), removed AS (
+			SELECT array_agg(id ORDER BY id) AS ids, array_agg(url ORDER BY id) AS urls,
+			       array_agg(text ORDER BY id) AS texts, array_agg(removed_at ORDER BY id) AS at
+			FROM removal`
 }
 
 // trackingSet is the status update's SET entries for the pending absences
 // and the bucket digests: a stale or repeated check records only the
-// absences already due, a check with the whole set stores its digests, and
-// a re-baseline without the whole set leaves the start to the next check
+// absences already due, a check that compared stores its digests, and a
+// re-baseline without the whole set leaves the start to the next check
 // that has it.
 const trackingSet = `
 				pending_keys  = CASE WHEN page.reset AND NOT page.compare THEN CASE WHEN page.tracks THEN NULL ELSE pending_keys END
-				                     ELSE (SELECT coalesce(array_agg(held.k ORDER BY held.k), '{}') FROM held
-				                           WHERE held.since > page.check_no - $23::int + 1) END,
+				                     ELSE pending.keys END,
 				pending_since = CASE WHEN page.reset AND NOT page.compare THEN CASE WHEN page.tracks THEN NULL ELSE pending_since END
-				                     ELSE (SELECT coalesce(array_agg(held.since ORDER BY held.k), '{}') FROM held
-				                           WHERE held.since > page.check_no - $23::int + 1) END,
+				                     ELSE pending.since END,
 				link_buckets  = CASE WHEN page.compare THEN $24::bigint[] WHEN NOT page.tracks OR NOT page.reset THEN link_buckets END`
-
-// trackingResult is the final SELECT's columns of the removals recorded.
-const trackingResult = `(SELECT array_agg(id ORDER BY id) FROM removal), (SELECT array_agg(url ORDER BY id) FROM removal),
-			(SELECT array_agg(text ORDER BY id) FROM removal), (SELECT array_agg(removed_at ORDER BY id) FROM removal)`
 
 // trackedKeys is the check's whole link set as the statement's $22, sorted
 // by bucket, the digests of its buckets as $24 and where each bucket starts
@@ -172,7 +179,8 @@ func recordDueRemovals(ctx context.Context, q querier, pageID int64, k int) ([]w
 				pending_since = (SELECT coalesce(array_agg(since ORDER BY k), '{}') FROM held WHERE NOT due)
 			FROM page WHERE pages.id = page.id
 		)
-		SELECT `+trackingResult, pageID, k).Scan(&removed.ids, &removed.urls, &removed.texts, &removed.at)
+		SELECT array_agg(id ORDER BY id), array_agg(url ORDER BY id), array_agg(text ORDER BY id), array_agg(removed_at ORDER BY id)
+		FROM removal`, pageID, k).Scan(&removed.ids, &removed.urls, &removed.texts, &removed.at)
 	if err != nil {
 		return nil, fmt.Errorf("record removals due: %w", err)
 	}
