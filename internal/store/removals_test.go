@@ -316,3 +316,45 @@ func TestConcurrentChecksOfOnePageLoseNoRemoval(t *testing.T) {
 		t.Fatalf("removed %v after the concurrent checks, want c once", removed)
 	}
 }
+
+// A check answered 304 (no link set) only counts: it writes the page's row
+// alone, and when that makes an absence due it records the removal, once.
+func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := openStore(t)
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://not-modified.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab := links("https://not-modified.example/a", "https://not-modified.example/b")
+	at := time.Now().Add(-time.Hour)
+	check := func(ls []watch.NewLink, keys []uint64, status int) []watch.Removal {
+		t.Helper()
+		at = at.Add(time.Second)
+		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: status, FullSet: keys != nil,
+			Removals: watch.Removals{Checks: 2, Keys: keys}}, ls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.Removed
+	}
+	check(ab, []uint64{ab[0].Key, ab[1].Key}, 200)
+	if got := check(nil, []uint64{ab[0].Key}, 200); len(got) != 0 { // b absent once
+		t.Fatalf("removed %v after one absence", got)
+	}
+	var pending string
+	if err := pool.QueryRow(ctx, `SELECT pending_keys::text FROM pages WHERE id = $1`, page.ID).Scan(&pending); err != nil {
+		t.Fatal(err)
+	}
+	if got := check(nil, nil, 304); len(got) != 1 || got[0].URL != ab[1].URL || got[0].Text != ab[1].Text {
+		t.Fatalf("the 304 check after b's first absence (pending %s) removed %+v, want b", pending, got)
+	}
+	if got := check(nil, nil, 304); len(got) != 0 {
+		t.Fatalf("the next 304 check removed %+v again", got)
+	}
+	var removals int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM removals WHERE page_id = $1`, page.ID).Scan(&removals); err != nil || removals != 1 {
+		t.Fatalf("%d removals (%v), want 1", removals, err)
+	}
+}
