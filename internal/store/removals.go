@@ -15,7 +15,9 @@ import (
 // A check follows the links that leave its page inside its own statement
 // (recordLinksStatement), so removals cost no extra round trip, statement or
 // commit, and it never reads or writes links for it: only a removal that is
-// due reads the removed link's URL and text. followed_keys holds the page's
+// due reads the removed link's URL and text. A check with neither candidate
+// links nor a link set (304, "unchanged") only counts, and records an
+// absence it makes due with a second statement (recordDueRemovals). followed_keys holds the page's
 // last whole link set, one row per bucket of the key space
 // (shortlink.KeyBucket), and pages.link_buckets the digests of those
 // buckets (shortlink.BucketDigests). A check with the whole link set
