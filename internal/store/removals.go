@@ -17,10 +17,10 @@ import (
 // commit, and it never reads or writes links for it: only a removal that is
 // due reads the removed link's URL and text. A check with neither candidate
 // links nor a link set (304, "unchanged") only counts, and records an
-// absence it makes due with a second statement (recordDueRemovals). followed_keys holds the page's
-// last whole link set, one row per bucket of the key space
-// (shortlink.KeyBucket), and pages.link_buckets the digests of those
-// buckets (shortlink.BucketDigests). A check with the whole link set
+// absence it makes due with a second statement (recordDueRemovals).
+// followed_keys holds the page's last whole link set, one row per bucket of
+// the key space (shortlink.KeyBucket), and pages.link_buckets the digests of
+// those buckets (shortlink.BucketDigests). A check with the whole link set
 // (watch.Removals.Keys) compares key by key only the buckets whose digest
 // differs, and rewrites only their rows: the keys the stored set has and the
 // check lacks left the page. The page's row holds the pending absences
@@ -67,13 +67,21 @@ func tracking(on bool) trackingSQL {
 // followed_keys counts. Their names differ from the pages columns that the
 // status update reads unqualified.
 const trackingColumns = `,
-				ok_checks + CASE WHEN last_checked_at IS NULL OR last_checked_at < $2 THEN 1 ELSE 0 END AS check_no,
-				(last_checked_at IS NULL OR last_checked_at < $2) AS tracks,
-				pending_keys IS NULL OR baseline_at IS NULL OR (rebaseline AND $8) AS reset,
-				(last_checked_at IS NULL OR last_checked_at < $2) AND $22::bigint[] IS NOT NULL
+				ok_checks + CASE WHEN ` + newer + ` THEN 1 ELSE 0 END AS check_no,
+				` + newer + ` AS tracks,
+				` + startsAfresh + ` AS reset,
+				` + newer + ` AND $22::bigint[] IS NOT NULL
 					AND ok_checks = (SELECT seen.ok_checks FROM pages seen WHERE seen.id = $1)
-					AND (pending_keys IS NULL OR baseline_at IS NULL OR (rebaseline AND $8) OR link_buckets IS DISTINCT FROM $24::bigint[]) AS compare,
+					AND (` + startsAfresh + ` OR link_buckets IS DISTINCT FROM $24::bigint[]) AS compare,
 				pending_keys AS pend_keys, pending_since AS pend_since, link_buckets AS old_buckets`
+
+// newer is true when the check being recorded is after the page's last
+// recorded one (fresh, without a repeat of the same check).
+const newer = `(last_checked_at IS NULL OR last_checked_at < $2)`
+
+// startsAfresh is true when the page's following starts from this check's
+// set: it is not followed yet, has no baseline, or is being re-baselined.
+const startsAfresh = `(pending_keys IS NULL OR baseline_at IS NULL OR (rebaseline AND $8))`
 
 // checkBucket is the check's keys in the bucket of the SQL expression b.
 func checkBucket(b string) string {
@@ -87,12 +95,10 @@ func checkBucket(b string) string {
 // check has and the stored set lacks is in a bucket of scope, so no test of
 // the bucket is needed), and the stored set's keys in compared buckets that
 // the check lacks (from this check on). Each key is compared with its
-// bucket's slice of the check's keys, a few, not the whole set. pending
-// splits held into the absences still pending and those due. kept
+// bucket's slice of the check's keys, a few, not the whole set. kept
 // rewrites the compared buckets' rows; it changes nothing held reads, since
 // every part of one statement sees the tables as they were before it.
-// removal records the absences that are due, reading their links by key,
-// and removed is what it recorded, as arrays.
+// recordingDue records the absences that are due.
 func trackingCTEs() string {
 	return `
 		), scope AS (
@@ -106,15 +112,25 @@ func trackingCTEs() string {
 			SELECT f.k, page.check_no FROM page, followed_keys s, unnest(s.keys) AS f(k)
 			WHERE NOT page.reset AND s.page_id = $1 AND s.bucket = ANY (ARRAY(SELECT b FROM scope)::smallint[])
 			  AND f.k <> ALL (` + checkBucket(`s.bucket`) + `)
-		), pending AS (
-			SELECT coalesce(array_agg(held.k ORDER BY held.k) FILTER (WHERE NOT due), '{}') AS keys,
-			       coalesce(array_agg(held.since ORDER BY held.k) FILTER (WHERE NOT due), '{}') AS since,
-			       coalesce(array_agg(held.k) FILTER (WHERE due), '{}') AS due
-			FROM page, held, LATERAL (SELECT held.since <= page.check_no - $23::int + 1 AS due) d
 		), kept AS (
 			INSERT INTO followed_keys (page_id, bucket, keys)
 			SELECT $1, b, ` + checkBucket(`b`) + ` FROM scope
-			ON CONFLICT (page_id, bucket) DO UPDATE SET keys = excluded.keys
+			ON CONFLICT (page_id, bucket) DO UPDATE SET keys = excluded.keys` + recordingDue(`$23::int`)
+}
+
+// recordingDue is the CTEs that record the absences that are due, after a
+// page CTE with the page's check count (check_no) and a held CTE of its
+// absences (k, since), with k the SQL of the removal count K. pending
+// splits held into the absences still pending, as the page's arrays, and
+// those due; removal records the due ones, reading their links by key; and
+// removed is what it recorded, as arrays (ids, urls, texts, at).
+func recordingDue(k string) string {
+	return `
+		), pending AS (
+			SELECT coalesce(array_agg(h.k ORDER BY h.k) FILTER (WHERE NOT h.due), '{}') AS keys,
+			       coalesce(array_agg(h.since ORDER BY h.k) FILTER (WHERE NOT h.due), '{}') AS since,
+			       coalesce(array_agg(h.k) FILTER (WHERE h.due), '{}') AS due
+			FROM (SELECT held.k, held.since, held.since <= page.check_no - ` + k + ` + 1 AS due FROM page, held) h
 		), removal AS (
 			INSERT INTO removals (page_id, link_key, url, text)
 			SELECT $1, links.link_key, links.url, links.text FROM links
@@ -165,24 +181,15 @@ func recordDueRemovals(ctx context.Context, q querier, pageID int64, k int) ([]w
 	var removed removedColumns
 	err := q.QueryRow(ctx, `
 		WITH page AS (
-			SELECT id, ok_checks - $2::int + 1 AS due_at, pending_keys, pending_since FROM pages
+			SELECT id, ok_checks AS check_no, pending_keys, pending_since FROM pages
 			WHERE id = $1 AND pending_keys IS NOT NULL FOR UPDATE
 		), held AS (
-			SELECT p.k, p.since, p.since <= page.due_at AS due
-			FROM page, unnest(page.pending_keys, page.pending_since) AS p(k, since)
-		), removal AS (
-			INSERT INTO removals (page_id, link_key, url, text)
-			SELECT $1, links.link_key, links.url, links.text FROM links
-			WHERE links.page_id = $1 AND links.link_key = ANY (ARRAY(SELECT k FROM held WHERE due))
-			RETURNING id, url, text, removed_at
+			SELECT p.k, p.since FROM page, unnest(page.pending_keys, page.pending_since) AS p(k, since)`+recordingDue(`$2::int`)+`
 		), status AS (
-			UPDATE pages SET
-				pending_keys  = (SELECT coalesce(array_agg(k ORDER BY k), '{}') FROM held WHERE NOT due),
-				pending_since = (SELECT coalesce(array_agg(since ORDER BY k), '{}') FROM held WHERE NOT due)
-			FROM page WHERE pages.id = page.id
+			UPDATE pages SET pending_keys = pending.keys, pending_since = pending.since
+			FROM page, pending WHERE pages.id = page.id
 		)
-		SELECT array_agg(id ORDER BY id), array_agg(url ORDER BY id), array_agg(text ORDER BY id), array_agg(removed_at ORDER BY id)
-		FROM removal`, pageID, k).Scan(&removed.ids, &removed.urls, &removed.texts, &removed.at)
+		SELECT ids, urls, texts, at FROM removed`, pageID, k).Scan(&removed.ids, &removed.urls, &removed.texts, &removed.at)
 	if err != nil {
 		return nil, fmt.Errorf("record removals due: %w", err)
 	}

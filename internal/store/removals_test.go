@@ -245,17 +245,10 @@ func TestConcurrentChecksOfOnePageLoseNoRemoval(t *testing.T) {
 	}
 	ab := links("https://concurrent.example/a", "https://concurrent.example/b")
 	abc := append(links("https://concurrent.example/c"), ab...)
-	keys := func(ls []watch.NewLink) []uint64 {
-		out := []uint64{}
-		for _, l := range ls {
-			out = append(out, l.Key)
-		}
-		return out
-	}
 	at := time.Now().Add(-time.Hour)
 	check := func(ls []watch.NewLink, fetched time.Time) (watch.Recorded, error) {
 		return st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: fetched, Status: 200, FullSet: true,
-			Removals: watch.Removals{Checks: 2, Keys: keys(ls)}}, ls)
+			Removals: watch.Removals{Checks: 2, Keys: keysOf(ls)}}, ls)
 	}
 	if _, err := check(ab, at); err != nil {
 		t.Fatal(err)
@@ -339,7 +332,7 @@ func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
 		}
 		return rec.Removed
 	}
-	check(ab, []uint64{ab[0].Key, ab[1].Key}, 200)
+	check(ab, keysOf(ab), 200)
 	if got := check(nil, []uint64{ab[0].Key}, 200); len(got) != 0 { // b absent once
 		t.Fatalf("removed %v after one absence", got)
 	}

@@ -28,6 +28,15 @@ func links(urls ...string) []watch.NewLink {
 	return out
 }
 
+// keysOf is the keys of links: a check's whole link set.
+func keysOf(links []watch.NewLink) []uint64 {
+	keys := make([]uint64, 0, len(links))
+	for _, l := range links {
+		keys = append(keys, l.Key)
+	}
+	return keys
+}
+
 func ok(id int64, at time.Time) watch.Check {
 	return watch.Check{PageID: id, FetchedAt: at, Status: 200}
 }
