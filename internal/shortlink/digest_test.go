@@ -23,7 +23,7 @@ func TestSetDigestIgnoresOrderAndRepetition(t *testing.T) {
 }
 
 // A link added to a set changes the digest of its key's bucket and of no
-// other, and BucketStarts cuts a sorted set into its buckets.
+// other, by the key itself, and BucketStarts cuts a sorted set into its buckets.
 func TestBucketDigestsChangeOnlyTheChangedBucket(t *testing.T) {
 	var keys []uint64
 	for i := range 300 {
@@ -37,6 +37,9 @@ func TestBucketDigestsChangeOnlyTheChangedBucket(t *testing.T) {
 		if changed != (b == KeyBucket(added)) {
 			t.Errorf("bucket %d: changed %t, but the new key is in bucket %d", b, changed, KeyBucket(added))
 		}
+	}
+	if got, want := after[KeyBucket(added)], before[KeyBucket(added)]^int64(added); got != want {
+		t.Errorf("digest of the bucket that gained key %x only: %x, want the old digest XOR the key, %x", added, got, want)
 	}
 	if empty := BucketDigests(nil); len(empty) != KeyBuckets || empty[0] != 0 {
 		t.Errorf("digests of no key = %v, want %d zeros", empty, KeyBuckets)

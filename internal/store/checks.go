@@ -149,7 +149,7 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink) (string, []any) 
 		summaries, burstMin, burstShare, c.Links, c.Title}
 	if c.Removals.Checks > 0 {
 		keys, buckets, starts := trackedKeys(c.Removals)
-		args = append(args, keys, c.Removals.Checks, buckets, starts)
+		args = append(args, c.Removals.Checks, buckets, keys, starts)
 	}
 	return `
 		WITH page AS (
@@ -157,16 +157,16 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink) (string, []any) 
 				burst_detection,
 				CASE WHEN baseline_at IS NULL OR (rebaseline AND $8) THEN ` + fmt.Sprint(math.MaxInt32) + `
 				     ELSE greatest(0, least($14, $15 - ` + today + `)) END AS budget` + track.columns + `
-			FROM pages WHERE id = $1 FOR UPDATE` + track.ctes + `
+			FROM pages WHERE id = $1 FOR UPDATE
 		), candidate AS (
 			SELECT l.k, l.u, l.t, l.c, l.s, row_number() OVER (ORDER BY l.n) AS n
 			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[], $17::text[]) WITH ORDINALITY AS l(k, u, t, c, s, n)
 			WHERE page.budget >= $16 OR NOT EXISTS (SELECT 1 FROM links WHERE links.page_id = $1 AND links.link_key = l.k)
 		), fresh AS (
-			INSERT INTO links (page_id, link_key, url, text, code)
-			SELECT page.id, k, u, t, c FROM page, candidate WHERE candidate.n <= page.budget
+			INSERT INTO links (page_id, link_key, url, text, code, first_check)
+			SELECT page.id, k, u, t, c, ` + track.firstCheck + ` FROM page, candidate WHERE candidate.n <= page.budget
 			ON CONFLICT DO NOTHING
-			RETURNING link_key, url, text, code, first_seen_at
+			RETURNING link_key, url, text, code, first_seen_at` + track.ctes + `
 		), flood AS (
 			SELECT page.burst_detection AND NOT page.silent AND count(*) >= $18 AND count(*) > $19::float8 * $20 AS burst
 			FROM page, fresh GROUP BY page.burst_detection, page.silent

@@ -14,16 +14,20 @@ import (
 
 // A check follows the links that leave its page inside its own statement
 // (recordLinksStatement), so removals cost no extra round trip, statement or
-// commit, and it never reads or writes links for it: only a removal that is
-// due reads the removed link's URL and text. A check with neither candidate
+// commit, and it never writes links for it. A check with neither candidate
 // links nor a link set (304, "unchanged") only counts, and records an
 // absence it makes due with a second statement (recordDueRemovals).
-// followed_keys holds the page's last whole link set, one row per bucket of
-// the key space (shortlink.KeyBucket), and pages.link_buckets the digests of
-// those buckets (shortlink.BucketDigests). A check with the whole link set
-// (watch.Removals.Keys) compares key by key only the buckets whose digest
-// differs, and rewrites only their rows: the keys the stored set has and the
-// check lacks left the page. The page's row holds the pending absences
+// The page's followed link set is kept per bucket of the key space
+// (shortlink.KeyBucket): a followed_keys row's keys and the page's links
+// inserted after the check that wrote the row (links.first_check after
+// followed_keys.through). pages.link_buckets holds the digests of the
+// buckets at the last check that compared (shortlink.BucketDigests, XORs).
+// A check with the whole link set (watch.Removals.Keys) compares key by key
+// only the buckets it did not merely add new links to: those whose stored
+// digest XOR the keys of the links the statement inserted is not the
+// check's digest. It rewrites only their rows, so a check that only gains
+// stories writes nothing for following but the page's row. The keys the
+// set has and the check lacks left the page. The page's row holds the pending absences
 // (pages.pending_keys and pending_since, by key), which every check rewrites
 // anyway: a link that left is pending from the check that first lacked it
 // (its count in pages.ok_checks), a pending link that is back is dropped,
@@ -34,25 +38,27 @@ import (
 // without reporting anything.
 //
 // trackingSQL is the part of the check statement that follows removals:
-// columns of the page CTE, CTEs that follow it, what the status update
+// columns of the page CTE, the check count the links insert stamps on new
+// links, CTEs that follow the insert, what the status update
 // reads besides the page and its SET entries, and the final SELECT's
 // columns of the removals recorded and what they are read from.
-type trackingSQL struct{ columns, ctes, from, set, result, resultFrom string }
+type trackingSQL struct{ columns, firstCheck, ctes, from, set, result, resultFrom string }
 
 // tracking returns the check statement's part for removals on (the
-// statement then takes $22, the check's keys sorted by bucket or NULL
-// without the whole set, $23, the removal count K, $24, the keys' bucket
-// digests, and $25, where each bucket starts in $22) or off: a check that
+// statement then takes $22, the removal count K, $23, the bucket digests of
+// the check's keys or NULL without the whole set, $24, those keys sorted by
+// bucket, and $25, where each bucket starts in $24) or off: a check that
 // does not follow leaves the page not followed, and the statement carries
 // nothing else for it.
 func tracking(on bool) trackingSQL {
 	if !on {
 		return trackingSQL{
-			set:    `pending_keys = NULL, pending_since = NULL, link_buckets = NULL`,
-			result: `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[]`,
+			firstCheck: `NULL::int`,
+			set:        `pending_keys = NULL, pending_since = NULL, link_buckets = NULL`,
+			result:     `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[]`,
 		}
 	}
-	return trackingSQL{columns: trackingColumns, ctes: trackingCTEs(), from: `, pending`, set: trackingSet,
+	return trackingSQL{columns: trackingColumns, firstCheck: `page.check_no`, ctes: trackingCTEs(), from: `, pending`, set: trackingSet,
 		result:     `removed.ids, removed.urls, removed.texts, removed.at`,
 		resultFrom: ` CROSS JOIN removed`}
 }
@@ -70,9 +76,9 @@ const trackingColumns = `,
 				ok_checks + CASE WHEN ` + newer + ` THEN 1 ELSE 0 END AS check_no,
 				` + newer + ` AS tracks,
 				` + startsAfresh + ` AS reset,
-				` + newer + ` AND $22::bigint[] IS NOT NULL
+				` + newer + ` AND $23::bigint[] IS NOT NULL
 					AND ok_checks = (SELECT seen.ok_checks FROM pages seen WHERE seen.id = $1)
-					AND (` + startsAfresh + ` OR link_buckets IS DISTINCT FROM $24::bigint[]) AS compare,
+					AND (` + startsAfresh + ` OR link_buckets IS DISTINCT FROM $23::bigint[]) AS compare,
 				pending_keys AS pend_keys, pending_since AS pend_since, link_buckets AS old_buckets`
 
 // newer is true when the check being recorded is after the page's last
@@ -85,38 +91,55 @@ const startsAfresh = `(pending_keys IS NULL OR baseline_at IS NULL OR (rebaselin
 
 // checkBucket is the check's keys in the bucket of the SQL expression b.
 func checkBucket(b string) string {
-	return `($22::bigint[])[($25::int[])[` + b + ` + 1] : ($25::int[])[` + b + ` + 2] - 1]`
+	return `($24::bigint[])[($25::int[])[` + b + ` + 1] : ($25::int[])[` + b + ` + 2] - 1]`
 }
 
-// trackingCTEs follow the page CTE. scope is the buckets the check compares
-// key by key: those whose digest differs from the stored set's, or all of
-// them when the page starts being followed. held is the page's absences
+// trackingCTEs follow the links insert (fresh). added is the digest of the
+// links it inserted, per bucket. scope is the buckets the check compares key
+// by key: those whose stored digest XOR added is not the check's, or all of
+// them when the page starts being followed. A bucket out of scope has
+// exactly the stored set's keys and the links just inserted, which are now
+// in its followed set as links after its row. held is the page's absences
 // after this check: the pending ones the check does not have (any key the
-// check has and the stored set lacks is in a bucket of scope, so no test of
-// the bucket is needed), and the stored set's keys in compared buckets that
-// the check lacks (from this check on). Each key is compared with its
-// bucket's slice of the check's keys, a few, not the whole set. kept
-// rewrites the compared buckets' rows; it changes nothing held reads, since
-// every part of one statement sees the tables as they were before it.
-// recordingDue records the absences that are due.
+// check has and the followed set lacks is in a bucket of scope, so no test
+// of the bucket is needed), and the followed set's keys in compared buckets
+// that the check lacks (from this check on): the row's keys and the links
+// inserted after it, found by the page and the bucket's key range in links'
+// primary key. Each key is compared with its bucket's slice of the check's
+// keys, a few, not the whole set. kept rewrites the compared buckets' rows;
+// it changes nothing held reads, since every part of one statement sees the
+// tables as they were before it. recordingDue records the absences that
+// are due.
 func trackingCTEs() string {
 	return `
+		), added AS (
+			SELECT ((link_key >> 59) & 31)::int AS b, bit_xor(link_key) AS digest FROM fresh GROUP BY 1
 		), scope AS (
-			SELECT b FROM page, generate_series(0, 31) AS b
+			SELECT g.b FROM page, generate_series(0, 31) AS g(b)
 			WHERE page.compare AND (page.reset OR cardinality(page.old_buckets) IS DISTINCT FROM 32
-				OR page.old_buckets[b + 1] IS DISTINCT FROM ($24::bigint[])[b + 1])
+				OR (page.old_buckets[g.b + 1] # coalesce((SELECT digest FROM added WHERE added.b = g.b), 0))
+				   IS DISTINCT FROM ($23::bigint[])[g.b + 1])
 		), held AS (
 			SELECT p.k, p.since FROM page, unnest(page.pend_keys, page.pend_since) AS p(k, since)
 			WHERE NOT page.reset AND (NOT page.compare OR p.k <> ALL (` + checkBucket(`((p.k >> 59) & 31)::int`) + `))
 			UNION ALL
-			SELECT f.k, page.check_no FROM page, followed_keys s, unnest(s.keys) AS f(k)
+			SELECT f.k, page.check_no FROM page, followed_keys s, LATERAL (
+				SELECT unnest(s.keys)
+				UNION
+				SELECT l.link_key FROM links l
+				WHERE l.page_id = $1 AND l.link_key BETWEEN (s.bucket::bigint << 59) AND (s.bucket::bigint << 59) + ` + bucketWidth + `
+				  AND l.first_check > s.through) AS f(k)
 			WHERE NOT page.reset AND s.page_id = $1 AND s.bucket = ANY (ARRAY(SELECT b FROM scope)::smallint[])
 			  AND f.k <> ALL (` + checkBucket(`s.bucket`) + `)
 		), kept AS (
-			INSERT INTO followed_keys (page_id, bucket, keys)
-			SELECT $1, b, ` + checkBucket(`b`) + ` FROM scope
-			ON CONFLICT (page_id, bucket) DO UPDATE SET keys = excluded.keys` + recordingDue(`$23::int`)
+			INSERT INTO followed_keys (page_id, bucket, keys, through)
+			SELECT $1, b, ` + checkBucket(`b`) + `, page.check_no FROM page, scope
+			ON CONFLICT (page_id, bucket) DO UPDATE SET keys = excluded.keys, through = excluded.through` + recordingDue(`$22::int`)
 }
+
+// bucketWidth is the span of keys in one bucket less one: bucket b's keys,
+// as PostgreSQL's signed bigints, run from b << 59 to that plus bucketWidth.
+const bucketWidth = `576460752303423487`
 
 // recordingDue is the CTEs that record the absences that are due, after a
 // page CTE with the page's check count (check_no) and a held CTE of its
@@ -152,11 +175,11 @@ const trackingSet = `
 				                     ELSE pending.keys END,
 				pending_since = CASE WHEN page.reset AND NOT page.compare THEN CASE WHEN page.tracks THEN NULL ELSE pending_since END
 				                     ELSE pending.since END,
-				link_buckets  = CASE WHEN page.compare THEN $24::bigint[] WHEN NOT page.tracks OR NOT page.reset THEN link_buckets END`
+				link_buckets  = CASE WHEN page.compare THEN $23::bigint[] WHEN NOT page.tracks OR NOT page.reset THEN link_buckets END`
 
-// trackedKeys is the check's whole link set as the statement's $22, sorted
-// by bucket, the digests of its buckets as $24 and where each bucket starts
-// as $25: all NULL when the check lacks the set, an empty $22 when the page
+// trackedKeys is the check's whole link set as the statement's $24, sorted
+// by bucket, the digests of its buckets as $23 and where each bucket starts
+// as $25: all NULL when the check lacks the set, an empty $24 when the page
 // has no link.
 func trackedKeys(r watch.Removals) (keys, buckets []int64, starts []int32) {
 	if r.Keys == nil {

@@ -16,10 +16,12 @@ import (
 
 // TestRemovalMigrationsKeepPendingAbsences migrates a database that 00007
 // followed (a stored link set, a pending absence, a link an options change
-// left out of the set) to 00008 and on to 00009: the pending absence is
-// carried into the page's row and recorded at the check it was due, the
-// left-out link is not reported as removed, and a page 00007 never followed
-// starts afresh. Then down to 00007 and up again.
+// left out of the set) to 00008 and on to 00009 and 00010: the pending
+// absence is carried into the page's row and recorded at the check it was
+// due, the left-out link is not reported as removed, and a page 00007 never
+// followed starts afresh. A link 00010 follows without writing it into its
+// bucket's row goes into the row on the way down to 00009, and down to
+// 00007, and up again.
 func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -84,7 +86,7 @@ func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 	if _, err := mig.UpTo(ctx, 9); err != nil {
 		t.Fatalf("migrate to 00009: %v", err)
 	}
-	followedSet := func(page int64) string {
+	storedSet := func(page int64) string {
 		t.Helper()
 		var s string
 		if err := pool.QueryRow(ctx, `
@@ -95,11 +97,34 @@ func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 		}
 		return s
 	}
-	if got := followedSet(followed); got != "{2} {5} set:1" {
+	if got := storedSet(followed); got != "{2} {5} set:1" {
 		t.Fatalf("followed page after 00009: %s, want link 2 pending since check 5 and a set of link 1", got)
 	}
-	if got := followedSet(fresh); got != "NULL NULL set:" {
+	if got := storedSet(fresh); got != "NULL NULL set:" {
 		t.Fatalf("page 00007 never followed, after 00009: %s, want not followed", got)
+	}
+
+	if _, err := mig.UpTo(ctx, 10); err != nil {
+		t.Fatalf("migrate to 00010: %v", err)
+	}
+	// The followed set of 00010: the rows' keys and the links after them.
+	followedSet := func(page int64) string {
+		t.Helper()
+		var s string
+		if err := pool.QueryRow(ctx, `
+			SELECT coalesce(pending_keys::text, 'NULL') || ' ' || coalesce(pending_since::text, 'NULL') || ' set:' ||
+				coalesce((SELECT string_agg(k::text, ',' ORDER BY k) FROM (
+					SELECT unnest(keys) FROM followed_keys WHERE page_id = $1
+					UNION
+					SELECT l.link_key FROM links l JOIN followed_keys f ON f.page_id = l.page_id AND f.bucket = (l.link_key >> 59) & 31
+					WHERE l.page_id = $1 AND l.first_check > f.through) AS s(k)), '')
+			FROM pages WHERE id = $1`, page).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if got := followedSet(followed); got != "{2} {5} set:1" {
+		t.Fatalf("followed page after 00010: %s, want it as after 00009", got)
 	}
 
 	st, err := store.Open(ctx, dsn)
@@ -107,11 +132,11 @@ func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	check := func(page int64, keys []uint64) []watch.Removal {
+	check := func(page int64, keys []uint64, links ...watch.NewLink) []watch.Removal {
 		t.Helper()
 		at = at.Add(time.Second)
 		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page, FetchedAt: at, Status: 200, FullSet: true,
-			LinksDigest: fmt.Sprint(keys), Removals: watch.Removals{Checks: 2, Keys: keys}}, nil)
+			LinksDigest: fmt.Sprint(keys), Removals: watch.Removals{Checks: 2, Keys: keys}}, links)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,19 +160,55 @@ func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 	if got := check(followed, []uint64{1}); len(got) != 1 || got[0].URL != "https://followed.example/2" {
 		t.Fatalf("link 2 back and gone again for two checks: removed %+v", got)
 	}
+	// New links 4 and then 5 (both in link 1's bucket) are followed
+	// without a write of the bucket's row: 4 is removed when it leaves,
+	// 5 is still on the page when 00010 goes down.
+	link := func(k uint64) watch.NewLink {
+		return watch.NewLink{Key: k, URL: fmt.Sprint("https://followed.example/", k), Text: fmt.Sprint("text ", k)}
+	}
+	check(followed, []uint64{1, 4}, link(4))
+	if got, stored := followedSet(followed), rowKeys(t, pool, followed); got != "{} {} set:1,4" || stored != "1" {
+		t.Fatalf("after link 4 was added: %s, row keys %s, want a set of 1 and 4 with only 1 written", got, stored)
+	}
+	check(followed, []uint64{1})
+	if got := check(followed, []uint64{1}); len(got) != 1 || got[0].URL != "https://followed.example/4" {
+		t.Fatalf("link 4 gone for two checks: removed %+v", got)
+	}
+	check(followed, []uint64{1, 5}, link(5))
+	if got, stored := followedSet(followed), rowKeys(t, pool, followed); got != "{} {} set:1,5" || stored != "1" {
+		t.Fatalf("after link 5 was added: %s, row keys %s, want a set of 1 and 5 with only 1 written", got, stored)
+	}
 
+	if _, err := mig.DownTo(ctx, 9); err != nil {
+		t.Fatalf("migrate down to 00009: %v", err)
+	}
+	if got := storedSet(followed); got != "{} {} set:1,5" {
+		t.Fatalf("followed page back at 00009: %s, want a set of links 1 and 5", got)
+	}
 	if _, err := mig.DownTo(ctx, 8); err != nil {
 		t.Fatalf("migrate down to 00008: %v", err)
 	}
-	if got := state(followed); got != "{} {} removed:2,3" {
-		t.Fatalf("followed page back at 00008: %s, want links 2 and 3 not followed", got)
+	if got := state(followed); got != "{} {} removed:2,3,4" {
+		t.Fatalf("followed page back at 00008: %s, want links 2, 3 and 4 not followed", got)
 	}
 	if _, err := mig.DownTo(ctx, 7); err != nil {
 		t.Fatalf("migrate down to 00007: %v", err)
 	}
-	if _, err := mig.UpTo(ctx, 9); err != nil {
-		t.Fatalf("migrate up to 00009 again: %v", err)
+	if _, err := mig.Up(ctx); err != nil {
+		t.Fatalf("migrate up again: %v", err)
 	}
+}
+
+// rowKeys is the keys written in a page's followed_keys rows.
+func rowKeys(t *testing.T, pool *pgxpool.Pool, page int64) string {
+	t.Helper()
+	var s string
+	if err := pool.QueryRow(context.Background(), `
+		SELECT coalesce(string_agg(k::text, ',' ORDER BY k), '') FROM followed_keys, unnest(keys) AS k WHERE page_id = $1`,
+		page).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestRemovalsFollowChangedBucketsOnly follows a page of 200 links whose
