@@ -21,7 +21,21 @@ ALTER TABLE links ADD COLUMN first_check integer;
 ALTER TABLE followed_keys ADD COLUMN through integer NOT NULL DEFAULT 0;
 UPDATE pages SET link_buckets = NULL WHERE link_buckets IS NOT NULL;
 
+-- A check the processor expects only to add new links is recorded by a
+-- statement that compares nothing and checks the expectation
+-- (internal/store/removals.go, trackingAddsOnly); when it is wrong, this
+-- fails that statement, so it changes nothing, and the processor sends the
+-- statement that compares.
+-- +goose StatementBegin
+CREATE FUNCTION followed_set_changed() RETURNS bigint[] LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the check''s link set is not the page''s followed set with the links the check inserted'
+        USING ERRCODE = 'PW001', HINT = 'Record the check with the statement that compares the sets.';
+END $$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION followed_set_changed();
 -- 00009 holds the whole set in the rows: the links a row does not list but
 -- follows go into it.
 UPDATE followed_keys f SET keys = ARRAY(

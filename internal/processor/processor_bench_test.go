@@ -50,6 +50,7 @@ func corpusLinks(b *testing.B, minLinks, maxPages int) [][]watch.Link {
 type benchProcessor struct {
 	svc   *processor.Service
 	st    *store.Store
+	dsn   string
 	pages []watch.Page
 }
 
@@ -59,7 +60,8 @@ func newBenchProcessor(b *testing.B, redisURL string, pages int) *benchProcessor
 
 func newBenchProcessorWith(b *testing.B, redisURL string, pages int, cfg processor.Config) *benchProcessor {
 	ctx := context.Background()
-	st, err := store.Open(ctx, testsvc.Postgres(b), store.GenericPlans()) // as cmd/processor
+	dsn := testsvc.Postgres(b)
+	st, err := store.Open(ctx, dsn, store.GenericPlans()) // as cmd/processor
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func newBenchProcessorWith(b *testing.B, redisURL string, pages int, cfg process
 	if err != nil {
 		b.Fatal(err)
 	}
-	bp := &benchProcessor{st: st, svc: svc}
+	bp := &benchProcessor{st: st, svc: svc, dsn: dsn}
 	for i := range pages {
 		p, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://portal-%d.example/", i)})
 		if err != nil {
@@ -92,7 +94,12 @@ func newBenchProcessorWith(b *testing.B, redisURL string, pages int, cfg process
 }
 
 func (bp *benchProcessor) handle(b *testing.B, page watch.Page, links []watch.Link, at time.Time) int {
-	body, err := json.Marshal(watch.Task{BaseURL: page.BaseURL, ID: page.ID, Status: 200, FetchedAt: at, Context: links})
+	return bp.handleTask(b, watch.Task{BaseURL: page.BaseURL, ID: page.ID, Status: 200, FetchedAt: at, Context: links})
+}
+
+// handleTask handles one task as a delivery and returns its size.
+func (bp *benchProcessor) handleTask(b *testing.B, task watch.Task) int {
+	body, err := json.Marshal(task)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -124,14 +125,44 @@ const today = `CASE WHEN new_links_day = (now() AT TIME ZONE 'UTC')::date THEN n
 // updates unless this check is the baseline. The result has one row per new
 // link, or a single row without a link when none was new, and no row when
 // the page is gone.
+//
+// With removals on, a check expected only to add links new to the page
+// (addsOnly) is first sent with the statement that only verifies that
+// (trackingAddsOnly); should the page's set have changed otherwise, that
+// statement fails without a trace and the one that compares follows. An
+// absence the short statement finds due is recorded by recordDueRemovals.
 func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
-	sql, args := recordLinksStatement(c, links)
+	f := notFollowing
+	if c.Removals.Checks > 0 {
+		f = comparing
+		if addsOnly(c.Removals, links) {
+			f = addingOnly
+		}
+	}
+	if f == addingOnly {
+		sql, args := recordLinksStatement(c, links, f)
+		rows, err := q.Query(ctx, sql, args...)
+		rec, due, err := scanRecordedLinks(rows, err, c, len(links))
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == errFollowedSetChanged:
+			f = comparing
+		case err == nil && due:
+			rec.Removed, err = recordDueRemovals(ctx, q, c.PageID, c.Removals.Checks)
+			return rec, err
+		default:
+			return rec, err
+		}
+	}
+	sql, args := recordLinksStatement(c, links, f)
 	rows, err := q.Query(ctx, sql, args...)
-	return scanRecordedLinks(rows, err, c, len(links))
+	rec, _, err := scanRecordedLinks(rows, err, c, len(links))
+	return rec, err
 }
 
-// recordLinksStatement returns recordLinks' statement and its arguments.
-func recordLinksStatement(c watch.Check, links []watch.NewLink) (string, []any) {
+// recordLinksStatement returns recordLinks' statement and its arguments for
+// following f.
+func recordLinksStatement(c watch.Check, links []watch.NewLink, f following) (string, []any) {
 	keys := make([]int64, len(links))
 	urls := make([]string, len(links))
 	texts := make([]string, len(links))
@@ -142,14 +173,18 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink) (string, []any) 
 		urls[i], texts[i], codes[i], summaries[i] = l.URL, l.Text, l.Code, l.Summary
 	}
 	burstMin, burstShare := burstSQL(c.Burst)
-	track := tracking(c.Removals.Checks > 0)
+	track := tracking(f)
 	args := []any{
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
 		summaries, burstMin, burstShare, c.Links, c.Title}
-	if c.Removals.Checks > 0 {
+	switch f {
+	case comparing:
 		keys, buckets, starts := trackedKeys(c.Removals)
 		args = append(args, c.Removals.Checks, buckets, keys, starts)
+	case addingOnly:
+		_, buckets, _ := trackedKeys(c.Removals)
+		args = append(args, c.Removals.Checks, c.Removals.Buckets, buckets)
 	}
 	return `
 		WITH page AS (
@@ -194,16 +229,18 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink) (string, []any) 
 		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true` + track.resultFrom, args
 }
 
-// scanRecordedLinks reads the result of recordLinks' statement, or
-// returns err, the error of sending it.
-func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Recorded, error) {
+// scanRecordedLinks reads the result of recordLinks' statement, and
+// whether an absence is due that the statement did not record, or returns
+// err, the error of sending it.
+func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Recorded, bool, error) {
 	if err != nil {
-		return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
+		return watch.Recorded{}, false, fmt.Errorf("insert %d links: %w", n, err)
 	}
 	defer rows.Close()
 	var (
 		rec   watch.Recorded
 		found bool
+		due   bool
 	)
 	for rows.Next() {
 		var (
@@ -215,8 +252,8 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 			removed  removedColumns
 		)
 		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &inserted, &id, &u.URL, &u.Text, &u.Code, &at,
-			&u.Summary, &u.Burst, &removed.ids, &removed.urls, &removed.texts, &removed.at); err != nil {
-			return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
+			&u.Summary, &u.Burst, &removed.ids, &removed.urls, &removed.texts, &removed.at, &due); err != nil {
+			return watch.Recorded{}, false, fmt.Errorf("insert %d links: %w", n, err)
 		}
 		rec.Cut = int(cut)
 		if !found {
@@ -234,12 +271,12 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
+		return watch.Recorded{}, false, fmt.Errorf("insert %d links: %w", n, err)
 	}
 	if !found {
-		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
+		return watch.Recorded{}, false, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
-	return rec, nil
+	return rec, due, nil
 }
 
 // recordSuccess updates the page's status after a check without candidate

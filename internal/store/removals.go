@@ -41,27 +41,96 @@ import (
 // columns of the page CTE, the check count the links insert stamps on new
 // links, CTEs that follow the insert, what the status update
 // reads besides the page and its SET entries, and the final SELECT's
-// columns of the removals recorded and what they are read from.
+// columns of the removals recorded and whether one is due that the
+// statement left to recordDueRemovals, and what they are read from.
 type trackingSQL struct{ columns, firstCheck, ctes, from, set, result, resultFrom string }
 
-// tracking returns the check statement's part for removals on (the
-// statement then takes $22, the removal count K, $23, the bucket digests of
-// the check's keys or NULL without the whole set, $24, those keys sorted by
-// bucket, and $25, where each bucket starts in $24) or off: a check that
-// does not follow leaves the page not followed, and the statement carries
-// nothing else for it.
-func tracking(on bool) trackingSQL {
-	if !on {
-		return trackingSQL{
-			firstCheck: `NULL::int`,
-			set:        `pending_keys = NULL, pending_since = NULL, link_buckets = NULL`,
-			result:     `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[]`,
-		}
+// following is how a check statement follows removals.
+type following int
+
+const (
+	// notFollowing: removals are off. A check that does not follow leaves
+	// the page not followed, and the statement carries nothing else for it.
+	notFollowing following = iota
+	// comparing: the statement compares the check's link set with the
+	// followed set where they may differ (trackingCTEs). It takes $22, the
+	// removal count K, $23, the bucket digests of the check's keys or NULL
+	// without the whole set, $24, those keys sorted by bucket, and $25,
+	// where each bucket starts in $24.
+	comparing
+	// addingOnly: the caller expects the check to have the followed set
+	// and links new to the page (addsOnly), so the statement only verifies
+	// that, as trackingAddsOnly says. It takes $22, the removal count K,
+	// $23, the page's bucket digests as its job carried them, and $24,
+	// those of the check.
+	addingOnly
+)
+
+// tracking returns the check statement's part for following f.
+func tracking(f following) trackingSQL {
+	switch f {
+	case comparing:
+		return trackingSQL{columns: trackingColumns, firstCheck: `page.check_no`, ctes: trackingCTEs(), from: `, pending`, set: trackingSet,
+			result:     `removed.ids, removed.urls, removed.texts, removed.at, false`,
+			resultFrom: ` CROSS JOIN removed`}
+	case addingOnly:
+		return trackingAddsOnly
 	}
-	return trackingSQL{columns: trackingColumns, firstCheck: `page.check_no`, ctes: trackingCTEs(), from: `, pending`, set: trackingSet,
-		result:     `removed.ids, removed.urls, removed.texts, removed.at`,
-		resultFrom: ` CROSS JOIN removed`}
+	return trackingSQL{
+		firstCheck: `NULL::int`,
+		set:        `pending_keys = NULL, pending_since = NULL, link_buckets = NULL`,
+		result:     `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[], false`,
+	}
 }
+
+// trackingAddsOnly is the statement's part for a check expected only to add
+// links new to the page to its followed set (addsOnly): the page's bucket
+// digests are still those of the job, $23, and the statement inserts every
+// candidate link ($16 of them), so each bucket of the check, $24, is the
+// stored one with the links just inserted, which are in the followed set
+// from now on as links after their buckets' rows. The statement verifies
+// both on the page's locked row and the insert's result (the insert sees
+// every committed link, so this holds even when another check of the page
+// committed after the statement began) and that the page is followed from
+// before this check. Then it writes only the check's digests; the pending
+// absences stay and age by the page's check count, and the statement tells
+// whether one is now due, for recordDueRemovals, as after a 304. Otherwise
+// followed_set_changed (00010) fails the statement, which so changes
+// nothing, and recordLinks sends the comparing one. The statement carries
+// neither the keys nor the parts that compare and record: PostgreSQL sets
+// up every part of a statement at each execution, and those cost a check
+// about a third more even with no row to read or write (BENCHMARKS.md).
+var trackingAddsOnly = trackingSQL{
+	columns: `,
+				` + newer + ` AND NOT ` + startsAfresh + ` AND link_buckets = $23::bigint[] AS as_expected,
+				ok_checks + 1 AS check_no,
+				EXISTS (SELECT 1 FROM unnest(pending_since) AS since WHERE since <= ok_checks + 1 - $22::int + 1) AS due`,
+	firstCheck: `page.check_no`,
+	set: `link_buckets = CASE WHEN page.as_expected AND (SELECT count(*) FROM fresh) = $16 THEN $24::bigint[]
+				                     ELSE followed_set_changed() END`,
+	result:     `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[], page.due`,
+	resultFrom: ` CROSS JOIN page`}
+
+// addsOnly reports whether the check, as far as the caller knows, only
+// adds links new to the page to its followed set: the page's bucket
+// digests when its job was scheduled (r.Buckets) XOR the keys of links,
+// the links not known to be recorded, are the digests of the check's keys.
+// The statement verifies what the caller cannot know, that the page's
+// digests are still the job's and that every one of links is new; a wrong
+// guess costs a failed statement, not a wrong record.
+func addsOnly(r watch.Removals, links []watch.NewLink) bool {
+	if r.Checks <= 0 || r.Keys == nil || len(r.Buckets) != shortlink.KeyBuckets || len(links) == 0 {
+		return false
+	}
+	want := slices.Clone(r.Buckets)
+	for _, l := range links {
+		want[shortlink.KeyBucket(l.Key)] ^= int64(l.Key) // the bits, not the number, are the key
+	}
+	return slices.Equal(want, shortlink.BucketDigests(slices.Clone(r.Keys)))
+}
+
+// errFollowedSetChanged is the SQLSTATE of followed_set_changed.
+const errFollowedSetChanged = "PW001"
 
 // trackingColumns are the page CTE's columns for following. A stale or
 // repeated check (not after the page's last) does not count and compares
@@ -76,10 +145,13 @@ const trackingColumns = `,
 				ok_checks + CASE WHEN ` + newer + ` THEN 1 ELSE 0 END AS check_no,
 				` + newer + ` AS tracks,
 				` + startsAfresh + ` AS reset,
-				` + newer + ` AND $23::bigint[] IS NOT NULL
-					AND ok_checks = (SELECT seen.ok_checks FROM pages seen WHERE seen.id = $1)
+				` + newer + ` AND $23::bigint[] IS NOT NULL AND ` + sameSnapshot + `
 					AND (` + startsAfresh + ` OR link_buckets IS DISTINCT FROM $23::bigint[]) AS compare,
 				pending_keys AS pend_keys, pending_since AS pend_since, link_buckets AS old_buckets`
+
+// sameSnapshot is true in the page CTE when no check of the page committed
+// between the start of the statement and its lock of the page's row.
+const sameSnapshot = `ok_checks = (SELECT seen.ok_checks FROM pages seen WHERE seen.id = $1)`
 
 // newer is true when the check being recorded is after the page's last
 // recorded one (fresh, without a repeat of the same check).
@@ -111,14 +183,10 @@ func checkBucket(b string) string {
 // tables as they were before it. recordingDue records the absences that
 // are due.
 func trackingCTEs() string {
-	return `
-		), added AS (
-			SELECT ((link_key >> 59) & 31)::int AS b, bit_xor(link_key) AS digest FROM fresh GROUP BY 1
+	return addedCTE + `
 		), scope AS (
 			SELECT g.b FROM page, generate_series(0, 31) AS g(b)
-			WHERE page.compare AND (page.reset OR cardinality(page.old_buckets) IS DISTINCT FROM 32
-				OR (page.old_buckets[g.b + 1] # coalesce((SELECT digest FROM added WHERE added.b = g.b), 0))
-				   IS DISTINCT FROM ($23::bigint[])[g.b + 1])
+			WHERE page.compare AND (page.reset OR cardinality(page.old_buckets) IS DISTINCT FROM 32 OR ` + changedOtherwise(`g.b`) + `)
 		), held AS (
 			SELECT p.k, p.since FROM page, unnest(page.pend_keys, page.pend_since) AS p(k, since)
 			WHERE NOT page.reset AND (NOT page.compare OR p.k <> ALL (` + checkBucket(`((p.k >> 59) & 31)::int`) + `))
@@ -135,6 +203,19 @@ func trackingCTEs() string {
 			INSERT INTO followed_keys (page_id, bucket, keys, through)
 			SELECT $1, b, ` + checkBucket(`b`) + `, page.check_no FROM page, scope
 			ON CONFLICT (page_id, bucket) DO UPDATE SET keys = excluded.keys, through = excluded.through` + recordingDue(`$22::int`)
+}
+
+// addedCTE is the digest of the links the statement inserted, per bucket.
+const addedCTE = `
+		), added AS (
+			SELECT ((link_key >> 59) & 31)::int AS b, bit_xor(link_key) AS digest FROM fresh GROUP BY 1`
+
+// changedOtherwise is true when bucket b (an SQL expression) of the check's
+// keys is not the page's stored bucket with the links the statement
+// inserted added: it lost a link or got one back.
+func changedOtherwise(b string) string {
+	return `(page.old_buckets[` + b + ` + 1] # coalesce((SELECT digest FROM added WHERE added.b = ` + b + `), 0))
+				   IS DISTINCT FROM ($23::bigint[])[` + b + ` + 1]`
 }
 
 // bucketWidth is the span of keys in one bucket less one: bucket b's keys,

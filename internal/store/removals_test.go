@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -410,5 +411,117 @@ func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
 	var removals int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM removals WHERE page_id = $1`, page.ID).Scan(&removals); err != nil || removals != 1 {
 		t.Fatalf("%d removals (%v), want 1", removals, err)
+	}
+}
+
+// A check that only adds links new to the page, told the page's bucket
+// digests as its job carried them, is recorded without a write of the
+// followed set's rows, and the links it added are followed all the same: one
+// that leaves later is removed. A pending absence that such a check makes due
+// is recorded, once. A check whose digests lie (a stale job) is recorded
+// exactly as if they had been right: its short statement fails and changes
+// nothing, and the comparing one records it.
+func TestChecksThatOnlyAddLinksWriteNoFollowedRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := openStore(t)
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://adding.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	story := func(i int) []watch.NewLink { return links(fmt.Sprintf("https://adding.example/story/%d", i)) }
+	at := time.Now().Add(-time.Hour)
+	// check records a check with the page's links on, the new ones among
+	// them as candidates, and the digests its job would have carried.
+	check := func(on, candidates []watch.NewLink, digests []int64) watch.Recorded {
+		t.Helper()
+		at = at.Add(time.Second)
+		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
+			Removals: watch.Removals{Checks: 2, Keys: keysOf(on), Buckets: digests}}, candidates)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	scheduled := func() []int64 {
+		t.Helper()
+		var d []int64
+		if err := pool.QueryRow(ctx, `SELECT link_buckets FROM pages WHERE id = $1`, page.ID).Scan(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	rowVersions := func() string {
+		t.Helper()
+		var s string
+		if err := pool.QueryRow(ctx, `SELECT string_agg(xmin::text || ':' || through, ',' ORDER BY bucket)
+			FROM followed_keys WHERE page_id = $1`, page.ID).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	urls := func(rs []watch.Removal) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.URL)
+		}
+		return fmt.Sprint(out)
+	}
+
+	var on []watch.NewLink
+	for i := range 40 {
+		on = append(on, story(i)...)
+	}
+	check(on, on, nil) // baseline: followed from here
+	rows := rowVersions()
+	for i := 40; i < 43; i++ {
+		on = append(on, story(i)...)
+		if rec := check(on, story(i), scheduled()); len(rec.Updates) != 1 || len(rec.Removed) != 0 {
+			t.Fatalf("adding story %d: %d updates, removed %v; want 1 update and no removal", i, len(rec.Updates), urls(rec.Removed))
+		}
+	}
+	if got := rowVersions(); got != rows {
+		t.Fatalf("checks that only added links rewrote followed rows: %s, were %s", got, rows)
+	}
+
+	// Story 41, added without a row write, leaves: removed two checks on.
+	without41 := slices.Concat(on[:41], on[42:])
+	check(without41, nil, scheduled())
+	if rec := check(without41, nil, scheduled()); urls(rec.Removed) != "[https://adding.example/story/41]" {
+		t.Fatalf("story 41 absent twice: removed %v", urls(rec.Removed))
+	}
+
+	// Story 0 leaves; the next check only adds story 43 and makes story 0's
+	// absence due.
+	on = without41[1:]
+	check(on, nil, scheduled())
+	rows = rowVersions()
+	on = append(on, story(43)...)
+	if rec := check(on, story(43), scheduled()); len(rec.Updates) != 1 || urls(rec.Removed) != "[https://adding.example/story/0]" {
+		t.Fatalf("adding story 43 when story 0's absence is due: %d updates, removed %v", len(rec.Updates), urls(rec.Removed))
+	}
+	if got := rowVersions(); got != rows {
+		t.Fatalf("a check that only added a link rewrote followed rows: %s, were %s", got, rows)
+	}
+
+	// A stale job: the digests it carries say story 1's leaving is story
+	// 44's adding alone. The check is recorded as any other: story 44 new
+	// once, story 1 removed two checks on.
+	stale := shortlink.BucketDigests(keysOf(slices.Concat(on[1:], story(44))))
+	stale[shortlink.KeyBucket(story(44)[0].Key)] ^= int64(story(44)[0].Key)
+	on = append(on[1:], story(44)...)
+	if rec := check(on, story(44), stale); len(rec.Updates) != 1 || len(rec.Removed) != 0 {
+		t.Fatalf("a check with a stale job's digests: %d updates, removed %v; want 1 update", len(rec.Updates), urls(rec.Removed))
+	}
+	if rec := check(on, nil, scheduled()); urls(rec.Removed) != "[https://adding.example/story/1]" {
+		t.Fatalf("story 1 absent twice after a stale job: removed %v", urls(rec.Removed))
+	}
+	var updates, removals int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM updates WHERE page_id = $1), (SELECT count(*) FROM removals WHERE page_id = $1)`,
+		page.ID).Scan(&updates, &removals); err != nil {
+		t.Fatal(err)
+	}
+	if updates != 5 || removals != 3 {
+		t.Fatalf("%d updates and %d removals, want 5 (stories 40 to 44) and 3 (stories 41, 0 and 1)", updates, removals)
 	}
 }

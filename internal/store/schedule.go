@@ -40,7 +40,7 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(
 			ignores []string
 		)
 		err := r.Scan(&j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores, &j.LinksDigest,
-			&opts.Within, &opts.Exclude, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL)
+			&opts.Within, &opts.Exclude, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL, &j.LinkBuckets)
 		opts.Ignore = ignores
 		j.Options = jobOptions(opts)
 		return j, err
@@ -83,4 +83,5 @@ const ClaimDueQuery = `
 		WHERE p.id = due.id
 		RETURNING p.id, p.base_url, coalesce(p.etag, ''), coalesce(p.last_modified, ''), due.next_check_at,
 		          p.same_site_only, p.ignore_patterns, coalesce(p.links_digest, ''),
-		          p.within_selectors, p.exclude_selectors, p.include_text, p.exclude_text, p.include_url, p.exclude_url`
+		          p.within_selectors, p.exclude_selectors, p.include_text, p.exclude_text, p.include_url, p.exclude_url,
+		          p.link_buckets`

@@ -50,6 +50,10 @@ type Job struct {
 	// page's last recorded check found. Every link of that set is in the
 	// database, so a crawler that finds the same set again need not send it.
 	LinksDigest string `json:"linksDigest,omitempty"`
+	// LinkBuckets is the page's bucket digests (shortlink.BucketDigests)
+	// of its last check that compared its link set, for following removals;
+	// the crawler passes them on in the task.
+	LinkBuckets []int64 `json:"linkBuckets,omitempty"`
 }
 
 // LinkOptions are a page's per-page link filters. Every field is optional
@@ -132,6 +136,9 @@ type Task struct {
 	// none or was not read (a failed check, a 304). It names a page whose
 	// user gave it no name.
 	Title string `json:"title,omitempty"`
+	// LinkBuckets is the job's LinkBuckets, passed on: the processor tells
+	// from them a check that only adds new links (watch.Removals.Buckets).
+	LinkBuckets []int64 `json:"linkBuckets,omitempty"`
 }
 
 // Failed reports whether the check failed; a failed check leaves the page's
