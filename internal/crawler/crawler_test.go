@@ -1,6 +1,7 @@
 package crawler_test
 
 import (
+	"slices"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,13 +128,16 @@ func TestUnchangedLinkSetIsNotSentAgain(t *testing.T) {
 	})
 	svc := newService(t, &recorder{})
 	digest := shortlink.SetDigest([]string{srv.URL + "/a", srv.URL + "/b"})
-	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: digest})
-	if !task.Unchanged || len(task.Context) != 0 || task.Failed() {
-		t.Fatalf("same link set: %+v, want an unchanged task without links", task)
+	buckets := make([]int64, shortlink.KeyBuckets)
+	buckets[3] = 42
+	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: digest, LinkBuckets: buckets})
+	if !task.Unchanged || len(task.Context) != 0 || task.Failed() || task.LinkBuckets != nil {
+		t.Fatalf("same link set: %+v, want an unchanged task without links or bucket digests", task)
 	}
-	task = svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: shortlink.SetDigest([]string{srv.URL + "/a"})})
-	if task.Unchanged || len(task.Context) != 2 {
-		t.Fatalf("a different link set: %+v, want both links sent", task)
+	task = svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: shortlink.SetDigest([]string{srv.URL + "/a"}),
+		LinkBuckets: buckets})
+	if task.Unchanged || len(task.Context) != 2 || !slices.Equal(task.LinkBuckets, buckets) {
+		t.Fatalf("a different link set: %+v, want both links sent with the job's bucket digests", task)
 	}
 }
 

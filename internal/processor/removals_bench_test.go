@@ -16,16 +16,17 @@ import (
 // per-task path on real pages (at least 100 links) with removals off and on
 // (K = 2), on two kinds of front page. On "rotating" pages each check shows
 // 3 new stories and loses the 3 that came 10 checks before, as make bench's
-// farm does: removals-on compares the changed buckets of the page's key
-// space with the page's followed set of those buckets (followed_keys) in
-// the check's statement, holds the 3 links that left as pending in the
-// page's row and, once they have been absent for two checks, records them. On "growing" pages each check adds 3
-// stories and none leaves: what following costs a check that records no
-// removal. Compare ns/op, and PostgreSQL's CPU around each arm (the README
-// gives the figures). A page whose set does not change is sent as
-// "unchanged" and only ages its pending absences. Each task carries its
-// page's bucket digests as the scheduler's job would (read once a round),
-// so a check that only adds stories takes the short statement.
+// farm does: removals-on compares the buckets of the page's key space that
+// lost a link with the page's followed set of those buckets in the check's
+// statement, holds the 3 links that left as pending in the page's row and,
+// once they have been absent for two checks, records them. On "growing"
+// pages each check adds 3 stories and none leaves: what following costs a
+// check that records no removal; such a check is recorded by the short
+// statement that only verifies it adds links. Each task carries its page's
+// bucket digests as the scheduler's job would (read once a round). Compare
+// ns/op, and PostgreSQL's CPU around each arm (the README gives the
+// figures). A page whose set does not change is sent as "unchanged" and
+// only ages its pending absences.
 func BenchmarkRemovalTracking(b *testing.B) {
 	corpus := corpusLinks(b, 100, 30)
 	if len(corpus) == 0 {

@@ -139,25 +139,23 @@ func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.Ne
 			f = addingOnly
 		}
 	}
-	if f == addingOnly {
-		sql, args := recordLinksStatement(c, links, f)
-		rows, err := q.Query(ctx, sql, args...)
-		rec, due, err := scanRecordedLinks(rows, err, c, len(links))
-		var pgErr *pgconn.PgError
-		switch {
-		case errors.As(err, &pgErr) && pgErr.Code == errFollowedSetChanged:
-			f = comparing
-		case err == nil && due:
-			rec.Removed, err = recordDueRemovals(ctx, q, c.PageID, c.Removals.Checks)
-			return rec, err
-		default:
-			return rec, err
-		}
+	rec, due, err := sendRecordLinks(ctx, q, c, links, f)
+	var pgErr *pgconn.PgError
+	if f == addingOnly && errors.As(err, &pgErr) && pgErr.Code == errFollowedSetChanged {
+		rec, due, err = sendRecordLinks(ctx, q, c, links, comparing)
 	}
+	if err == nil && due {
+		rec.Removed, err = recordDueRemovals(ctx, q, c.PageID, c.Removals.Checks)
+	}
+	return rec, err
+}
+
+// sendRecordLinks sends recordLinks' statement for following f and reads
+// its result.
+func sendRecordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink, f following) (watch.Recorded, bool, error) {
 	sql, args := recordLinksStatement(c, links, f)
 	rows, err := q.Query(ctx, sql, args...)
-	rec, _, err := scanRecordedLinks(rows, err, c, len(links))
-	return rec, err
+	return scanRecordedLinks(rows, err, c, len(links))
 }
 
 // recordLinksStatement returns recordLinks' statement and its arguments for

@@ -443,13 +443,17 @@ func TestChecksThatOnlyAddLinksWriteNoFollowedRow(t *testing.T) {
 		}
 		return rec
 	}
+	// scheduled is the digests the page's next job carries.
 	scheduled := func() []int64 {
 		t.Helper()
-		var d []int64
-		if err := pool.QueryRow(ctx, `SELECT link_buckets FROM pages WHERE id = $1`, page.ID).Scan(&d); err != nil {
+		if _, err := pool.Exec(ctx, `UPDATE pages SET next_check_at = now() WHERE id = $1`, page.ID); err != nil {
 			t.Fatal(err)
 		}
-		return d
+		var jobs []watch.Job
+		if _, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); err != nil || len(jobs) != 1 {
+			t.Fatalf("claim: %v, jobs %v", err, jobs)
+		}
+		return jobs[0].LinkBuckets
 	}
 	rowVersions := func() string {
 		t.Helper()
