@@ -1,12 +1,12 @@
 package crawler_test
 
 import (
-	"slices"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
