@@ -17,32 +17,37 @@ import (
 // commit, and it never writes links for it. A check with neither candidate
 // links nor a link set (304, "unchanged") only counts, and records an
 // absence it makes due with a second statement (recordDueRemovals).
+//
 // The page's followed link set is kept per bucket of the key space
 // (shortlink.KeyBucket): a followed_keys row's keys and the page's links
 // inserted after the check that wrote the row (links.first_check after
-// followed_keys.through). pages.link_buckets holds the digests of the
-// buckets at the last check that compared (shortlink.BucketDigests, XORs).
-// A check with the whole link set (watch.Removals.Keys) compares key by key
-// only the buckets it did not merely add new links to: those whose stored
-// digest XOR the keys of the links the statement inserted is not the
-// check's digest. It rewrites only their rows, so a check that only gains
-// stories writes nothing for following but the page's row. The keys the
-// set has and the check lacks left the page. The page's row holds the pending absences
-// (pages.pending_keys and pending_since, by key), which every check rewrites
-// anyway: a link that left is pending from the check that first lacked it
-// (its count in pages.ok_checks), a pending link that is back is dropped,
-// and the check at which an absence has lasted K checks records the link in
-// removals, once. A removed link that comes back is simply in the set again,
-// and it was never new: links still has it. A page not followed yet
-// (pending_keys NULL) or being re-baselined starts from the check's set
-// without reporting anything.
+// followed_keys.through). pages.link_buckets holds the buckets' digests at
+// the page's last check with the whole set (shortlink.BucketDigests, XORs).
+// A check that, by the digests its job carried, only adds links new to the
+// page is sent with a statement that compares nothing and verifies that
+// (trackingAddsOnly). Any other check with the whole link set
+// (watch.Removals.Keys) compares key by key only the buckets it did not
+// merely add new links to: those whose stored digest XOR the keys of the
+// links the statement inserted is not the check's digest (trackingCTEs).
+// It rewrites only their rows. The keys the set has and the check lacks
+// left the page.
+//
+// The page's row holds the pending absences (pages.pending_keys and
+// pending_since, by key), which every check rewrites anyway: a link that
+// left is pending from the check that first lacked it (its count in
+// pages.ok_checks), a pending link that is back is dropped, and the check
+// at which an absence has lasted K checks records the link in removals,
+// once. A removed link that comes back is simply in the set again, and it
+// was never new: links still has it. A page not followed yet (pending_keys
+// NULL) or being re-baselined starts from the check's set without
+// reporting anything.
 //
 // trackingSQL is the part of the check statement that follows removals:
 // columns of the page CTE, the check count the links insert stamps on new
-// links, CTEs that follow the insert, what the status update
-// reads besides the page and its SET entries, and the final SELECT's
-// columns of the removals recorded and whether one is due that the
-// statement left to recordDueRemovals, and what they are read from.
+// links, CTEs that follow the insert, what the status update reads besides
+// the page, its SET entries, and the final SELECT's columns (the removals
+// recorded, and whether an absence is due that the statement left to
+// recordDueRemovals) with what they are read from.
 type trackingSQL struct{ columns, firstCheck, ctes, from, set, result, resultFrom string }
 
 // following is how a check statement follows removals.
