@@ -135,7 +135,9 @@ func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.Ne
 	f := notFollowing
 	if c.Removals.Checks > 0 {
 		f = comparing
-		if addsOnly(c.Removals, links) {
+		// More candidates than the per-check cap cannot all be inserted,
+		// which the short statement would find only by failing.
+		if addsOnly(c.Removals, links) && (c.Caps.PerCheck <= 0 || len(links) <= c.Caps.PerCheck) {
 			f = addingOnly
 		}
 	}
