@@ -21,8 +21,8 @@ import (
 // The page's followed link set is kept per bucket of the key space
 // (shortlink.KeyBucket): a followed_keys row's keys and the page's links
 // inserted after the check that wrote the row (links.first_check after
-// followed_keys.through). pages.link_buckets holds the buckets' digests at
-// the page's last check with the whole set (shortlink.BucketDigests, XORs).
+// followed_keys.through). pages.link_buckets holds the digests of the
+// followed set's buckets (shortlink.BucketDigests, XORs).
 // A check that, by the digests its job carried, only adds links new to the
 // page is sent with a statement that compares nothing and verifies that
 // (trackingAddsOnly). Any other check with the whole link set
@@ -75,7 +75,10 @@ const (
 func tracking(f following) trackingSQL {
 	switch f {
 	case comparing:
-		return trackingSQL{columns: trackingColumns, firstCheck: `page.check_no`, ctes: trackingCTEs(), from: `, pending`, set: trackingSet,
+		// A stale check's new links were on the page before its last
+		// check: they join the followed set only once a check has them.
+		return trackingSQL{columns: trackingColumns, firstCheck: `CASE WHEN page.tracks THEN page.check_no END`,
+			ctes: trackingCTEs(), from: `, pending`, set: trackingSet,
 			result:     `removed.ids, removed.urls, removed.texts, removed.at, false`,
 			resultFrom: ` CROSS JOIN removed`}
 	case addingOnly:
@@ -255,13 +258,21 @@ func recordingDue(k string) string {
 // and the bucket digests: a stale or repeated check records only the
 // absences already due, a check that compared stores its digests, and a
 // re-baseline without the whole set leaves the start to the next check
-// that has it.
+// that has it. The digests stay those of the followed set: a check that
+// counts but compares nothing (without the whole set, or after another
+// check of the page committed) XORs in the links it inserted, which
+// joined the set as links after their rows; so a later check that lacks
+// one of them differs from the digests, and compares.
 const trackingSet = `
 				pending_keys  = CASE WHEN page.reset AND NOT page.compare THEN CASE WHEN page.tracks THEN NULL ELSE pending_keys END
 				                     ELSE pending.keys END,
 				pending_since = CASE WHEN page.reset AND NOT page.compare THEN CASE WHEN page.tracks THEN NULL ELSE pending_since END
 				                     ELSE pending.since END,
-				link_buckets  = CASE WHEN page.compare THEN $23::bigint[] WHEN NOT page.tracks OR NOT page.reset THEN link_buckets END`
+				link_buckets  = CASE WHEN page.compare THEN $23::bigint[]
+				                     WHEN page.tracks AND NOT page.reset AND cardinality(page.old_buckets) = 32 THEN ARRAY(
+				                         SELECT page.old_buckets[g.b + 1] # coalesce((SELECT digest FROM added WHERE added.b = g.b), 0)
+				                         FROM generate_series(0, 31) AS g(b) ORDER BY g.b)
+				                     WHEN NOT page.tracks OR NOT page.reset THEN link_buckets END`
 
 // trackedKeys is the check's whole link set as the statement's $24, sorted
 // by bucket, the digests of its buckets as $23 and where each bucket starts

@@ -529,3 +529,37 @@ func TestChecksThatOnlyAddLinksWriteNoFollowedRow(t *testing.T) {
 		t.Fatalf("%d updates and %d removals, want 5 (stories 40 to 44) and 3 (stories 41, 0 and 1)", updates, removals)
 	}
 }
+
+// A link that only a truncated check saw (the crawler's limits cut the
+// page, so the check has no whole set) is followed from that check: when
+// the next whole checks lack it, it is removed like any other.
+func TestLinkSeenOnlyByATruncatedCheckIsRemoved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, _ := openStore(t)
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://truncated.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab := links("https://truncated.example/a", "https://truncated.example/b")
+	brief := links("https://truncated.example/brief")
+	at := time.Now().Add(-time.Hour)
+	check := func(candidates []watch.NewLink, keys []uint64) []watch.Removal {
+		t.Helper()
+		at = at.Add(time.Second)
+		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
+			Removals: watch.Removals{Checks: 2, Keys: keys}}, candidates)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.Removed
+	}
+	check(ab, keysOf(ab))
+	check(brief, nil) // truncated: the brief link and no whole set
+	if got := check(nil, keysOf(ab)); len(got) != 0 {
+		t.Fatalf("removed %+v after one absence", got)
+	}
+	if got := check(nil, keysOf(ab)); len(got) != 1 || got[0].URL != brief[0].URL {
+		t.Fatalf("the link only a truncated check saw, absent twice since: removed %+v, want it", got)
+	}
+}
