@@ -173,7 +173,7 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, f following) (st
 		urls[i], texts[i], codes[i], summaries[i] = l.URL, l.Text, l.Code, l.Summary
 	}
 	burstMin, burstShare := burstSQL(c.Burst)
-	track := tracking(f)
+	track := tracking(f, c.Removals.Keys != nil)
 	args := []any{
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),

@@ -71,14 +71,15 @@ const (
 	addingOnly
 )
 
-// tracking returns the check statement's part for following f.
-func tracking(f following) trackingSQL {
+// tracking returns the check statement's part for following f, for a
+// check with the page's whole link set or without (whole).
+func tracking(f following, whole bool) trackingSQL {
 	switch f {
 	case comparing:
 		// A stale check's new links were on the page before its last
 		// check: they join the followed set only once a check has them.
 		return trackingSQL{columns: trackingColumns, firstCheck: `CASE WHEN page.tracks THEN page.check_no END`,
-			ctes: trackingCTEs(), from: `, pending`, set: trackingSet,
+			ctes: trackingCTEs(), from: `, pending`, set: trackingSet(whole),
 			result:     `removed.ids, removed.urls, removed.texts, removed.at, false`,
 			resultFrom: ` CROSS JOIN removed`}
 	case addingOnly:
@@ -255,24 +256,32 @@ func recordingDue(k string) string {
 }
 
 // trackingSet is the status update's SET entries for the pending absences
-// and the bucket digests: a stale or repeated check records only the
-// absences already due, a check that compared stores its digests, and a
-// re-baseline without the whole set leaves the start to the next check
-// that has it. The digests stay those of the followed set: a check that
-// counts but compares nothing (without the whole set, or after another
-// check of the page committed) XORs in the links it inserted, which
-// joined the set as links after their rows; so a later check that lacks
-// one of them differs from the digests, and compares.
-const trackingSet = `
+// and the bucket digests, for a check with the whole link set or without
+// (whole): a stale or repeated check records only the absences already
+// due, a check that compared stores its digests, and a re-baseline without
+// the whole set leaves the start to the next check that has it. The
+// digests stay those of the followed set when a check counts but compares
+// nothing. Without the whole set, the check XORs in the links it inserted,
+// which joined the set as links after their rows, so a later check that
+// lacks one of them differs from the digests, and compares. With it,
+// another check of the page committed after the statement began: the
+// digests are cleared, and the next check compares every bucket.
+func trackingSet(whole bool) string {
+	counted := `WHEN page.tracks AND NOT page.reset AND page.old_buckets IS DISTINCT FROM $23::bigint[] THEN NULL`
+	if !whole {
+		counted = `WHEN page.tracks AND NOT page.reset AND cardinality(page.old_buckets) = 32 THEN ARRAY(
+				                         SELECT page.old_buckets[g.b + 1] # coalesce((SELECT digest FROM added WHERE added.b = g.b), 0)
+				                         FROM generate_series(0, 31) AS g(b) ORDER BY g.b)`
+	}
+	return `
 				pending_keys  = CASE WHEN page.reset AND NOT page.compare THEN CASE WHEN page.tracks THEN NULL ELSE pending_keys END
 				                     ELSE pending.keys END,
 				pending_since = CASE WHEN page.reset AND NOT page.compare THEN CASE WHEN page.tracks THEN NULL ELSE pending_since END
 				                     ELSE pending.since END,
 				link_buckets  = CASE WHEN page.compare THEN $23::bigint[]
-				                     WHEN page.tracks AND NOT page.reset AND cardinality(page.old_buckets) = 32 THEN ARRAY(
-				                         SELECT page.old_buckets[g.b + 1] # coalesce((SELECT digest FROM added WHERE added.b = g.b), 0)
-				                         FROM generate_series(0, 31) AS g(b) ORDER BY g.b)
+				                     ` + counted + `
 				                     WHEN NOT page.tracks OR NOT page.reset THEN link_buckets END`
+}
 
 // trackedKeys is the check's whole link set as the statement's $24, sorted
 // by bucket, the digests of its buckets as $23 and where each bucket starts
