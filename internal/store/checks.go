@@ -132,19 +132,19 @@ const today = `CASE WHEN new_links_day = (now() AT TIME ZONE 'UTC')::date THEN n
 // statement fails without a trace and the one that compares follows. An
 // absence the short statement finds due is recorded by recordDueRemovals.
 func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
-	f := notFollowing
+	f, set := notFollowing, trackedSet{}
 	if c.Removals.Checks > 0 {
-		f = comparing
+		f, set = comparing, trackedKeys(c.Removals)
 		// More candidates than the per-check cap cannot all be inserted,
 		// which the short statement would find only by failing.
-		if addsOnly(c.Removals, links) && (c.Caps.PerCheck <= 0 || len(links) <= c.Caps.PerCheck) {
+		if addsOnly(c.Removals, links, set.digests) && (c.Caps.PerCheck <= 0 || len(links) <= c.Caps.PerCheck) {
 			f = addingOnly
 		}
 	}
-	rec, due, err := sendRecordLinks(ctx, q, c, links, f)
+	rec, due, err := sendRecordLinks(ctx, q, c, links, f, set)
 	var pgErr *pgconn.PgError
 	if f == addingOnly && errors.As(err, &pgErr) && pgErr.Code == errFollowedSetChanged {
-		rec, due, err = sendRecordLinks(ctx, q, c, links, comparing)
+		rec, due, err = sendRecordLinks(ctx, q, c, links, comparing, set)
 	}
 	if err == nil && due {
 		rec.Removed, err = recordDueRemovals(ctx, q, c.PageID, c.Removals.Checks)
@@ -152,17 +152,17 @@ func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.Ne
 	return rec, err
 }
 
-// sendRecordLinks sends recordLinks' statement for following f and reads
-// its result.
-func sendRecordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink, f following) (watch.Recorded, bool, error) {
-	sql, args := recordLinksStatement(c, links, f)
+// sendRecordLinks sends recordLinks' statement for following f, with the
+// check's link set as trackedKeys gives it, and reads its result.
+func sendRecordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink, f following, set trackedSet) (watch.Recorded, bool, error) {
+	sql, args := recordLinksStatement(c, links, f, set)
 	rows, err := q.Query(ctx, sql, args...)
 	return scanRecordedLinks(rows, err, c, len(links))
 }
 
 // recordLinksStatement returns recordLinks' statement and its arguments for
-// following f.
-func recordLinksStatement(c watch.Check, links []watch.NewLink, f following) (string, []any) {
+// following f and the check's link set.
+func recordLinksStatement(c watch.Check, links []watch.NewLink, f following, set trackedSet) (string, []any) {
 	keys := make([]int64, len(links))
 	urls := make([]string, len(links))
 	texts := make([]string, len(links))
@@ -180,11 +180,9 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, f following) (st
 		summaries, burstMin, burstShare, c.Links, c.Title}
 	switch f {
 	case comparing:
-		keys, buckets, starts := trackedKeys(c.Removals)
-		args = append(args, c.Removals.Checks, buckets, keys, starts)
+		args = append(args, c.Removals.Checks, set.digests, set.keys, set.starts)
 	case addingOnly:
-		_, buckets, _ := trackedKeys(c.Removals)
-		args = append(args, c.Removals.Checks, c.Removals.Buckets, buckets)
+		args = append(args, c.Removals.Checks, c.Removals.Buckets, set.digests)
 	}
 	return `
 		WITH page AS (

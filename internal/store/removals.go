@@ -127,15 +127,15 @@ var trackingAddsOnly = trackingSQL{
 // The statement verifies what the caller cannot know, that the page's
 // digests are still the job's and that every one of links is new; a wrong
 // guess costs a failed statement, not a wrong record.
-func addsOnly(r watch.Removals, links []watch.NewLink) bool {
-	if r.Checks <= 0 || r.Keys == nil || len(r.Buckets) != shortlink.KeyBuckets || len(links) == 0 {
+func addsOnly(r watch.Removals, links []watch.NewLink, digests []int64) bool {
+	if r.Checks <= 0 || digests == nil || len(r.Buckets) != shortlink.KeyBuckets || len(links) == 0 {
 		return false
 	}
 	want := slices.Clone(r.Buckets)
 	for _, l := range links {
 		want[shortlink.KeyBucket(l.Key)] ^= int64(l.Key) // the bits, not the number, are the key
 	}
-	return slices.Equal(want, shortlink.BucketDigests(slices.Clone(r.Keys)))
+	return slices.Equal(want, digests)
 }
 
 // errFollowedSetChanged is the SQLSTATE of followed_set_changed.
@@ -192,7 +192,9 @@ func checkBucket(b string) string {
 // tables as they were before it. recordingDue records the absences that
 // are due.
 func trackingCTEs() string {
-	return addedCTE + `
+	return `
+		), added AS (
+			SELECT ((link_key >> 59) & 31)::int AS b, bit_xor(link_key) AS digest FROM fresh GROUP BY 1
 		), scope AS (
 			SELECT g.b FROM page, generate_series(0, 31) AS g(b)
 			WHERE page.compare AND (page.reset OR cardinality(page.old_buckets) IS DISTINCT FROM 32 OR ` + changedOtherwise(`g.b`) + `)
@@ -213,11 +215,6 @@ func trackingCTEs() string {
 			SELECT $1, b, ` + checkBucket(`b`) + `, page.check_no FROM page, scope
 			ON CONFLICT (page_id, bucket) DO UPDATE SET keys = excluded.keys, through = excluded.through` + recordingDue(`$22::int`)
 }
-
-// addedCTE is the digest of the links the statement inserted, per bucket.
-const addedCTE = `
-		), added AS (
-			SELECT ((link_key >> 59) & 31)::int AS b, bit_xor(link_key) AS digest FROM fresh GROUP BY 1`
 
 // changedOtherwise is true when bucket b (an SQL expression) of the check's
 // keys is not the page's stored bucket with the links the statement
@@ -283,22 +280,28 @@ func trackingSet(whole bool) string {
 				                     WHEN NOT page.tracks OR NOT page.reset THEN link_buckets END`
 }
 
-// trackedKeys is the check's whole link set as the statement's $24, sorted
-// by bucket, the digests of its buckets as $23 and where each bucket starts
-// as $25: all NULL when the check lacks the set, an empty $24 when the page
-// has no link.
-func trackedKeys(r watch.Removals) (keys, buckets []int64, starts []int32) {
+// trackedSet is a check's whole link set as the statements take it: keys
+// sorted by bucket ($24), the digests of its buckets ($23), and where each
+// bucket starts in keys ($25). All are nil when the check lacks the set;
+// keys is empty when the page has no link.
+type trackedSet struct {
+	keys, digests []int64
+	starts        []int32
+}
+
+// trackedKeys is r's link set as the statements take it.
+func trackedKeys(r watch.Removals) trackedSet {
 	if r.Keys == nil {
-		return nil, nil, nil
+		return trackedSet{}
 	}
 	sorted := slices.Clone(r.Keys)
-	buckets = shortlink.BucketDigests(sorted)
+	digests := shortlink.BucketDigests(sorted) // sorts
 	sorted = slices.Compact(sorted)
-	keys = make([]int64, len(sorted))
+	keys := make([]int64, len(sorted))
 	for i, k := range sorted {
 		keys[i] = int64(k) // the bits, not the number, are the key
 	}
-	return keys, buckets, shortlink.BucketStarts(sorted)
+	return trackedSet{keys: keys, digests: digests, starts: shortlink.BucketStarts(sorted)}
 }
 
 // recordDueRemovals records the page's pending absences that have lasted k
