@@ -267,7 +267,7 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	links = filter(links, job, opts.patternsOf())
 	// Cut to the task's budget before the digest, so that the digest is of
 	// the links sent, which are the ones the processor records.
-	task.LinkBuckets = job.LinkBuckets // counted in the task's bytes
+	task.Followed = job.Followed // counted in the task's bytes
 	links, cut := fitTask(task, links, s.cfg.MaxTaskBytes)
 	task.Truncated += cut
 	if task.Truncated > 0 || stats.Truncated() || stats.OverTreeBudget {
@@ -282,7 +282,7 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	if job.LinksDigest != "" && shortlink.SetDigest(urls) == job.LinksDigest {
 		// Every one of these links is recorded already: say so instead of
 		// sending them all again.
-		task.Unchanged, task.LinkBuckets = true, nil // nothing to compare
+		task.Unchanged, task.Followed = true, nil // nothing to compare
 		s.metrics.checks.WithLabelValues("unchanged").Inc()
 		return task
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -128,16 +127,16 @@ func TestUnchangedLinkSetIsNotSentAgain(t *testing.T) {
 	})
 	svc := newService(t, &recorder{})
 	digest := shortlink.SetDigest([]string{srv.URL + "/a", srv.URL + "/b"})
-	buckets := make([]int64, shortlink.KeyBuckets)
-	buckets[3] = 42
-	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: digest, LinkBuckets: buckets})
-	if !task.Unchanged || len(task.Context) != 0 || task.Failed() || task.LinkBuckets != nil {
-		t.Fatalf("same link set: %+v, want an unchanged task without links or bucket digests", task)
+	followed := &watch.Followed{Checks: 7, Buckets: make([]int64, shortlink.KeyBuckets), Pending: []int64{5}, PendingSince: []int64{6}}
+	followed.Buckets[3] = 42
+	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: digest, Followed: followed})
+	if !task.Unchanged || len(task.Context) != 0 || task.Failed() || task.Followed != nil {
+		t.Fatalf("same link set: %+v, want an unchanged task without links or following state", task)
 	}
 	task = svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: shortlink.SetDigest([]string{srv.URL + "/a"}),
-		LinkBuckets: buckets})
-	if task.Unchanged || len(task.Context) != 2 || !slices.Equal(task.LinkBuckets, buckets) {
-		t.Fatalf("a different link set: %+v, want both links sent with the job's bucket digests", task)
+		Followed: followed})
+	if task.Unchanged || len(task.Context) != 2 || task.Followed != followed {
+		t.Fatalf("a different link set: %+v, want both links sent with the job's following state", task)
 	}
 }
 

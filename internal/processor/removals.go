@@ -16,7 +16,7 @@ func (s *Service) removals(task watch.Task, check watch.Check, keys []uint64) wa
 	}
 	r := watch.Removals{Checks: s.cfg.RemovalChecks}
 	if check.FullSet && task.Truncated == 0 {
-		r.Keys, r.Buckets = keys, task.LinkBuckets
+		r.Keys, r.Followed = keys, task.Followed
 	}
 	return r
 }

@@ -126,25 +126,25 @@ const today = `CASE WHEN new_links_day = (now() AT TIME ZONE 'UTC')::date THEN n
 // link, or a single row without a link when none was new, and no row when
 // the page is gone.
 //
-// With removals on, a check expected only to add links new to the page
-// (addsOnly) is first sent with the statement that only verifies that
-// (trackingAddsOnly); should the page's set have changed otherwise, that
-// statement fails without a trace and the one that compares follows. An
-// absence the short statement finds due is recorded by recordDueRemovals.
+// With removals on, a check whose change to the page's followed set the
+// digests tell (knownChange) is first sent with the statement that only
+// verifies the page's state its job carried (trackingKnown); should the
+// state have changed, that statement fails without a trace and the one that
+// compares follows.
 func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
-	f, set := notFollowing, trackedSet{}
+	f, set, ch := notFollowing, trackedSet{}, change{}
 	if c.Removals.Checks > 0 {
 		f, set = comparing, trackedKeys(c.Removals)
 		// More candidates than the per-check cap cannot all be inserted,
 		// which the short statement would find only by failing.
-		if addsOnly(c.Removals, links, set.digests) && (c.Caps.PerCheck <= 0 || len(links) <= c.Caps.PerCheck) {
-			f = addingOnly
+		if known, ok := knownChange(c.Removals, set, links); ok && (c.Caps.PerCheck <= 0 || len(links) <= c.Caps.PerCheck) {
+			f, ch = knowing, known
 		}
 	}
-	rec, due, err := sendRecordLinks(ctx, q, c, links, f, set)
+	rec, due, err := sendRecordLinks(ctx, q, c, links, f, set, ch)
 	var pgErr *pgconn.PgError
-	if f == addingOnly && errors.As(err, &pgErr) && pgErr.Code == errFollowedSetChanged {
-		rec, due, err = sendRecordLinks(ctx, q, c, links, comparing, set)
+	if f == knowing && errors.As(err, &pgErr) && pgErr.Code == errFollowedSetChanged {
+		rec, due, err = sendRecordLinks(ctx, q, c, links, comparing, set, ch)
 	}
 	if err == nil && due {
 		rec.Removed, err = recordDueRemovals(ctx, q, c.PageID, c.Removals.Checks)
@@ -153,16 +153,17 @@ func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.Ne
 }
 
 // sendRecordLinks sends recordLinks' statement for following f, with the
-// check's link set as trackedKeys gives it, and reads its result.
-func sendRecordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink, f following, set trackedSet) (watch.Recorded, bool, error) {
-	sql, args := recordLinksStatement(c, links, f, set)
+// check's link set as trackedKeys gives it and, knowing, its change, and
+// reads its result.
+func sendRecordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink, f following, set trackedSet, ch change) (watch.Recorded, bool, error) {
+	sql, args := recordLinksStatement(c, links, f, set, ch)
 	rows, err := q.Query(ctx, sql, args...)
 	return scanRecordedLinks(rows, err, c, len(links))
 }
 
 // recordLinksStatement returns recordLinks' statement and its arguments for
 // following f and the check's link set.
-func recordLinksStatement(c watch.Check, links []watch.NewLink, f following, set trackedSet) (string, []any) {
+func recordLinksStatement(c watch.Check, links []watch.NewLink, f following, set trackedSet, ch change) (string, []any) {
 	keys := make([]int64, len(links))
 	urls := make([]string, len(links))
 	texts := make([]string, len(links))
@@ -173,7 +174,6 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, f following, set
 		urls[i], texts[i], codes[i], summaries[i] = l.URL, l.Text, l.Code, l.Summary
 	}
 	burstMin, burstShare := burstSQL(c.Burst)
-	track := tracking(f, c.Removals.Keys != nil)
 	args := []any{
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
@@ -181,9 +181,10 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, f following, set
 	switch f {
 	case comparing:
 		args = append(args, c.Removals.Checks, set.digests, set.keys, set.starts)
-	case addingOnly:
-		args = append(args, c.Removals.Checks, c.Removals.Buckets, set.digests)
+	case knowing:
+		args = append(args, knownArgs(c.Removals.Followed, ch)...)
 	}
+	track := tracking(f, c.Removals.Keys != nil, ch, 22)
 	return `
 		WITH page AS (
 			SELECT id, baseline_at IS NULL AS is_first, baseline_at IS NULL OR (rebaseline AND $8) AS silent,
@@ -296,7 +297,8 @@ func recordSuccessStatement(c watch.Check) (string, []any) {
 			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,
 			pending_keys  = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN pending_keys END,
 			pending_since = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN pending_since END,
-			link_buckets  = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN link_buckets END
+			link_buckets  = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN link_buckets END,
+			gone_keys     = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN gone_keys END
 		WHERE id = $1
 		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `,
 			$11 > 0 AND EXISTS (SELECT 1 FROM unnest(pending_since) AS since WHERE since <= ok_checks - $11 + 1)`, []any{

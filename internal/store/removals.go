@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -21,16 +22,21 @@ import (
 // The page's followed link set is kept per bucket of the key space
 // (shortlink.KeyBucket): a followed_keys row's keys and the page's links
 // inserted after the check that wrote the row (links.first_check after
-// followed_keys.through). pages.link_buckets holds the digests of the
+// followed_keys.through), less the keys that left the page since the row
+// was written (pages.gone_keys). pages.link_buckets holds the digests of the
 // followed set's buckets (shortlink.BucketDigests, XORs).
-// A check that, by the digests its job carried, only adds links new to the
-// page is sent with a statement that compares nothing and verifies that
-// (trackingAddsOnly). Any other check with the whole link set
-// (watch.Removals.Keys) compares key by key only the buckets it did not
-// merely add new links to: those whose stored digest XOR the keys of the
-// links the statement inserted is not the check's digest (trackingCTEs).
-// It rewrites only their rows. The keys the set has and the check lacks
-// left the page.
+//
+// The digests tell most checks' changes without comparing: a bucket whose
+// digest XOR the keys of the links new to the page is the check's digest
+// only gained those links, and one where that leaves a single link's key
+// lost that link or got it back. Such a check, told by knownChange from the
+// page's state its job carried (watch.Followed), is sent with a statement
+// that compares nothing and verifies that state (knowing). Any other check
+// with the whole link set (watch.Removals.Keys) compares key by key only the
+// buckets it did not merely add new links to: those whose stored digest XOR
+// the keys of the links the statement inserted is not the check's digest,
+// and those with gone keys (trackingCTEs). It rewrites only their rows. The
+// keys the set has and the check lacks left the page.
 //
 // The page's row holds the pending absences (pages.pending_keys and
 // pending_since, by key), which every check rewrites anyway: a link that
@@ -63,17 +69,16 @@ const (
 	// without the whole set, $24, those keys sorted by bucket, and $25,
 	// where each bucket starts in $24.
 	comparing
-	// addingOnly: the caller expects the check to have the followed set
-	// and links new to the page (addsOnly), so the statement only verifies
-	// that, as trackingAddsOnly says. It takes $22, the removal count K,
-	// $23, the page's bucket digests as its job carried them, and $24,
-	// those of the check.
-	addingOnly
+	// knowing: the caller knows what the check changes in the followed
+	// set (knownChange), so the statement only verifies the page's state
+	// it started from and writes the new one, as trackingKnown says.
+	knowing
 )
 
 // tracking returns the check statement's part for following f, for a
-// check with the page's whole link set or without (whole).
-func tracking(f following, whole bool) trackingSQL {
+// check with the page's whole link set or without (whole), and, knowing,
+// what the check changes (ch) with the number of its first parameter.
+func tracking(f following, whole bool, ch change, param int) trackingSQL {
 	switch f {
 	case comparing:
 		// A stale check's new links were on the page before its last
@@ -82,60 +87,161 @@ func tracking(f following, whole bool) trackingSQL {
 			ctes: trackingCTEs(), from: `, pending`, set: trackingSet(whole),
 			result:     `removed.ids, removed.urls, removed.texts, removed.at, false`,
 			resultFrom: ` CROSS JOIN removed`}
-	case addingOnly:
-		return trackingAddsOnly
+	case knowing:
+		return trackingKnown(ch, param)
 	}
 	return trackingSQL{
 		firstCheck: `NULL::int`,
-		set:        `pending_keys = NULL, pending_since = NULL, link_buckets = NULL`,
+		set:        `pending_keys = NULL, pending_since = NULL, link_buckets = NULL, gone_keys = NULL`,
 		result:     `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[], false`,
 	}
 }
 
-// trackingAddsOnly is the statement's part for a check expected only to add
-// links new to the page to its followed set (addsOnly): the page's bucket
-// digests are still those of the job, $23, and the statement inserts every
-// candidate link ($16 of them), so each bucket of the check, $24, is the
-// stored one with the links just inserted, which are in the followed set
-// from now on as links after their buckets' rows. The statement verifies
-// both on the page's locked row and the insert's result (the insert sees
-// every committed link, so this holds even when another check of the page
-// committed after the statement began) and that the page is followed from
-// before this check. Then it writes only the check's digests; the pending
-// absences stay and age by the page's check count, and the statement tells
-// whether one is now due, for recordDueRemovals, as after a 304. Otherwise
+// trackingKnown is the statement's part for a check whose change to the
+// followed set is known (knownChange), with its parameters numbered from
+// p: the page's state as the job carried it (p: ok_checks, p+1: digests,
+// p+2: pending keys, p+3: gone keys) and the state after the check (p+4:
+// digests, p+5 and p+6: pending keys and since, p+7: gone keys), then, if
+// the check has any, the keys that left (verified to be links of the page)
+// and the absences due (recorded). The statement inserts every candidate
+// link ($16 of them) as a link after its bucket's row, so it joins the
+// followed set. It verifies on the page's locked row that the state is the
+// job's, and on the insert's result that every candidate was new (the
+// insert sees every committed link, so this holds even when another check
+// of the page committed after the statement began). Otherwise
 // followed_set_changed (00010) fails the statement, which so changes
 // nothing, and recordLinks sends the comparing one. The statement carries
-// neither the keys nor the parts that compare and record: PostgreSQL sets
-// up every part of a statement at each execution, and those cost a check
-// about a third more even with no row to read or write (BENCHMARKS.md).
-var trackingAddsOnly = trackingSQL{
-	columns: `,
-				` + newer + ` AND NOT ` + startsAfresh + ` AND link_buckets = $23::bigint[] AS as_expected,
-				ok_checks + 1 AS check_no,
-				EXISTS (SELECT 1 FROM unnest(pending_since) AS since WHERE since <= ok_checks + 1 - $22::int + 1) AS due`,
-	firstCheck: `page.check_no`,
-	set: `link_buckets = CASE WHEN page.as_expected AND (SELECT count(*) FROM fresh) = $16 THEN $24::bigint[]
-				                     ELSE followed_set_changed() END`,
-	result:     `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[], page.due`,
-	resultFrom: ` CROSS JOIN page`}
+// neither the check's keys nor the parts that compare: PostgreSQL sets up
+// every part of a statement at each execution, and those cost a check about
+// half as much again even with few rows to read or write (BENCHMARKS.md).
+func trackingKnown(ch change, p int) trackingSQL {
+	n := func(i int) string { return fmt.Sprintf("$%d", p+i) }
+	left := ""
+	if len(ch.left) > 0 {
+		left = `
+				AND (SELECT count(*) FROM links WHERE links.page_id = $1 AND links.link_key = ANY (` + n(8) + `::bigint[]))
+				    = cardinality(` + n(8) + `::bigint[])`
+	}
+	t := trackingSQL{
+		columns: `,
+				` + newer + ` AND NOT ` + startsAfresh + ` AND ok_checks = ` + n(0) + `::bigint AND link_buckets = ` + n(1) + `::bigint[]
+				AND pending_keys = coalesce(` + n(2) + `::bigint[], '{}') AND coalesce(gone_keys, '{}') = coalesce(` + n(3) + `::bigint[], '{}')` + left + ` AS as_expected,
+				ok_checks + 1 AS check_no`,
+		firstCheck: `page.check_no`,
+		set: `pending_keys  = CASE WHEN page.as_expected AND (SELECT count(*) FROM fresh) = $16 THEN ` + n(5) + `::bigint[]
+				                     ELSE followed_set_changed() END,
+				pending_since = ` + n(6) + `::bigint[], link_buckets = ` + n(4) + `::bigint[], gone_keys = ` + n(7) + `::bigint[]`,
+		result: `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[], false`,
+	}
+	if len(ch.due) > 0 {
+		due := 8
+		if len(ch.left) > 0 {
+			due = 9
+		}
+		t.ctes = recordingRemovals(n(due) + `::bigint[]`)
+		t.result, t.resultFrom = `removed.ids, removed.urls, removed.texts, removed.at, false`, ` CROSS JOIN removed`
+	}
+	return t
+}
 
-// addsOnly reports whether the check, as far as the caller knows, only
-// adds links new to the page to its followed set: the page's bucket
-// digests when its job was scheduled (r.Buckets) XOR the keys of links,
-// the links not known to be recorded, are the digests of the check's keys.
-// The statement verifies what the caller cannot know, that the page's
-// digests are still the job's and that every one of links is new; a wrong
-// guess costs a failed statement, not a wrong record.
-func addsOnly(r watch.Removals, links []watch.NewLink, digests []int64) bool {
-	if r.Checks <= 0 || digests == nil || len(r.Buckets) != shortlink.KeyBuckets || len(links) == 0 {
-		return false
+// knownArgs are trackingKnown's parameters for ch, from the job's state f.
+func knownArgs(f *watch.Followed, ch change) []any {
+	args := []any{f.Checks, f.Buckets, f.Pending, f.Gone, ch.digests, ch.pending, ch.since, ch.gone}
+	if len(ch.left) > 0 {
+		args = append(args, ch.left)
 	}
-	want := slices.Clone(r.Buckets)
+	if len(ch.due) > 0 {
+		args = append(args, ch.due)
+	}
+	return args
+}
+
+// change is what a check changes in its page's followed set and absences
+// (knownChange): the keys that left the page, the pending absences and gone
+// keys after the check (sorted by key), the absences that are due at it,
+// and the digests of the check's buckets.
+type change struct {
+	left, pending, since, gone, due, digests []int64
+}
+
+// maxGone bounds pages.gone_keys: a check that would go past it compares,
+// which rewrites every bucket with a gone key and so empties it.
+const maxGone = 64
+
+// knownChange tells what the check changes in its page's followed set from
+// the page's state when its job was scheduled (r.Followed), the check's
+// link set as trackedKeys gives it, and links, the links not known to be
+// recorded: for each bucket, the job's digest XOR the keys of links XOR the
+// check's digest is the XOR of the keys that left or came back. Zero is
+// none; the key of one link the check lacks is that link, which left (the
+// statement verifies it is a link of the page: the XOR of several keys
+// would not be); the key of one link the check has, and the followed set
+// listed as gone, is that link, back. Anything else, and a state the job
+// did not carry, is not known (false), and the check compares. The
+// statement verifies what the caller cannot know: that the page's state is
+// still the job's, and that every one of links is new.
+func knownChange(r watch.Removals, set trackedSet, links []watch.NewLink) (change, bool) {
+	f := r.Followed
+	if r.Checks <= 0 || f == nil || set.digests == nil || len(f.Buckets) != shortlink.KeyBuckets ||
+		len(f.Pending) != len(f.PendingSince) {
+		return change{}, false
+	}
+	diff := slices.Clone(f.Buckets)
 	for _, l := range links {
-		want[shortlink.KeyBucket(l.Key)] ^= int64(l.Key) // the bits, not the number, are the key
+		diff[shortlink.KeyBucket(l.Key)] ^= int64(l.Key) // the bits, not the number, are the key
 	}
-	return slices.Equal(want, digests)
+	var left, back []int64
+	for b, d := range diff {
+		d ^= set.digests[b]
+		switch {
+		case d == 0:
+			continue
+		case shortlink.KeyBucket(uint64(d)) != b:
+			return change{}, false // several keys
+		case slices.Contains(set.keys[set.starts[b]-1:set.starts[b+1]-1], d):
+			if !slices.Contains(f.Gone, d) {
+				return change{}, false // back, but its bucket's row does not list it
+			}
+			back = append(back, d)
+		case slices.Contains(f.Gone, d) || slices.Contains(f.Pending, d):
+			return change{}, false // not in the followed set: several keys
+		default:
+			left = append(left, d)
+		}
+	}
+	ch := change{left: left, digests: set.digests}
+	for _, k := range f.Gone {
+		if !slices.Contains(back, k) {
+			ch.gone = append(ch.gone, k)
+		}
+	}
+	ch.gone = append(ch.gone, left...)
+	if len(ch.gone) > maxGone {
+		return change{}, false
+	}
+	slices.Sort(ch.gone)
+	// Absences age by the page's check count: this check's is one more.
+	check := f.Checks + 1
+	type absence struct{ key, since int64 }
+	var held []absence
+	for i, k := range f.Pending {
+		if !slices.Contains(back, k) {
+			held = append(held, absence{k, f.PendingSince[i]})
+		}
+	}
+	for _, k := range left {
+		held = append(held, absence{k, check})
+	}
+	slices.SortFunc(held, func(a, b absence) int { return cmp.Compare(a.key, b.key) })
+	ch.pending, ch.since = []int64{}, []int64{} // empty, not NULL: the page stays followed
+	for _, a := range held {
+		if a.since <= check-int64(r.Checks)+1 {
+			ch.due = append(ch.due, a.key)
+			continue
+		}
+		ch.pending, ch.since = append(ch.pending, a.key), append(ch.since, a.since)
+	}
+	return ch, true
 }
 
 // errFollowedSetChanged is the SQLSTATE of followed_set_changed.
@@ -156,7 +262,9 @@ const trackingColumns = `,
 				` + startsAfresh + ` AS reset,
 				` + newer + ` AND $23::bigint[] IS NOT NULL AND ` + sameSnapshot + `
 					AND (` + startsAfresh + ` OR link_buckets IS DISTINCT FROM $23::bigint[]) AS compare,
-				pending_keys AS pend_keys, pending_since AS pend_since, link_buckets AS old_buckets`
+				pending_keys AS pend_keys, pending_since AS pend_since, link_buckets AS old_buckets,
+				coalesce(gone_keys, '{}') AS gone,
+				ARRAY(SELECT DISTINCT ((g >> 59) & 31)::int FROM unnest(gone_keys) AS g) AS gone_buckets`
 
 // sameSnapshot is true in the page CTE when no check of the page committed
 // between the start of the statement and its lock of the page's row.
@@ -177,8 +285,9 @@ func checkBucket(b string) string {
 
 // trackingCTEs follow the links insert (fresh). added is the digest of the
 // links it inserted, per bucket. scope is the buckets the check compares key
-// by key: those whose stored digest XOR added is not the check's, or all of
-// them when the page starts being followed. A bucket out of scope has
+// by key: those whose stored digest XOR added is not the check's, those
+// with a gone key (so the check empties gone_keys), or all of them when the
+// page starts being followed. A bucket out of scope has
 // exactly the stored set's keys and the links just inserted, which are now
 // in its followed set as links after its row. held is the page's absences
 // after this check: the pending ones the check does not have (any key the
@@ -186,7 +295,7 @@ func checkBucket(b string) string {
 // of the bucket is needed), and the followed set's keys in compared buckets
 // that the check lacks (from this check on): the row's keys and the links
 // inserted after it, found by the page and the bucket's key range in links'
-// primary key. Each key is compared with its bucket's slice of the check's
+// primary key, less the gone keys. Each key is compared with its bucket's slice of the check's
 // keys, a few, not the whole set. kept rewrites the compared buckets' rows;
 // it changes nothing held reads, since every part of one statement sees the
 // tables as they were before it. recordingDue records the absences that
@@ -197,7 +306,8 @@ func trackingCTEs() string {
 			SELECT ((link_key >> 59) & 31)::int AS b, bit_xor(link_key) AS digest FROM fresh GROUP BY 1
 		), scope AS (
 			SELECT g.b FROM page, generate_series(0, 31) AS g(b)
-			WHERE page.compare AND (page.reset OR cardinality(page.old_buckets) IS DISTINCT FROM 32 OR ` + changedOtherwise(`g.b`) + `)
+			WHERE page.compare AND (page.reset OR cardinality(page.old_buckets) IS DISTINCT FROM 32 OR g.b = ANY (page.gone_buckets)
+			                        OR ` + changedOtherwise(`g.b`) + `)
 		), held AS (
 			SELECT p.k, p.since FROM page, unnest(page.pend_keys, page.pend_since) AS p(k, since)
 			WHERE NOT page.reset AND (NOT page.compare OR p.k <> ALL (` + checkBucket(`((p.k >> 59) & 31)::int`) + `))
@@ -209,7 +319,7 @@ func trackingCTEs() string {
 				WHERE l.page_id = $1 AND l.link_key BETWEEN (s.bucket::bigint << 59) AND (s.bucket::bigint << 59) + ` + bucketWidth + `
 				  AND l.first_check > s.through) AS f(k)
 			WHERE NOT page.reset AND s.page_id = $1 AND s.bucket = ANY (ARRAY(SELECT b FROM scope)::smallint[])
-			  AND f.k <> ALL (` + checkBucket(`s.bucket`) + `)
+			  AND f.k <> ALL (` + checkBucket(`s.bucket`) + `) AND f.k <> ALL (page.gone)
 		), kept AS (
 			INSERT INTO followed_keys (page_id, bucket, keys, through)
 			SELECT $1, b, ` + checkBucket(`b`) + `, page.check_no FROM page, scope
@@ -232,8 +342,7 @@ const bucketWidth = `576460752303423487`
 // page CTE with the page's check count (check_no) and a held CTE of its
 // absences (k, since), with k the SQL of the removal count K. pending
 // splits held into the absences still pending, as the page's arrays, and
-// those due; removal records the due ones, reading their links by key; and
-// removed is what it recorded, as arrays (ids, urls, texts, at).
+// those due, which recordingRemovals records.
 func recordingDue(k string) string {
 	return `
 		), pending AS (
@@ -241,10 +350,19 @@ func recordingDue(k string) string {
 			       coalesce(array_agg(h.since ORDER BY h.k) FILTER (WHERE NOT h.due), '{}') AS since,
 			       coalesce(array_agg(h.k) FILTER (WHERE h.due), '{}') AS due
 			FROM (SELECT held.k, held.since, held.since <= page.check_no - ` + k + ` + 1 AS due FROM page, held) h
+` + recordingRemovals(`(SELECT due FROM pending)::bigint[]`)
+}
+
+// recordingRemovals is the CTEs that record the removals of the page's
+// links whose keys the SQL array due lists, after a page CTE: removal
+// records them, reading their links by key, and removed is what it
+// recorded, as arrays (ids, urls, texts, at).
+func recordingRemovals(due string) string {
+	return `
 		), removal AS (
 			INSERT INTO removals (page_id, link_key, url, text)
-			SELECT $1, links.link_key, links.url, links.text FROM links
-			WHERE links.page_id = $1 AND links.link_key = ANY ((SELECT due FROM pending)::bigint[])
+			SELECT $1, links.link_key, links.url, links.text FROM page, links
+			WHERE links.page_id = $1 AND links.link_key = ANY (` + due + `)
 			RETURNING id, url, text, removed_at
 		), removed AS (
 			SELECT array_agg(id ORDER BY id) AS ids, array_agg(url ORDER BY id) AS urls,
@@ -277,7 +395,8 @@ func trackingSet(whole bool) string {
 				                     ELSE pending.since END,
 				link_buckets  = CASE WHEN page.compare THEN $23::bigint[]
 				                     ` + counted + `
-				                     WHEN NOT page.tracks OR NOT page.reset THEN link_buckets END`
+				                     WHEN NOT page.tracks OR NOT page.reset THEN link_buckets END,
+				gone_keys     = CASE WHEN page.compare OR (page.reset AND page.tracks) THEN NULL ELSE gone_keys END`
 }
 
 // trackedSet is a check's whole link set as the statements take it: keys

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,12 +18,13 @@ import (
 
 // TestRemovalMigrationsKeepPendingAbsences migrates a database that 00007
 // followed (a stored link set, a pending absence, a link an options change
-// left out of the set) to 00008 and on to 00009 and 00010: the pending
-// absence is carried into the page's row and recorded at the check it was
-// due, the left-out link is not reported as removed, and a page 00007 never
-// followed starts afresh. A link 00010 follows without writing it into its
-// bucket's row goes into the row on the way down to 00009, and down to
-// 00007, and up again.
+// left out of the set) to 00008 and on to 00009, 00010 and 00011: the
+// pending absence is carried into the page's row and recorded at the check
+// it was due, the left-out link is not reported as removed, and a page
+// 00007 never followed starts afresh. A link 00010 follows without writing
+// it into its bucket's row goes into the row on the way down to 00009, and
+// a link 00011 lists as gone leaves its row on the way down to 00010; and
+// down to 00007, and up again.
 func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -128,16 +130,20 @@ func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 		t.Fatalf("followed page after 00010: %s, want it as after 00009", got)
 	}
 
+	if _, err := mig.UpTo(ctx, 11); err != nil {
+		t.Fatalf("migrate to 00011: %v", err)
+	}
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
+	var followedState *watch.Followed // the state a job carried, or none
 	check := func(page int64, keys []uint64, links ...watch.NewLink) []watch.Removal {
 		t.Helper()
 		at = at.Add(time.Second)
 		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page, FetchedAt: at, Status: 200, FullSet: true,
-			LinksDigest: fmt.Sprint(keys), Removals: watch.Removals{Checks: 2, Keys: keys}}, links)
+			LinksDigest: fmt.Sprint(keys), Removals: watch.Removals{Checks: 2, Keys: keys, Followed: followedState}}, links)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,17 +186,37 @@ func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 		t.Fatalf("after link 5 was added: %s, row keys %s, want a set of 1 and 5 with only 1 written", got, stored)
 	}
 
+	// Link 1 leaves at check 14, told by its job's state: its bucket's
+	// row still lists it, as gone.
+	followedState = scheduledState(t, st, pool, followed)
+	check(followed, []uint64{5})
+	followedState = nil
+	var gone string
+	if err := pool.QueryRow(ctx, `SELECT coalesce(gone_keys::text, 'NULL') FROM pages WHERE id = $1`, followed).Scan(&gone); err != nil {
+		t.Fatal(err)
+	}
+	if got, stored := followedSet(followed), rowKeys(t, pool, followed); gone != "{1}" || got != "{1} {14} set:1,5" || stored != "1" {
+		t.Fatalf("after link 1 left: gone %s, %s (gone keys not taken out), row keys %s; want gone {1}, pending {1} since 14, row keys 1",
+			gone, got, stored)
+	}
+
+	if _, err := mig.DownTo(ctx, 10); err != nil {
+		t.Fatalf("migrate down to 00010: %v", err)
+	}
+	if got := followedSet(followed); got != "{1} {14} set:5" {
+		t.Fatalf("followed page back at 00010: %s, want link 1 pending since check 14 and a set of link 5", got)
+	}
 	if _, err := mig.DownTo(ctx, 9); err != nil {
 		t.Fatalf("migrate down to 00009: %v", err)
 	}
-	if got := storedSet(followed); got != "{} {} set:1,5" {
-		t.Fatalf("followed page back at 00009: %s, want a set of links 1 and 5", got)
+	if got := storedSet(followed); got != "{1} {14} set:5" {
+		t.Fatalf("followed page back at 00009: %s, want link 1 pending and a set of link 5", got)
 	}
 	if _, err := mig.DownTo(ctx, 8); err != nil {
 		t.Fatalf("migrate down to 00008: %v", err)
 	}
-	if got := state(followed); got != "{} {} removed:2,3,4" {
-		t.Fatalf("followed page back at 00008: %s, want links 2, 3 and 4 not followed", got)
+	if got := state(followed); got != "{1} {14} removed:2,3,4" {
+		t.Fatalf("followed page back at 00008: %s, want link 1 pending and links 2, 3 and 4 not followed", got)
 	}
 	if _, err := mig.DownTo(ctx, 7); err != nil {
 		t.Fatalf("migrate down to 00007: %v", err)
@@ -432,45 +458,19 @@ func TestChecksThatOnlyAddLinksWriteNoFollowedRow(t *testing.T) {
 	story := func(i int) []watch.NewLink { return links(fmt.Sprintf("https://adding.example/story/%d", i)) }
 	at := time.Now().Add(-time.Hour)
 	// check records a check with the page's links on, the new ones among
-	// them as candidates, and the digests its job would have carried.
-	check := func(on, candidates []watch.NewLink, digests []int64) watch.Recorded {
+	// them as candidates, and the following state its job carried.
+	check := func(on, candidates []watch.NewLink, followed *watch.Followed) watch.Recorded {
 		t.Helper()
 		at = at.Add(time.Second)
 		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
-			Removals: watch.Removals{Checks: 2, Keys: keysOf(on), Buckets: digests}}, candidates)
+			Removals: watch.Removals{Checks: 2, Keys: keysOf(on), Followed: followed}}, candidates)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rec
 	}
-	// scheduled is the digests the page's next job carries.
-	scheduled := func() []int64 {
-		t.Helper()
-		if _, err := pool.Exec(ctx, `UPDATE pages SET next_check_at = now() WHERE id = $1`, page.ID); err != nil {
-			t.Fatal(err)
-		}
-		var jobs []watch.Job
-		if _, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); err != nil || len(jobs) != 1 {
-			t.Fatalf("claim: %v, jobs %v", err, jobs)
-		}
-		return jobs[0].LinkBuckets
-	}
-	rowVersions := func() string {
-		t.Helper()
-		var s string
-		if err := pool.QueryRow(ctx, `SELECT string_agg(xmin::text || ':' || through, ',' ORDER BY bucket)
-			FROM followed_keys WHERE page_id = $1`, page.ID).Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	urls := func(rs []watch.Removal) string {
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.URL)
-		}
-		return fmt.Sprint(out)
-	}
+	scheduled := func() *watch.Followed { return scheduledState(t, st, pool, page.ID) }
+	rowVersions := func() string { return rowVersions(t, pool, page.ID) }
 
 	var on []watch.NewLink
 	for i := range 40 {
@@ -511,8 +511,9 @@ func TestChecksThatOnlyAddLinksWriteNoFollowedRow(t *testing.T) {
 	// A stale job: the digests it carries say story 1's leaving is story
 	// 44's adding alone. The check is recorded as any other: story 44 new
 	// once, story 1 removed two checks on.
-	stale := shortlink.BucketDigests(keysOf(slices.Concat(on[1:], story(44))))
-	stale[shortlink.KeyBucket(story(44)[0].Key)] ^= int64(story(44)[0].Key)
+	stale := scheduled()
+	stale.Buckets = shortlink.BucketDigests(keysOf(slices.Concat(on[1:], story(44))))
+	stale.Buckets[shortlink.KeyBucket(story(44)[0].Key)] ^= int64(story(44)[0].Key)
 	on = append(on[1:], story(44)...)
 	if rec := check(on, story(44), stale); len(rec.Updates) != 1 || len(rec.Removed) != 0 {
 		t.Fatalf("a check with a stale job's digests: %d updates, removed %v; want 1 update", len(rec.Updates), urls(rec.Removed))
@@ -527,6 +528,211 @@ func TestChecksThatOnlyAddLinksWriteNoFollowedRow(t *testing.T) {
 	}
 	if updates != 5 || removals != 3 {
 		t.Fatalf("%d updates and %d removals, want 5 (stories 40 to 44) and 3 (stories 41, 0 and 1)", updates, removals)
+	}
+}
+
+// scheduledState is the following state the page's next job carries, from
+// the scheduler's own claim.
+func scheduledState(t *testing.T, st *store.Store, pool *pgxpool.Pool, page int64) *watch.Followed {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `UPDATE pages SET next_check_at = now(), lease_until = NULL WHERE id = $1`, page); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []watch.Job
+	if _, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 100, Lease: time.Hour}, collect(&jobs)); err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	for _, j := range jobs {
+		if j.ID == page {
+			return j.Followed
+		}
+	}
+	t.Fatalf("page %d not claimed: jobs %v", page, jobs)
+	return nil
+}
+
+// rowVersions is the versions of a page's followed_keys rows: a rewritten
+// row has a new one.
+func rowVersions(t *testing.T, pool *pgxpool.Pool, page int64) string {
+	t.Helper()
+	var s string
+	if err := pool.QueryRow(context.Background(), `SELECT string_agg(xmin::text || ':' || through, ',' ORDER BY bucket)
+		FROM followed_keys WHERE page_id = $1`, page).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// urls is the URLs of removals, in order.
+func urls(rs []watch.Removal) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.URL)
+	}
+	return fmt.Sprint(out)
+}
+
+// TestChecksThatLoseALinkPerBucketWriteNoFollowedRow follows a page of 400
+// stories through the scheduler's jobs. A check whose buckets each lost at
+// most one link, or got back one that left, is recorded without a write of
+// the followed set's rows; the links that left are removed two checks on,
+// once; one back before that is not removed, one back after it is in the
+// set again and removed again when it leaves again. A bucket that loses two
+// or three links at once cannot be told by the digests (three give a key
+// of the right bucket that is no link), and is compared, which rewrites
+// every bucket with a key that left, as does the check past maxGone such
+// keys. Every removal is recorded exactly once.
+func TestChecksThatLoseALinkPerBucketWriteNoFollowedRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := openStore(t)
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://losing.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stories := links(func() []string {
+		var us []string
+		for i := range 400 {
+			us = append(us, fmt.Sprintf("https://losing.example/story/%d", i))
+		}
+		return us
+	}()...)
+	byBucket := map[int][]watch.NewLink{}
+	for _, l := range stories {
+		byBucket[shortlink.KeyBucket(l.Key)] = append(byBucket[shortlink.KeyBucket(l.Key)], l)
+	}
+	on := map[uint64]watch.NewLink{}
+	at := time.Now().Add(-time.Hour)
+	// check records a check of the stories on the page, with the following
+	// state of the page's next job, and returns the URLs it removed.
+	check := func(candidates ...watch.NewLink) string {
+		t.Helper()
+		keys := make([]uint64, 0, len(on))
+		for k := range on {
+			keys = append(keys, k)
+		}
+		at = at.Add(time.Second)
+		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
+			Removals: watch.Removals{Checks: 2, Keys: keys, Followed: scheduledState(t, st, pool, page.ID)}}, candidates)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(rec.Removed, func(a, b watch.Removal) int { return strings.Compare(a.URL, b.URL) })
+		return urls(rec.Removed)
+	}
+	leave := func(ls ...watch.NewLink) string {
+		for _, l := range ls {
+			delete(on, l.Key)
+		}
+		slices.SortFunc(ls, func(a, b watch.NewLink) int { return strings.Compare(a.URL, b.URL) })
+		var us []string
+		for _, l := range ls {
+			us = append(us, l.URL)
+		}
+		return fmt.Sprint(us)
+	}
+	gone := func() int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT coalesce(cardinality(gone_keys), 0) FROM pages WHERE id = $1`, page.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	rows := func() string { return rowVersions(t, pool, page.ID) }
+	unwritten := func(step, was string) {
+		t.Helper()
+		if got := rows(); got != was {
+			t.Fatalf("%s rewrote followed rows", step)
+		}
+	}
+
+	for _, l := range stories {
+		on[l.Key] = l
+	}
+	check(stories...) // baseline: followed from here
+	baseline := rows()
+
+	a := byBucket[0][0]
+	leave(a)
+	if got := check(); got != "[]" || gone() != 1 {
+		t.Fatalf("story a's first absence: removed %s, %d gone keys; want nothing and 1", got, gone())
+	}
+	if got, want := check(), "["+a.URL+"]"; got != want {
+		t.Fatalf("story a absent twice: removed %s, want %s", got, want)
+	}
+	on[a.Key] = a
+	if got := check(); got != "[]" || gone() != 0 {
+		t.Fatalf("story a back: removed %s, %d gone keys; want nothing and 0", got, gone())
+	}
+	b := byBucket[1][0]
+	leave(a, b)
+	check()
+	on[b.Key] = b // back before its absence is due
+	if got, want := check(), "["+a.URL+"]"; got != want {
+		t.Fatalf("story a gone again and b back: removed %s, want %s only", got, want)
+	}
+	if got := check(); got != "[]" {
+		t.Fatalf("a check with nothing due removed %s", got)
+	}
+	unwritten("checks that lost or got back one link a bucket", baseline)
+
+	two := leave(byBucket[2][0], byBucket[2][1])
+	check()
+	if rows() == baseline || gone() != 0 {
+		t.Fatalf("two links left one bucket: rows not rewritten, or %d gone keys", gone())
+	}
+	if got := check(); got != two {
+		t.Fatalf("two links of a bucket absent twice: removed %s, want %s", got, two)
+	}
+	three := leave(byBucket[3][0], byBucket[3][1], byBucket[3][2])
+	check()
+	if got := check(); got != three {
+		t.Fatalf("three links of a bucket absent twice: removed %s, want %s", got, three)
+	}
+
+	// One link a bucket leaves, in every bucket, at each of three checks:
+	// the third would list more than maxGone keys that left, and compares.
+	baseline = rows()
+	var rounds []string
+	for r := range 3 {
+		var ls []watch.NewLink
+		for bucket := range shortlink.KeyBuckets {
+			if len(byBucket[bucket]) < 7 {
+				t.Fatalf("bucket %d has %d stories, too few for this test", bucket, len(byBucket[bucket]))
+			}
+			ls = append(ls, byBucket[bucket][len(byBucket[bucket])-1-r])
+		}
+		rounds = append(rounds, leave(ls...))
+		want := "[]"
+		if r > 0 {
+			want = rounds[r-1]
+		}
+		if got := check(); got != want {
+			t.Fatalf("round %d of 32 links leaving: removed %s, want %s", r, got, want)
+		}
+		if r < 2 {
+			unwritten(fmt.Sprintf("round %d of 32 links leaving", r), baseline)
+			if gone() != 32*(r+1) {
+				t.Fatalf("round %d: %d gone keys, want %d", r, gone(), 32*(r+1))
+			}
+		}
+	}
+	if rows() == baseline || gone() != 0 {
+		t.Fatalf("past %d gone keys: rows not rewritten, or %d gone keys left", 64, gone())
+	}
+	if got := check(); got != rounds[2] {
+		t.Fatalf("the last round absent twice: removed %s, want %s", got, rounds[2])
+	}
+
+	var removals, twice int
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE link_key = $2) FROM removals WHERE page_id = $1`,
+		page.ID, int64(a.Key)).Scan(&removals, &twice); err != nil {
+		t.Fatal(err)
+	}
+	if removals != 2+2+3+3*32 || twice != 2 {
+		t.Fatalf("%d removals, story a's %d; want %d, story a's 2 (it left twice)", removals, twice, 2+2+3+3*32)
 	}
 }
 

@@ -73,10 +73,10 @@ type Removals struct {
 	// absences already pending age. An empty, non-nil Keys is a page that
 	// has no link left.
 	Keys []uint64
-	// Buckets is the page's bucket digests (pages.link_buckets) when its
-	// job was scheduled, nil when unknown. With them the store can expect a
-	// check that only adds new links and record it with a shorter statement.
-	Buckets []int64
+	// Followed is the page's following state when its job was scheduled,
+	// nil when unknown. With it the store can tell what the check changes
+	// in the followed set and record it with a shorter statement.
+	Followed *Followed
 }
 
 // Caps bound the new links one check of a page records. Zero means no cap.

@@ -50,10 +50,30 @@ type Job struct {
 	// page's last recorded check found. Every link of that set is in the
 	// database, so a crawler that finds the same set again need not send it.
 	LinksDigest string `json:"linksDigest,omitempty"`
-	// LinkBuckets is the page's bucket digests (shortlink.BucketDigests)
-	// of its last check that compared its link set, for following removals;
-	// the crawler passes them on in the task.
-	LinkBuckets []int64 `json:"linkBuckets,omitempty"`
+	// Followed is the page's following state when the job was scheduled,
+	// nil when the page is not followed; the crawler passes it on in the
+	// task.
+	Followed *Followed `json:"followed,omitempty"`
+}
+
+// Followed is a page's following state (removals) as the scheduler read it:
+// with it the processor can tell, from the digests alone, what a check
+// changes in the page's followed link set, and the store records such a
+// check with a statement that compares no set (internal/store, knowing).
+// The store verifies that the page's state is still this one.
+type Followed struct {
+	// Checks is the page's count of successful checks (pages.ok_checks).
+	Checks int64 `json:"checks"`
+	// Buckets is the bucket digests of the followed set
+	// (shortlink.BucketDigests).
+	Buckets []int64 `json:"buckets"`
+	// Pending and PendingSince are the keys of the links absent and not
+	// yet removed, sorted, and the check count at which each left.
+	Pending      []int64 `json:"pending"`
+	PendingSince []int64 `json:"pendingSince"`
+	// Gone is the keys the page's followed_keys rows still list that are
+	// no longer in the followed set, sorted.
+	Gone []int64 `json:"gone"`
 }
 
 // LinkOptions are a page's per-page link filters. Every field is optional
@@ -136,9 +156,9 @@ type Task struct {
 	// none or was not read (a failed check, a 304). It names a page whose
 	// user gave it no name.
 	Title string `json:"title,omitempty"`
-	// LinkBuckets is the job's LinkBuckets, passed on: the processor tells
-	// from them a check that only adds new links (watch.Removals.Buckets).
-	LinkBuckets []int64 `json:"linkBuckets,omitempty"`
+	// Followed is the job's Followed, passed on with the links
+	// (watch.Removals.Followed).
+	Followed *Followed `json:"followed,omitempty"`
 }
 
 // Failed reports whether the check failed; a failed check leaves the page's
