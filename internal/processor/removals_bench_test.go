@@ -76,7 +76,7 @@ func BenchmarkRemovalTracking(b *testing.B) {
 func scheduledStates(b *testing.B, pool *pgxpool.Pool) map[int64]*watch.Followed {
 	rows, err := pool.Query(context.Background(), `
 		SELECT id, ok_checks, link_buckets, pending_keys, pending_since, gone_keys FROM pages
-		WHERE pending_keys IS NOT NULL AND cardinality(link_buckets) = 32`)
+		WHERE pending_keys IS NOT NULL AND cardinality(link_buckets) = 64`)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"math/bits"
 	"slices"
 )
 
@@ -57,23 +58,44 @@ func BucketStarts(sorted []uint64) []int32 {
 	return starts
 }
 
-// BucketDigests returns a digest of each bucket of a set of keys: the XOR
-// of the bucket's distinct keys, 0 for an empty one. Two sets are compared
-// bucket by bucket: a check that differs from the page's previous one in a
-// few links differs in at most as many buckets, and only those need
-// comparing key by key. The XOR makes a digest arithmetic: a bucket that
-// only gained keys never seen on the page before has the digest of the old
-// bucket XOR those keys, which the database can tell from the links it has
-// just inserted, without reading or writing the set (store's recording of
-// a check). Keys are 64 bits of SHA-256, so a set that differs by other
+// DigestWords is the length of BucketDigests' result: two words a bucket.
+const DigestWords = 2 * KeyBuckets
+
+// BucketDigests returns two digests of each bucket of a set of keys: words
+// 0 to KeyBuckets-1 are the XOR of the bucket's distinct keys, words
+// KeyBuckets to DigestWords-1 the XOR of their Mix; 0 for an empty bucket.
+// Two sets are compared bucket by bucket: a check that differs from the
+// page's previous one in a few links differs in at most as many buckets,
+// and only those need comparing key by key. The XOR makes a digest
+// arithmetic: a bucket that only gained keys never seen on the page before
+// has the digest of the old bucket XOR those keys, which the database can
+// tell from the links it has just inserted, without reading or writing the
+// set (store's recording of a check). A bucket that differs by exactly one
+// key d differs by d in its first word and by Mix(d) in its second, so the
+// key is read off the digests; a difference of several keys gives a first
+// word that may look like a key of the bucket, but a second word that is
+// not its Mix. Keys are 64 bits of SHA-256, so a set that differs by other
 // keys and has the same digest is a 2^-64 chance, no likelier than the
 // collision of two keys themselves. It sorts keys in place.
 func BucketDigests(keys []uint64) []int64 {
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	digests := make([]int64, KeyBuckets)
+	digests := make([]int64, DigestWords)
 	for _, k := range keys {
 		digests[KeyBucket(k)] ^= int64(k) // the bits, not the number, are the key
+		digests[KeyBuckets+KeyBucket(k)] ^= int64(Mix(k))
 	}
 	return digests
+}
+
+// Mix is a fixed function of a key that is not linear in XOR (Keccak's χ
+// on 64 bits: each bit XOR the next bit's complement AND the one after):
+// Mix(a^b) is almost never Mix(a)^Mix(b), which tells a bucket digest's
+// difference of one key from that of several. MixSQL is the same in SQL.
+func Mix(k uint64) uint64 { return k ^ (^bits.RotateLeft64(k, 1) & bits.RotateLeft64(k, 2)) }
+
+// MixSQL returns Mix of the SQL bigint expression k. PostgreSQL's >> on a
+// bigint copies the sign bit, hence the masks of the rotations.
+func MixSQL(k string) string {
+	return `(` + k + ` # (~((` + k + ` << 1) | ((` + k + ` >> 63) & 1)) & ((` + k + ` << 2) | ((` + k + ` >> 62) & 3))))`
 }

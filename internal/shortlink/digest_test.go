@@ -1,6 +1,9 @@
 package shortlink
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestSetDigestIgnoresOrderAndRepetition(t *testing.T) {
 	a := SetDigest([]string{"https://x.example/a", "https://x.example/b"})
@@ -41,8 +44,8 @@ func TestBucketDigestsChangeOnlyTheChangedBucket(t *testing.T) {
 	if got, want := after[KeyBucket(added)], before[KeyBucket(added)]^int64(added); got != want {
 		t.Errorf("digest of the bucket that gained key %x only: %x, want the old digest XOR the key, %x", added, got, want)
 	}
-	if empty := BucketDigests(nil); len(empty) != KeyBuckets || empty[0] != 0 {
-		t.Errorf("digests of no key = %v, want %d zeros", empty, KeyBuckets)
+	if empty := BucketDigests(nil); len(empty) != DigestWords || empty[0] != 0 {
+		t.Errorf("digests of no key = %v, want %d zeros", empty, DigestWords)
 	}
 	all := append(keys, 0, 1<<63, 1<<63-1, ^uint64(0))
 	BucketDigests(all) // sorts
@@ -56,5 +59,31 @@ func TestBucketDigestsChangeOnlyTheChangedBucket(t *testing.T) {
 				t.Errorf("key %x is in bucket %d's slice, its bucket is %d", k, b, KeyBucket(k))
 			}
 		}
+	}
+}
+
+// A bucket's two digests tell a difference of one key from one of several:
+// the XOR of several keys of a bucket is never taken for one key of it.
+func TestBucketDigestsTellOneKeyFromSeveral(t *testing.T) {
+	keys := make([]uint64, 0, 6000)
+	for i := range 6000 {
+		keys = append(keys, Key(fmt.Sprintf("https://x.example/story/%d", i)))
+	}
+	for n := 1; n <= 5; n++ {
+		for i := 0; i+n <= len(keys); i += n {
+			var d, mixed uint64
+			for _, k := range keys[i : i+n] {
+				d, mixed = d^k, mixed^Mix(k)
+			}
+			if one := mixed == Mix(d); one != (n == 1) {
+				t.Fatalf("%d keys from %d: their XOR %x and that of their Mix %x taken as one key: %t", n, i, d, mixed, one)
+			}
+		}
+	}
+	before := BucketDigests(append([]uint64(nil), keys[:300]...))
+	after := BucketDigests(append([]uint64(nil), keys[1:300]...))
+	b := KeyBucket(keys[0])
+	if uint64(before[b]^after[b]) != keys[0] || uint64(before[KeyBuckets+b]^after[KeyBuckets+b]) != Mix(keys[0]) {
+		t.Fatalf("a key left bucket %d: digests differ by %x and %x, want the key and its Mix", b, before[b]^after[b], before[KeyBuckets+b]^after[KeyBuckets+b])
 	}
 }

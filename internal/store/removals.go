@@ -102,8 +102,7 @@ func tracking(f following, whole bool, ch change, param int) trackingSQL {
 // p: the page's state as the job carried it (p: ok_checks, p+1: digests,
 // p+2: pending keys, p+3: gone keys) and the state after the check (p+4:
 // digests, p+5 and p+6: pending keys and since, p+7: gone keys), then, if
-// the check has any, the keys that left (verified to be links of the page)
-// and the absences due (recorded). The statement inserts every candidate
+// the check has any, the absences due (p+8, recorded). The statement inserts every candidate
 // link ($16 of them) as a link after its bucket's row, so it joins the
 // followed set. It verifies on the page's locked row that the state is the
 // job's, and on the insert's result that every candidate was new (the
@@ -116,16 +115,10 @@ func tracking(f following, whole bool, ch change, param int) trackingSQL {
 // half as much again even with few rows to read or write (BENCHMARKS.md).
 func trackingKnown(ch change, p int) trackingSQL {
 	n := func(i int) string { return fmt.Sprintf("$%d", p+i) }
-	left := ""
-	if len(ch.left) > 0 {
-		left = `
-				AND (SELECT count(*) FROM links WHERE links.page_id = $1 AND links.link_key = ANY (` + n(8) + `::bigint[]))
-				    = cardinality(` + n(8) + `::bigint[])`
-	}
 	t := trackingSQL{
 		columns: `,
 				` + newer + ` AND NOT ` + startsAfresh + ` AND ok_checks = ` + n(0) + `::bigint AND link_buckets = ` + n(1) + `::bigint[]
-				AND pending_keys = coalesce(` + n(2) + `::bigint[], '{}') AND coalesce(gone_keys, '{}') = coalesce(` + n(3) + `::bigint[], '{}')` + left + ` AS as_expected,
+				AND pending_keys = coalesce(` + n(2) + `::bigint[], '{}') AND coalesce(gone_keys, '{}') = coalesce(` + n(3) + `::bigint[], '{}') AS as_expected,
 				ok_checks + 1 AS check_no`,
 		firstCheck: `page.check_no`,
 		set: `pending_keys  = CASE WHEN page.as_expected AND (SELECT count(*) FROM fresh) = $16 THEN ` + n(5) + `::bigint[]
@@ -134,11 +127,7 @@ func trackingKnown(ch change, p int) trackingSQL {
 		result: `NULL::bigint[], NULL::text[], NULL::text[], NULL::timestamptz[], false`,
 	}
 	if len(ch.due) > 0 {
-		due := 8
-		if len(ch.left) > 0 {
-			due = 9
-		}
-		t.ctes = recordingRemovals(n(due) + `::bigint[]`)
+		t.ctes = recordingRemovals(n(8) + `::bigint[]`)
 		t.result, t.resultFrom = `removed.ids, removed.urls, removed.texts, removed.at, false`, ` CROSS JOIN removed`
 	}
 	return t
@@ -147,9 +136,6 @@ func trackingKnown(ch change, p int) trackingSQL {
 // knownArgs are trackingKnown's parameters for ch, from the job's state f.
 func knownArgs(f *watch.Followed, ch change) []any {
 	args := []any{f.Checks, f.Buckets, f.Pending, f.Gone, ch.digests, ch.pending, ch.since, ch.gone}
-	if len(ch.left) > 0 {
-		args = append(args, ch.left)
-	}
 	if len(ch.due) > 0 {
 		args = append(args, ch.due)
 	}
@@ -171,32 +157,33 @@ const maxGone = 64
 // knownChange tells what the check changes in its page's followed set from
 // the page's state when its job was scheduled (r.Followed), the check's
 // link set as trackedKeys gives it, and links, the links not known to be
-// recorded: for each bucket, the job's digest XOR the keys of links XOR the
-// check's digest is the XOR of the keys that left or came back. Zero is
-// none; the key of one link the check lacks is that link, which left (the
-// statement verifies it is a link of the page: the XOR of several keys
-// would not be); the key of one link the check has, and the followed set
-// listed as gone, is that link, back. Anything else, and a state the job
-// did not carry, is not known (false), and the check compares. The
+// recorded: for each bucket, the job's digests XOR those of the keys of
+// links XOR the check's are those of the keys that left or came back. Zero
+// is none; a key of the bucket with its Mix (shortlink.BucketDigests) is
+// one link, which left if the check lacks it, and is back if the check has
+// it and the followed set listed it as gone. Anything else, and a state the
+// job did not carry, is not known (false), and the check compares. The
 // statement verifies what the caller cannot know: that the page's state is
 // still the job's, and that every one of links is new.
 func knownChange(r watch.Removals, set trackedSet, links []watch.NewLink) (change, bool) {
 	f := r.Followed
-	if r.Checks <= 0 || f == nil || set.digests == nil || len(f.Buckets) != shortlink.KeyBuckets ||
+	if r.Checks <= 0 || f == nil || set.digests == nil || len(f.Buckets) != shortlink.DigestWords ||
 		len(f.Pending) != len(f.PendingSince) {
 		return change{}, false
 	}
 	diff := slices.Clone(f.Buckets)
 	for _, l := range links {
-		diff[shortlink.KeyBucket(l.Key)] ^= int64(l.Key) // the bits, not the number, are the key
+		b := shortlink.KeyBucket(l.Key)
+		diff[b] ^= int64(l.Key) // the bits, not the number, are the key
+		diff[shortlink.KeyBuckets+b] ^= int64(shortlink.Mix(l.Key))
 	}
 	var left, back []int64
-	for b, d := range diff {
-		d ^= set.digests[b]
+	for b := range shortlink.KeyBuckets {
+		d, mixed := diff[b]^set.digests[b], diff[shortlink.KeyBuckets+b]^set.digests[shortlink.KeyBuckets+b]
 		switch {
-		case d == 0:
+		case d == 0 && mixed == 0:
 			continue
-		case shortlink.KeyBucket(uint64(d)) != b:
+		case shortlink.KeyBucket(uint64(d)) != b || mixed != int64(shortlink.Mix(uint64(d))):
 			return change{}, false // several keys
 		case slices.Contains(set.keys[set.starts[b]-1:set.starts[b+1]-1], d):
 			if !slices.Contains(f.Gone, d) {
@@ -303,10 +290,11 @@ func checkBucket(b string) string {
 func trackingCTEs() string {
 	return `
 		), added AS (
-			SELECT ((link_key >> 59) & 31)::int AS b, bit_xor(link_key) AS digest FROM fresh GROUP BY 1
+			SELECT ((link_key >> 59) & 31)::int AS b, bit_xor(link_key) AS digest, bit_xor(` + shortlink.MixSQL(`link_key`) + `) AS mixed
+			FROM fresh GROUP BY 1
 		), scope AS (
 			SELECT g.b FROM page, generate_series(0, 31) AS g(b)
-			WHERE page.compare AND (page.reset OR cardinality(page.old_buckets) IS DISTINCT FROM 32 OR g.b = ANY (page.gone_buckets)
+			WHERE page.compare AND (page.reset OR cardinality(page.old_buckets) IS DISTINCT FROM ` + digestWords + ` OR g.b = ANY (page.gone_buckets)
 			                        OR ` + changedOtherwise(`g.b`) + `)
 		), held AS (
 			SELECT p.k, p.since FROM page, unnest(page.pend_keys, page.pend_since) AS p(k, since)
@@ -333,6 +321,9 @@ func changedOtherwise(b string) string {
 	return `(page.old_buckets[` + b + ` + 1] # coalesce((SELECT digest FROM added WHERE added.b = ` + b + `), 0))
 				   IS DISTINCT FROM ($23::bigint[])[` + b + ` + 1]`
 }
+
+// digestWords is shortlink.DigestWords in SQL.
+var digestWords = fmt.Sprint(shortlink.DigestWords)
 
 // bucketWidth is the span of keys in one bucket less one: bucket b's keys,
 // as PostgreSQL's signed bigints, run from b << 59 to that plus bucketWidth.
@@ -384,9 +375,10 @@ func recordingRemovals(due string) string {
 func trackingSet(whole bool) string {
 	counted := `WHEN page.tracks AND NOT page.reset AND page.old_buckets IS DISTINCT FROM $23::bigint[] THEN NULL`
 	if !whole {
-		counted = `WHEN page.tracks AND NOT page.reset AND cardinality(page.old_buckets) = 32 THEN ARRAY(
-				                         SELECT page.old_buckets[g.b + 1] # coalesce((SELECT digest FROM added WHERE added.b = g.b), 0)
-				                         FROM generate_series(0, 31) AS g(b) ORDER BY g.b)`
+		counted = `WHEN page.tracks AND NOT page.reset AND cardinality(page.old_buckets) = ` + digestWords + ` THEN ARRAY(
+				                         SELECT page.old_buckets[g.w + 1] # coalesce((
+				                             SELECT CASE WHEN g.w < 32 THEN digest ELSE mixed END FROM added WHERE added.b = g.w % 32), 0)
+				                         FROM generate_series(0, ` + digestWords + ` - 1) AS g(w) ORDER BY g.w)`
 	}
 	return `
 				pending_keys  = CASE WHEN page.reset AND NOT page.compare THEN CASE WHEN page.tracks THEN NULL ELSE pending_keys END

@@ -514,6 +514,7 @@ func TestChecksThatOnlyAddLinksWriteNoFollowedRow(t *testing.T) {
 	stale := scheduled()
 	stale.Buckets = shortlink.BucketDigests(keysOf(slices.Concat(on[1:], story(44))))
 	stale.Buckets[shortlink.KeyBucket(story(44)[0].Key)] ^= int64(story(44)[0].Key)
+	stale.Buckets[shortlink.KeyBuckets+shortlink.KeyBucket(story(44)[0].Key)] ^= int64(shortlink.Mix(story(44)[0].Key))
 	on = append(on[1:], story(44)...)
 	if rec := check(on, story(44), stale); len(rec.Updates) != 1 || len(rec.Removed) != 0 {
 		t.Fatalf("a check with a stale job's digests: %d updates, removed %v; want 1 update", len(rec.Updates), urls(rec.Removed))
@@ -767,5 +768,25 @@ func TestLinkSeenOnlyByATruncatedCheckIsRemoved(t *testing.T) {
 	}
 	if got := check(nil, keysOf(ab)); len(got) != 1 || got[0].URL != brief[0].URL {
 		t.Fatalf("the link only a truncated check saw, absent twice since: removed %+v, want it", got)
+	}
+}
+
+// The statements' Mix of a key (shortlink.MixSQL) is the processor's, for
+// keys with the sign bit set or not.
+func TestMixSQLIsMix(t *testing.T) {
+	t.Parallel()
+	_, pool := openStore(t)
+	keys := []uint64{0, 1, 1 << 63, 1<<63 - 1, ^uint64(0), 3 << 62}
+	for i := range 200 {
+		keys = append(keys, shortlink.Key(fmt.Sprint("https://mix.example/", i)))
+	}
+	for _, k := range keys {
+		var got int64
+		if err := pool.QueryRow(context.Background(), `SELECT `+shortlink.MixSQL(`$1::bigint`), int64(k)).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if uint64(got) != shortlink.Mix(k) {
+			t.Fatalf("Mix(%x) in SQL = %x, want %x", k, uint64(got), shortlink.Mix(k))
+		}
 	}
 }

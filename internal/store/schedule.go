@@ -46,7 +46,7 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(
 			&f.Checks, &f.Buckets, &f.Pending, &f.PendingSince, &f.Gone)
 		opts.Ignore = ignores
 		j.Options = jobOptions(opts)
-		if f.Pending != nil && len(f.Buckets) == shortlink.KeyBuckets {
+		if f.Pending != nil && len(f.Buckets) == shortlink.DigestWords {
 			j.Followed = &f
 		}
 		return j, err
