@@ -143,11 +143,11 @@ func knownArgs(f *watch.Followed, ch change) []any {
 }
 
 // change is what a check changes in its page's followed set and absences
-// (knownChange): the keys that left the page, the pending absences and gone
-// keys after the check (sorted by key), the absences that are due at it,
-// and the digests of the check's buckets.
+// (knownChange): the pending absences and gone keys after the check (sorted
+// by key), the absences that are due at it, and the digests of the check's
+// buckets.
 type change struct {
-	left, pending, since, gone, due, digests []int64
+	pending, since, gone, due, digests []int64
 }
 
 // maxGone bounds pages.gone_keys: a check that would go past it compares,
@@ -196,7 +196,7 @@ func knownChange(r watch.Removals, set trackedSet, links []watch.NewLink) (chang
 			left = append(left, d)
 		}
 	}
-	ch := change{left: left, digests: set.digests}
+	ch := change{digests: set.digests}
 	for _, k := range f.Gone {
 		if !slices.Contains(back, k) {
 			ch.gone = append(ch.gone, k)
