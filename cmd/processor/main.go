@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -99,7 +100,19 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			return fmt.Errorf("consumer: %w", err)
 		}
 		health.Set("rabbitmq", consumer.Health)
-		return consumer.Run(ctx)
+		var removals sync.WaitGroup
+		removals.Go(func() { _ = svc.RunRemovals(ctx) })
+		err = consumer.Run(ctx)
+		removals.Wait()
+		// The tasks the consumer drained at the stop may have made removals
+		// due since the last round. Left unrecorded, they would wait in
+		// their pages' rows for the next check or a processor's sweep.
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		if rerr := svc.RecordRemovals(stopCtx); rerr != nil {
+			log.Warn("due removals not recorded at the stop; the page's next check or a processor's sweep records them", "err", rerr)
+		}
+		return err
 	})
 	return g.Wait()
 }

@@ -127,8 +127,7 @@ func TestUnchangedLinkSetIsNotSentAgain(t *testing.T) {
 	})
 	svc := newService(t, &recorder{})
 	digest := shortlink.SetDigest([]string{srv.URL + "/a", srv.URL + "/b"})
-	followed := &watch.Followed{Checks: 7, Buckets: make([]int64, shortlink.DigestWords), Pending: []int64{5}, PendingSince: []int64{6}}
-	followed.Buckets[3] = 42
+	followed := &watch.Followed{Checks: 7, Base: watch.Keys{1, 42}, Pending: watch.Keys{5}, PendingSince: []int64{6}}
 	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: digest, Followed: followed})
 	if !task.Unchanged || len(task.Context) != 0 || task.Failed() || task.Followed != nil {
 		t.Fatalf("same link set: %+v, want an unchanged task without links or following state", task)

@@ -93,6 +93,9 @@ func TestRoundDeletesRemovalsPastUpdatesRetention(t *testing.T) {
 	f.deliver(t, f.task("/old", "/new", "/stays"))
 	f.deliver(t, f.task("/new", "/stays"))
 	f.deliver(t, f.task("/stays"))
+	if got := len(f.removals(t)); got != 2 {
+		t.Fatalf("%d removals recorded, want /old and /new", got)
+	}
 	if _, err := f.db.Exec(ctx, `UPDATE removals SET removed_at = now() - interval '30 days' WHERE url LIKE '%/old'`); err != nil {
 		t.Fatal(err)
 	}

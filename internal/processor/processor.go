@@ -24,6 +24,12 @@ type Recorder interface {
 	RecordCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error)
 	DeferCheck(ctx context.Context, pageID int64, decidedAt, until time.Time) error
 	RefreshLinks(ctx context.Context, pageID int64, keys []uint64, digest string) error
+	// RecordRemovals records the due removals of the pages ids; a page
+	// without any is left alone.
+	RecordRemovals(ctx context.Context, ids []int64) ([]watch.Removal, error)
+	// PagesWithDueRemovals lists up to limit pages above after, in id
+	// order, whose due removals were never recorded.
+	PagesWithDueRemovals(ctx context.Context, after int64, limit int) ([]int64, error)
 }
 
 // SeenSet is the cache of each page's known link codes.
@@ -53,6 +59,12 @@ type Config struct {
 	// RemovalChecks is how many successful checks in a row a link must be
 	// absent to be recorded as removed; 0 records no removals.
 	RemovalChecks int
+	// RemovalsEvery is how often RunRemovals records the removals that
+	// checks made due, for all their pages at once. Default 250ms.
+	RemovalsEvery time.Duration
+	// RemovalSweep is how often RunRemovals looks for due removals that no
+	// processor recorded, which reads every page's row. Default 10m.
+	RemovalSweep time.Duration
 }
 
 // Limits and defaults of Config.
@@ -75,6 +87,11 @@ const (
 	// more than half of its links, and at least 20, are new.
 	DefaultBurstShare = 0.5
 	DefaultBurstMin   = 20
+	// DefaultRemovalsEvery batches a quarter second of checks' removals
+	// into one statement: recording them one check at a time cost a check
+	// whose links rotate a fifth again (BENCHMARKS.md).
+	DefaultRemovalsEvery = 250 * time.Millisecond
+	DefaultRemovalSweep  = 10 * time.Minute
 )
 
 // WithDefaults returns a copy of c with every unset (zero) field given its
@@ -82,6 +99,12 @@ const (
 func (c Config) WithDefaults() Config {
 	if c.CodeLength == 0 {
 		c.CodeLength = shortlink.DefaultLength
+	}
+	if c.RemovalsEvery == 0 {
+		c.RemovalsEvery = DefaultRemovalsEvery
+	}
+	if c.RemovalSweep == 0 {
+		c.RemovalSweep = DefaultRemovalSweep
 	}
 	return c
 }
@@ -101,6 +124,9 @@ func (c Config) validate() error {
 	}
 	if c.LinkRefresh < 0 {
 		errs = append(errs, fmt.Errorf("processor: LinkRefresh is %s: want 0 (never) or more", c.LinkRefresh))
+	}
+	if c.RemovalsEvery < 0 || c.RemovalSweep < 0 {
+		errs = append(errs, fmt.Errorf("processor: RemovalsEvery %s, RemovalSweep %s: want more than 0", c.RemovalsEvery, c.RemovalSweep))
 	}
 	return errors.Join(errs...)
 }
@@ -122,6 +148,7 @@ type Service struct {
 	seen    SeenSet
 	log     *slog.Logger
 	metrics metrics
+	due     duePages
 }
 
 type metrics struct {
@@ -266,12 +293,11 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		}
 	}
 
-	// Only now, with the links committed, may the cache say "seen".
-	if len(rec.Removed) > 0 {
-		s.metrics.removals.Add(float64(len(rec.Removed)))
-		log.Info("links removed from the page", "count", len(rec.Removed))
+	if rec.RemovalsDue {
+		s.due.add(task.ID)
 	}
 
+	// Only now, with the links committed, may the cache say "seen".
 	if len(codes) > 0 {
 		if err := s.seen.Add(ctx, task.ID, codes); err != nil {
 			s.metrics.cacheFails.Inc()

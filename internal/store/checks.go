@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -41,14 +40,10 @@ func (s *Store) RecordCheck(ctx context.Context, c watch.Check, links []watch.Ne
 	case len(links) == 0 && c.Removals.Keys == nil:
 		// Nothing to insert and no set to compare: an unchanged page, a 304,
 		// or removals off. Absences age by the page's check count alone, so
-		// such a check writes only the page's row, unless one is due.
-		var due bool
-		rec, due, err = recordSuccess(ctx, s.pool, c)
-		if err == nil && due {
-			rec.Removed, err = recordDueRemovals(ctx, s.pool, c.PageID, c.Removals.Checks)
-		}
+		// such a check writes only the page's row.
+		rec, err = recordSuccess(ctx, s.pool, c)
 	default:
-		rec, err = recordLinks(ctx, s.pool, c, links)
+		rec, err = s.recordLinks(ctx, c, links)
 	}
 	if err != nil {
 		return watch.Recorded{}, fmt.Errorf("record check of page %d: %w", c.PageID, interpretError(err))
@@ -71,7 +66,9 @@ type querier interface {
 // Every expression reads the row as it was before the statement, so the
 // statement is consistent on its own. baseline_at = now() afterwards says
 // this check set the baseline: now() is the transaction's start, so it
-// equals only a value set here. When a link refresh is due and the check
+// equals only a value set here (recordLinks reads it off the locked row
+// instead: concurrent first checks, each waiting for the lock, can start in
+// the same microsecond). When a link refresh is due and the check
 // lacks the whole link set, the validators and the digest are cleared so the
 // next check fetches and sends the whole page. cut is an SQL condition true
 // when the check's caps cut links: then the digest is cleared too, since a
@@ -126,44 +123,56 @@ const today = `CASE WHEN new_links_day = (now() AT TIME ZONE 'UTC')::date THEN n
 // link, or a single row without a link when none was new, and no row when
 // the page is gone.
 //
-// With removals on, a check whose change to the page's followed set the
-// digests tell (knownChange) is first sent with the statement that only
-// verifies the page's state its job carried (trackingKnown); should the
-// state have changed, that statement fails without a trace and the one that
-// compares follows.
-func recordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
-	f, set, ch := notFollowing, trackedSet{}, change{}
-	if c.Removals.Checks > 0 {
-		f, set = comparing, trackedKeys(c.Removals)
-		// More candidates than the per-check cap cannot all be inserted,
-		// which the short statement would find only by failing.
-		if known, ok := knownChange(c.Removals, set, links); ok && (c.Caps.PerCheck <= 0 || len(links) <= c.Caps.PerCheck) {
-			f, ch = knowing, known
+// With removals on, a check with the page's whole link set is sent with
+// the following state computed from the one its job carried (follow.go);
+// should the page's state have moved since, that statement fails without a
+// trace, and the check is computed again from the page's row, under its
+// lock.
+func (s *Store) recordLinks(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
+	r := c.Removals
+	switch {
+	case r.Checks <= 0:
+		return sendRecordLinks(ctx, s.pool, c, links, notFollowing, nil)
+	case r.Keys == nil:
+		return sendRecordLinks(ctx, s.pool, c, links, agingLinks(22), []any{r.Checks})
+	}
+	keys := sortedKeys(r.Keys)
+	if r.Followed != nil {
+		rec, err := sendFollowing(ctx, s.pool, c, links, *r.Followed, keys)
+		if !isStateMoved(err) {
+			return rec, err
 		}
 	}
-	rec, due, err := sendRecordLinks(ctx, q, c, links, f, set, ch)
-	var pgErr *pgconn.PgError
-	if f == knowing && errors.As(err, &pgErr) && pgErr.Code == errFollowedSetChanged {
-		rec, due, err = sendRecordLinks(ctx, q, c, links, comparing, set, ch)
-	}
-	if err == nil && due {
-		rec.Removed, err = recordDueRemovals(ctx, q, c.PageID, c.Removals.Checks)
-	}
+	var rec watch.Recorded
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		f, err := readFollowed(ctx, tx, c.PageID)
+		if err != nil {
+			return err
+		}
+		rec, err = sendFollowing(ctx, tx, c, links, f, keys)
+		return err
+	})
 	return rec, err
 }
 
-// sendRecordLinks sends recordLinks' statement for following f, with the
-// check's link set as trackedKeys gives it and, knowing, its change, and
-// reads its result.
-func sendRecordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink, f following, set trackedSet, ch change) (watch.Recorded, bool, error) {
-	sql, args := recordLinksStatement(c, links, f, set, ch)
-	rows, err := q.Query(ctx, sql, args...)
+// sendFollowing sends recordLinks' statement for a whole check with the
+// link set keys, writing the following state computed from f.
+func sendFollowing(ctx context.Context, q querier, c watch.Check, links []watch.NewLink, f watch.Followed, keys watch.Keys) (watch.Recorded, error) {
+	t, args := writingFollow(f, nextFollow(f, keys, c.Removals.Checks), 22)
+	return sendRecordLinks(ctx, q, c, links, t, args)
+}
+
+// sendRecordLinks sends recordLinks' statement with the following part t
+// and its parameters (from $22), and reads its result.
+func sendRecordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink, t trackingSQL, args []any) (watch.Recorded, error) {
+	sql, all := recordLinksStatement(c, links, t, args)
+	rows, err := q.Query(ctx, sql, all...)
 	return scanRecordedLinks(rows, err, c, len(links))
 }
 
-// recordLinksStatement returns recordLinks' statement and its arguments for
-// following f and the check's link set.
-func recordLinksStatement(c watch.Check, links []watch.NewLink, f following, set trackedSet, ch change) (string, []any) {
+// recordLinksStatement returns recordLinks' statement and its arguments,
+// with the following part t and its parameters.
+func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQL, trackArgs []any) (string, []any) {
 	keys := make([]int64, len(links))
 	urls := make([]string, len(links))
 	texts := make([]string, len(links))
@@ -178,13 +187,6 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, f following, set
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
 		summaries, burstMin, burstShare, c.Links, c.Title}
-	switch f {
-	case comparing:
-		args = append(args, c.Removals.Checks, set.digests, set.keys, set.starts)
-	case knowing:
-		args = append(args, knownArgs(c.Removals.Followed, ch)...)
-	}
-	track := tracking(f, c.Removals.Keys != nil, ch, 22)
 	return `
 		WITH page AS (
 			SELECT id, baseline_at IS NULL AS is_first, baseline_at IS NULL OR (rebaseline AND $8) AS silent,
@@ -197,10 +199,10 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, f following, set
 			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[], $17::text[]) WITH ORDINALITY AS l(k, u, t, c, s, n)
 			WHERE page.budget >= $16 OR NOT EXISTS (SELECT 1 FROM links WHERE links.page_id = $1 AND links.link_key = l.k)
 		), fresh AS (
-			INSERT INTO links (page_id, link_key, url, text, code, first_check)
-			SELECT page.id, k, u, t, c, ` + track.firstCheck + ` FROM page, candidate WHERE candidate.n <= page.budget
+			INSERT INTO links (page_id, link_key, url, text, code)
+			SELECT page.id, k, u, t, c FROM page, candidate WHERE candidate.n <= page.budget
 			ON CONFLICT DO NOTHING
-			RETURNING link_key, url, text, code, first_seen_at` + track.ctes + `
+			RETURNING link_key, url, text, code, first_seen_at
 		), flood AS (
 			SELECT page.burst_detection AND NOT page.silent AND count(*) >= $18 AND count(*) > $19::float8 * $20 AS burst
 			FROM page, fresh GROUP BY page.burst_detection, page.silent
@@ -217,29 +219,27 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, f following, set
 				                       ELSE ` + today + ` + (SELECT count(*) FROM fresh) END,
 				new_links_day   = CASE WHEN page.silent THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END,
 				` + track.set + `
-			FROM page` + track.from + ` WHERE pages.id = page.id
-			RETURNING baseline_at = now() AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh,
-				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline
+			FROM page WHERE pages.id = page.id
+			RETURNING page.is_first AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh,
+				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline,
+				due_keys IS NOT NULL AS removals_due
 		)
-		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, fresh.link_key IS NOT NULL, news.id,
+		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, status.removals_due, fresh.link_key IS NOT NULL, news.id,
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at,
-			coalesce(news.summary, ''), coalesce(news.burst, false),
-			` + track.result + `
-		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true` + track.resultFrom, args
+			coalesce(news.summary, ''), coalesce(news.burst, false)
+		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`, append(args, trackArgs...)
 }
 
-// scanRecordedLinks reads the result of recordLinks' statement, and
-// whether an absence is due that the statement did not record, or returns
+// scanRecordedLinks reads the result of recordLinks' statement, or returns
 // err, the error of sending it.
-func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Recorded, bool, error) {
+func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Recorded, error) {
 	if err != nil {
-		return watch.Recorded{}, false, fmt.Errorf("insert %d links: %w", n, err)
+		return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 	}
 	defer rows.Close()
 	var (
 		rec   watch.Recorded
 		found bool
-		due   bool
 	)
 	for rows.Next() {
 		var (
@@ -248,16 +248,12 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 			at       *time.Time
 			cut      int64
 			u        watch.Update
-			removed  removedColumns
 		)
-		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &inserted, &id, &u.URL, &u.Text, &u.Code, &at,
-			&u.Summary, &u.Burst, &removed.ids, &removed.urls, &removed.texts, &removed.at, &due); err != nil {
-			return watch.Recorded{}, false, fmt.Errorf("insert %d links: %w", n, err)
+		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &rec.RemovalsDue, &inserted, &id,
+			&u.URL, &u.Text, &u.Code, &at, &u.Summary, &u.Burst); err != nil {
+			return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 		}
 		rec.Cut = int(cut)
-		if !found {
-			rec.Removed = removed.removals(c.PageID)
-		}
 		found = true
 		if !inserted {
 			continue
@@ -270,56 +266,49 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return watch.Recorded{}, false, fmt.Errorf("insert %d links: %w", n, err)
+		return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 	}
 	if !found {
-		return watch.Recorded{}, false, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
+		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
-	return rec, due, nil
+	return rec, nil
 }
 
 // recordSuccess updates the page's status after a check without candidate
 // links or a link set to compare, and reports whether this check set the
-// page's baseline and whether a pending absence is now due (removals on).
-func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorded, bool, error) {
+// page's baseline and whether the page has removals due.
+func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorded, error) {
 	sql, args := recordSuccessStatement(c)
 	return scanRecordedSuccess(q.QueryRow(ctx, sql, args...), c)
 }
 
 // recordSuccessStatement returns recordSuccess' statement and its arguments:
 // $11 is the removal count K, 0 with removals off, which stops following the
-// page. The pending absences age without being written: their checks are
-// counted by ok_checks. A re-baseline leaves the start of following to the
-// next check with the whole set, as in recordLinksStatement.
+// page, as does a re-baseline (the next check with the whole set starts
+// afresh). A check that counts ages the pending absences: their checks are
+// counted by ok_checks.
 func recordSuccessStatement(c watch.Check) (string, []any) {
 	return `
 		UPDATE pages SET ` + successSet("false", "$10") + `,
-			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,
-			pending_keys  = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN pending_keys END,
-			pending_since = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN pending_since END,
-			link_buckets  = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN link_buckets END,
-			gone_keys     = CASE WHEN $11 > 0 AND NOT (rebaseline AND $8) THEN gone_keys END
+			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,` +
+			aging(`($11 = 0 OR (rebaseline AND $8))`, `($11 > 0 AND follow_base IS NOT NULL AND `+newer+`)`, `$11`, `(ok_checks + 1)`, "") + `
 		WHERE id = $1
-		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `,
-			$11 > 0 AND EXISTS (SELECT 1 FROM unnest(pending_since) AS since WHERE since <= ok_checks - $11 + 1)`, []any{
+		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `, due_keys IS NOT NULL`, []any{
 			c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 			c.RefreshEvery.Milliseconds(), c.Title, max(c.Removals.Checks, 0)}
 }
 
 // scanRecordedSuccess reads the result of recordSuccess' statement.
-func scanRecordedSuccess(row pgx.Row, c watch.Check) (watch.Recorded, bool, error) {
-	var (
-		rec watch.Recorded
-		due bool
-	)
-	err := row.Scan(&rec.Baseline, &rec.RefreshDue, &due)
+func scanRecordedSuccess(row pgx.Row, c watch.Check) (watch.Recorded, error) {
+	var rec watch.Recorded
+	err := row.Scan(&rec.Baseline, &rec.RefreshDue, &rec.RemovalsDue)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return watch.Recorded{}, false, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
+		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
 	if err != nil {
-		return watch.Recorded{}, false, fmt.Errorf("update page status: %w", err)
+		return watch.Recorded{}, fmt.Errorf("update page status: %w", err)
 	}
-	return rec, due, nil
+	return rec, nil
 }
 
 // fresh is true when the check being recorded is not older than the page's

@@ -4,27 +4,47 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
+// recordRemovals records the page's due removals, as the processor's
+// RunRemovals does after its checks, and returns their URLs, sorted.
+func recordRemovals(t *testing.T, st *store.Store, pages ...int64) string {
+	t.Helper()
+	rs, err := st.RecordRemovals(context.Background(), pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return urls(rs)
+}
+
+// urls is the URLs of removals, sorted.
+func urls(rs []watch.Removal) string {
+	out := []string{}
+	for _, r := range rs {
+		out = append(out, r.URL)
+	}
+	slices.Sort(out)
+	return fmt.Sprint(out)
+}
+
 // TestRemovalMigrationsKeepPendingAbsences migrates a database that 00007
 // followed (a stored link set, a pending absence, a link an options change
-// left out of the set) to 00008 and on to 00009, 00010 and 00011: the
-// pending absence is carried into the page's row and recorded at the check
-// it was due, the left-out link is not reported as removed, and a page
-// 00007 never followed starts afresh. A link 00010 follows without writing
-// it into its bucket's row goes into the row on the way down to 00009, and
-// a link 00011 lists as gone leaves its row on the way down to 00010; and
-// down to 00007, and up again.
+// left out of the set) to 00008 and on to 00009 and 00011, where the
+// followed set is bucket rows, links after them and gone keys, and then to
+// 00012: the pending absences are carried along and recorded at the check
+// they are due, the left-out link is not reported as removed, and a page
+// 00007 never followed starts afresh. Down to 00011 the set goes back into
+// bucket rows and a due removal not yet recorded is recorded; and down to
+// 00007, and up again.
 func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -107,116 +127,87 @@ func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 		t.Fatalf("page 00007 never followed, after 00009: %s, want not followed", got)
 	}
 
-	if _, err := mig.UpTo(ctx, 10); err != nil {
-		t.Fatalf("migrate to 00010: %v", err)
+	if _, err := mig.UpTo(ctx, 11); err != nil {
+		t.Fatalf("migrate to 00011: %v", err)
 	}
-	// The followed set of 00010: the rows' keys and the links after them.
-	followedSet := func(page int64) string {
+	// 00011's state, as its checks 6 and 7 could have left it: link 4
+	// joined the set after its bucket's row was written, link 5 is listed
+	// in the row but gone, pending since check 7.
+	for _, sql := range []string{
+		`INSERT INTO links (page_id, link_key, url, text, code, first_check)
+		 VALUES ($1, 4, 'https://followed.example/4', 'text 4', 'code4', 7), ($1, 5, 'https://followed.example/5', 'text 5', 'code5', 6)`,
+		`UPDATE followed_keys SET keys = '{1,5}', through = 6 WHERE page_id = $1 AND bucket = 0`,
+		`UPDATE pages SET ok_checks = 7, gone_keys = '{5}', pending_keys = '{2,5}', pending_since = '{5,7}' WHERE id = $1`,
+	} {
+		if _, err := pool.Exec(ctx, sql, followed); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if _, err := mig.UpTo(ctx, 12); err != nil {
+		t.Fatalf("migrate to 00012: %v", err)
+	}
+	following := func(page int64) string {
 		t.Helper()
 		var s string
 		if err := pool.QueryRow(ctx, `
 			SELECT coalesce(pending_keys::text, 'NULL') || ' ' || coalesce(pending_since::text, 'NULL') || ' set:' ||
-				coalesce((SELECT string_agg(k::text, ',' ORDER BY k) FROM (
-					SELECT unnest(keys) FROM followed_keys WHERE page_id = $1
-					UNION
-					SELECT l.link_key FROM links l JOIN followed_keys f ON f.page_id = l.page_id AND f.bucket = (l.link_key >> 59) & 31
-					WHERE l.page_id = $1 AND l.first_check > f.through) AS s(k)), '')
+				CASE WHEN follow_base IS NULL THEN 'NULL' ELSE array_to_string(ARRAY(
+					SELECT unnest(follow_base) EXCEPT SELECT unnest(follow_gone) UNION SELECT unnest(follow_added) ORDER BY 1), ',') END ||
+				' due:' || coalesce(due_keys::text, 'NULL')
 			FROM pages WHERE id = $1`, page).Scan(&s); err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	if got := followedSet(followed); got != "{2} {5} set:1" {
-		t.Fatalf("followed page after 00010: %s, want it as after 00009", got)
+	if got := following(followed); got != "{2,5} {5,7} set:1,4 due:NULL" {
+		t.Fatalf("followed page after 00012: %s, want links 2 and 5 pending and a set of links 1 and 4", got)
 	}
-
-	if _, err := mig.UpTo(ctx, 11); err != nil {
-		t.Fatalf("migrate to 00011: %v", err)
+	if got := following(fresh); got != "NULL NULL set:NULL due:NULL" {
+		t.Fatalf("page 00007 never followed, after 00012: %s, want not followed", got)
 	}
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	var followedState *watch.Followed // the state a job carried, or none
-	check := func(page int64, keys []uint64, links ...watch.NewLink) []watch.Removal {
+	check := func(page int64, keys []uint64) bool {
 		t.Helper()
 		at = at.Add(time.Second)
 		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page, FetchedAt: at, Status: 200, FullSet: true,
-			LinksDigest: fmt.Sprint(keys), Removals: watch.Removals{Checks: 2, Keys: keys, Followed: followedState}}, links)
+			LinksDigest: fmt.Sprint(keys), Removals: watch.Removals{Checks: 2, Keys: keys}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rec.Removed
+		return rec.RemovalsDue
 	}
-	if got := check(followed, []uint64{1}); len(got) != 1 || got[0].URL != "https://followed.example/2" {
-		t.Fatalf("check 6 of the followed page removed %+v, want link 2 (absent since check 5)", got)
+	if !check(followed, []uint64{1, 4}) {
+		t.Fatal("check 8 of the followed page made nothing due, want links 2 and 5 (absent since checks 5 and 7)")
 	}
-	if got := followedSet(followed); got != "{} {} set:1" {
-		t.Fatalf("followed page after its removal: %s", got)
+	if got := recordRemovals(t, st, followed); got != "[https://followed.example/2 https://followed.example/5]" {
+		t.Fatalf("check 8 removed %s, want links 2 and 5", got)
 	}
-	if got := check(fresh, []uint64{}); len(got) != 0 {
-		t.Fatalf("the first followed check of a page removed %+v, want nothing", got)
+	if check(fresh, []uint64{}) || following(fresh) != "{} {} set: due:NULL" {
+		t.Fatalf("the first followed check of a page: %s, want followed from an empty set, nothing due", following(fresh))
 	}
-	if got := followedSet(fresh); got != "{} {} set:" {
-		t.Fatalf("fresh page after its first followed check: %s", got)
-	}
-	// Link 2 comes back and leaves again: not new, and removed again.
-	check(followed, []uint64{1, 2})
-	check(followed, []uint64{1})
-	if got := check(followed, []uint64{1}); len(got) != 1 || got[0].URL != "https://followed.example/2" {
-		t.Fatalf("link 2 back and gone again for two checks: removed %+v", got)
-	}
-	// New links 4 and then 5 (both in link 1's bucket) are followed
-	// without a write of the bucket's row: 4 is removed when it leaves,
-	// 5 is still on the page when 00010 goes down.
-	link := func(k uint64) watch.NewLink {
-		return watch.NewLink{Key: k, URL: fmt.Sprint("https://followed.example/", k), Text: fmt.Sprint("text ", k)}
-	}
-	check(followed, []uint64{1, 4}, link(4))
-	if got, stored := followedSet(followed), rowKeys(t, pool, followed); got != "{} {} set:1,4" || stored != "1" {
-		t.Fatalf("after link 4 was added: %s, row keys %s, want a set of 1 and 4 with only 1 written", got, stored)
-	}
-	check(followed, []uint64{1})
-	if got := check(followed, []uint64{1}); len(got) != 1 || got[0].URL != "https://followed.example/4" {
-		t.Fatalf("link 4 gone for two checks: removed %+v", got)
-	}
-	check(followed, []uint64{1, 5}, link(5))
-	if got, stored := followedSet(followed), rowKeys(t, pool, followed); got != "{} {} set:1,5" || stored != "1" {
-		t.Fatalf("after link 5 was added: %s, row keys %s, want a set of 1 and 5 with only 1 written", got, stored)
+	check(followed, []uint64{1})       // link 4 absent once
+	if !check(followed, []uint64{1}) { // and twice: due, not yet recorded
+		t.Fatal("link 4 absent twice: nothing due")
 	}
 
-	// Link 1 leaves at check 14, told by its job's state: its bucket's
-	// row still lists it, as gone.
-	followedState = scheduledState(t, st, pool, followed)
-	check(followed, []uint64{5})
-	followedState = nil
-	var gone string
-	if err := pool.QueryRow(ctx, `SELECT coalesce(gone_keys::text, 'NULL') FROM pages WHERE id = $1`, followed).Scan(&gone); err != nil {
+	if _, err := mig.DownTo(ctx, 11); err != nil {
+		t.Fatalf("migrate down to 00011: %v", err)
+	}
+	var rows, removed string
+	if err := pool.QueryRow(ctx, `
+		SELECT (SELECT string_agg(bucket || ':' || keys::text, ' ' ORDER BY bucket) FROM followed_keys
+		        WHERE page_id = $1 AND cardinality(keys) > 0) || ' ' || pending_keys::text,
+		       (SELECT string_agg(url, ' ' ORDER BY url) FROM removals WHERE page_id = $1)
+		FROM pages WHERE id = $1`, followed).Scan(&rows, &removed); err != nil {
 		t.Fatal(err)
 	}
-	if got, stored := followedSet(followed), rowKeys(t, pool, followed); gone != "{1}" || got != "{1} {14} set:1,5" || stored != "1" {
-		t.Fatalf("after link 1 left: gone %s, %s (gone keys not taken out), row keys %s; want gone {1}, pending {1} since 14, row keys 1",
-			gone, got, stored)
-	}
-
-	if _, err := mig.DownTo(ctx, 10); err != nil {
-		t.Fatalf("migrate down to 00010: %v", err)
-	}
-	if got := followedSet(followed); got != "{1} {14} set:5" {
-		t.Fatalf("followed page back at 00010: %s, want link 1 pending since check 14 and a set of link 5", got)
-	}
-	if _, err := mig.DownTo(ctx, 9); err != nil {
-		t.Fatalf("migrate down to 00009: %v", err)
-	}
-	if got := storedSet(followed); got != "{1} {14} set:5" {
-		t.Fatalf("followed page back at 00009: %s, want link 1 pending and a set of link 5", got)
-	}
-	if _, err := mig.DownTo(ctx, 8); err != nil {
-		t.Fatalf("migrate down to 00008: %v", err)
-	}
-	if got := state(followed); got != "{1} {14} removed:2,3,4" {
-		t.Fatalf("followed page back at 00008: %s, want link 1 pending and links 2, 3 and 4 not followed", got)
+	if rows != "0:{1} {}" || removed != "https://followed.example/2 https://followed.example/4 https://followed.example/5" {
+		t.Fatalf("back at 00011: rows and pending %q, removals %q; want link 1 followed, nothing pending, and 2, 4 and 5 removed", rows, removed)
 	}
 	if _, err := mig.DownTo(ctx, 7); err != nil {
 		t.Fatalf("migrate down to 00007: %v", err)
@@ -226,103 +217,222 @@ func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 	}
 }
 
-// rowKeys is the keys written in a page's followed_keys rows.
-func rowKeys(t *testing.T, pool *pgxpool.Pool, page int64) string {
+// scheduledState is the following state the page's next job carries, from
+// the scheduler's own claim.
+func scheduledState(t *testing.T, st *store.Store, pool *pgxpool.Pool, page int64) *watch.Followed {
 	t.Helper()
-	var s string
-	if err := pool.QueryRow(context.Background(), `
-		SELECT coalesce(string_agg(k::text, ',' ORDER BY k), '') FROM followed_keys, unnest(keys) AS k WHERE page_id = $1`,
-		page).Scan(&s); err != nil {
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `UPDATE pages SET next_check_at = now(), lease_until = NULL WHERE id = $1`, page); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	var jobs []watch.Job
+	if _, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 100, Lease: time.Hour}, collect(&jobs)); err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	for _, j := range jobs {
+		if j.ID == page {
+			return j.Followed
+		}
+	}
+	t.Fatalf("page %d not claimed: jobs %v", page, jobs)
+	return nil
 }
 
-// TestRemovalsFollowChangedBucketsOnly follows a page of 200 links whose
-// checks each lose one link: each check compares key by key only the bucket
-// of the key space that changed, and yet a link pending in a bucket the
-// next check does not compare is still recorded when it is due, once, and a
-// removed link that comes back is live again.
-func TestRemovalsFollowChangedBucketsOnly(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
+// storyPage is a page of numbered stories followed through the
+// scheduler's jobs, as the pipeline follows it.
+type storyPage struct {
+	t    *testing.T
+	st   *store.Store
+	pool *pgxpool.Pool
+	page watch.Page
+	at   time.Time
+	on   map[int]bool // the stories on the page now
+	seen map[int]bool // the stories recorded in links
+}
+
+func newStoryPage(t *testing.T, name string) *storyPage {
 	st, pool := openStore(t)
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://buckets.example/"})
+	page, err := st.AddPage(context.Background(), store.NewPage{URL: "https://" + name + ".example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []watch.NewLink
-	for i := range 200 {
-		u := fmt.Sprintf("https://buckets.example/story/%d", i)
-		all = append(all, watch.NewLink{Key: shortlink.Key(u), URL: u, Text: fmt.Sprint("Story ", i), Code: fmt.Sprint("c", i)})
-	}
-	// Two links in different buckets leave, one check apart.
-	first := all[0]
-	var second watch.NewLink
-	for _, l := range all[1:] {
-		if shortlink.KeyBucket(l.Key) != shortlink.KeyBucket(first.Key) {
-			second = l
-			break
-		}
-	}
-	at := time.Now().Add(-time.Hour)
-	check := func(links []watch.NewLink, without ...watch.NewLink) []string {
-		t.Helper()
-		at = at.Add(time.Second)
-		keys := []uint64{}
-	next:
-		for _, l := range links {
-			for _, w := range without {
-				if w.Key == l.Key {
-					continue next
-				}
-			}
-			keys = append(keys, l.Key)
-		}
-		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
-			Removals: watch.Removals{Checks: 2, Keys: keys}}, links)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var urls []string
-		for _, r := range rec.Removed {
-			urls = append(urls, r.URL)
-		}
-		return urls
-	}
-	check(all)                       // baseline: followed from here
-	check(all, first)                // first missing once
-	got := check(all, first, second) // first missing twice (its bucket unchanged), second once
-	if fmt.Sprint(got) != fmt.Sprint([]string{first.URL}) {
-		t.Fatalf("removed %v, want only %s", got, first.URL)
-	}
-	if got := check(all, first, second); fmt.Sprint(got) != fmt.Sprint([]string{second.URL}) {
-		t.Fatalf("removed %v, want only %s", got, second.URL)
-	}
-	if got := check(all, first, second); len(got) != 0 {
-		t.Fatalf("an unchanged check removed %v again", got)
-	}
-	check(all, second) // first is back: followed, not new
-	var followed, rows, removals int
-	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM followed_keys, unnest(keys) WHERE page_id = $1),
-		(SELECT count(*) FROM followed_keys WHERE page_id = $1),
-		(SELECT count(*) FROM removals WHERE page_id = $1)`, page.ID).Scan(&followed, &rows, &removals); err != nil {
-		t.Fatal(err)
-	}
-	if followed != 199 || rows != shortlink.KeyBuckets || removals != 2 {
-		t.Fatalf("%d followed links in %d rows and %d removals, want 199 in one row per bucket and 2", followed, rows, removals)
-	}
-	if got := check(all); len(got) != 0 {
-		t.Fatalf("removed %v when every link is back", got)
+	return &storyPage{t: t, st: st, pool: pool, page: page, at: time.Now().Add(-time.Hour), on: map[int]bool{}, seen: map[int]bool{}}
+}
+
+func (p *storyPage) url(i int) string { return fmt.Sprintf("%sstory/%d", p.page.BaseURL, i) }
+
+// show puts stories on the page, hide takes them off.
+func (p *storyPage) show(stories ...int) {
+	for _, i := range stories {
+		p.on[i] = true
 	}
 }
 
-// Two checks of one page at once (a redelivered job): the second waits for
-// the page's lock while the first rewrites the page's followed set, and then
-// reads that set as it was when it began. It must not compare against it,
-// or the link the first check added and the second lacks would leave no
-// trace and never be reported removed. Here the first check adds c, the
-// second (fetched later) lacks it; c is removed two checks on.
+func (p *storyPage) hide(stories ...int) {
+	for _, i := range stories {
+		delete(p.on, i)
+	}
+}
+
+// check records a whole check of the page as it is now, with its job's
+// following state (nil: none), then records the removals it made due, and
+// returns their story URLs.
+func (p *storyPage) check(state *watch.Followed) string {
+	p.t.Helper()
+	var keys []uint64
+	var candidates []watch.NewLink
+	for i := range p.on {
+		l := links(p.url(i))[0]
+		keys = append(keys, l.Key)
+		if !p.seen[i] {
+			candidates, p.seen[i] = append(candidates, l), true
+		}
+	}
+	p.at = p.at.Add(time.Second)
+	rec, err := p.st.RecordCheck(context.Background(), watch.Check{PageID: p.page.ID, FetchedAt: p.at, Status: 200, FullSet: true,
+		Removals: watch.Removals{Checks: 2, Keys: append([]uint64{}, keys...), Followed: state}}, candidates)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	got := recordRemovals(p.t, p.st, p.page.ID)
+	if !rec.RemovalsDue && got != "[]" {
+		p.t.Fatalf("the check said no removal was due, yet %s were", got)
+	}
+	return got
+}
+
+// scheduled is check with the page's next job's state.
+func (p *storyPage) scheduled() string { return p.check(scheduledState(p.t, p.st, p.pool, p.page.ID)) }
+
+// removedURLs is the URLs of stories, as check returns them.
+func (p *storyPage) removedURLs(stories ...int) string {
+	var us []string
+	for _, i := range stories {
+		us = append(us, p.url(i))
+	}
+	slices.Sort(us)
+	return fmt.Sprint(us)
+}
+
+// base is the page's follow_base and how many keys its delta holds.
+func (p *storyPage) base() (string, int) {
+	p.t.Helper()
+	var base string
+	var delta int
+	if err := p.pool.QueryRow(context.Background(), `
+		SELECT md5(follow_base::text), coalesce(cardinality(follow_added), 0) + coalesce(cardinality(follow_gone), 0)
+		FROM pages WHERE id = $1`, p.page.ID).Scan(&base, &delta); err != nil {
+		p.t.Fatal(err)
+	}
+	return base, delta
+}
+
+// TestRemovalsThroughJobs follows a page of 200 stories through the
+// scheduler's jobs: a link absent for two checks is removed once; one back
+// before that is not; one back after it is followed again and removed
+// again when it leaves again. Links that come and go change only the small
+// delta in the page's row, until it passes 64 keys and the check writes its
+// own set as the new base.
+func TestRemovalsThroughJobs(t *testing.T) {
+	t.Parallel()
+	p := newStoryPage(t, "jobs")
+	for i := range 200 {
+		p.show(i)
+	}
+	p.scheduled() // baseline: followed from here
+	base, _ := p.base()
+
+	p.hide(0)
+	if got := p.scheduled(); got != "[]" {
+		t.Fatalf("story 0's first absence removed %s", got)
+	}
+	if got, want := p.scheduled(), p.removedURLs(0); got != want {
+		t.Fatalf("story 0 absent twice: removed %s, want %s", got, want)
+	}
+	p.show(0, 200, 201) // back, and two new stories
+	if got := p.scheduled(); got != "[]" {
+		t.Fatalf("story 0 back: removed %s", got)
+	}
+	p.hide(0, 1, 2, 3)
+	p.scheduled()
+	p.show(1) // back before its absence is due
+	if got, want := p.scheduled(), p.removedURLs(0, 2, 3); got != want {
+		t.Fatalf("stories 0, 2 and 3 absent twice, 1 back: removed %s, want %s", got, want)
+	}
+	if got := p.scheduled(); got != "[]" {
+		t.Fatalf("a check with nothing due removed %s", got)
+	}
+	if now, delta := p.base(); now != base || delta != 5 {
+		t.Fatalf("after 2 stories came and 3 left: base rewritten %t, delta %d keys; want the base kept and 5", now != base, delta)
+	}
+
+	// 30 stories leave and 40 come: past the delta's 64 keys.
+	for i := 10; i < 40; i++ {
+		p.hide(i)
+	}
+	for i := 300; i < 340; i++ {
+		p.show(i)
+	}
+	p.scheduled()
+	if now, delta := p.base(); now == base || delta != 0 {
+		t.Fatalf("after 75 keys changed: base rewritten %t, delta %d keys; want a new base and no delta", now != base, delta)
+	}
+	var left []int
+	for i := 10; i < 40; i++ {
+		left = append(left, i)
+	}
+	if got, want := p.scheduled(), p.removedURLs(left...); got != want {
+		t.Fatalf("30 stories absent twice across a new base: removed %s, want %s", got, want)
+	}
+
+	var removals, twice int
+	if err := p.pool.QueryRow(context.Background(), `
+		SELECT count(*), count(*) FILTER (WHERE url = $2) FROM removals WHERE page_id = $1`,
+		p.page.ID, p.url(0)).Scan(&removals, &twice); err != nil {
+		t.Fatal(err)
+	}
+	if removals != 1+3+30 || twice != 2 {
+		t.Fatalf("%d removals, story 0's %d; want %d, story 0's 2 (it left twice)", removals, twice, 1+3+30)
+	}
+}
+
+// A check whose job carries a state the page has left (another check of
+// the page was recorded after the job was claimed, or the page's options
+// changed) is refused by its statement, which so changes nothing, and is
+// computed again from the page's row: it records what a check with the
+// right state records.
+func TestStaleJobStateIsComputedAgain(t *testing.T) {
+	t.Parallel()
+	p := newStoryPage(t, "stale")
+	p.show(1, 2, 3)
+	p.scheduled()
+	stale := scheduledState(t, p.st, p.pool, p.page.ID)
+	p.hide(3)
+	p.check(nil) // story 3 absent once, recorded without a job's state
+	if got, want := p.check(stale), p.removedURLs(3); got != want {
+		t.Fatalf("a check with a stale state, story 3 absent twice: removed %s, want %s", got, want)
+	}
+	stale = scheduledState(t, p.st, p.pool, p.page.ID)
+	within := []string{"#latest"}
+	if _, err := p.st.EditPage(context.Background(), p.page.ID, watch.PageEdit{Within: &within}); err != nil {
+		t.Fatal(err)
+	}
+	p.hide(1)
+	if got := p.check(stale); got != "[]" {
+		t.Fatalf("the check after an options change, with the state from before it, removed %s; want a re-baseline", got)
+	}
+	p.check(stale)
+	if got := p.check(nil); got != "[]" {
+		t.Fatalf("story 1, left out when the options changed, was removed: %s", got)
+	}
+}
+
+// Two checks of one page at once (a redelivered job), without their jobs'
+// states: each reads the page's state under its lock, so the second reads
+// what the first wrote. Were it to read the state from before, the link the
+// first check added and the second lacks would leave no trace and never be
+// reported removed. Here the first check adds c, the second (fetched
+// later) lacks it; c is removed two checks on.
 func TestConcurrentChecksOfOnePageLoseNoRemoval(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -356,8 +466,7 @@ func TestConcurrentChecksOfOnePageLoseNoRemoval(t *testing.T) {
 		for {
 			var got int
 			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock'
-				  AND query LIKE '%WITH page AS%'`).Scan(&got); err != nil {
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
 			if got >= n {
@@ -385,32 +494,31 @@ func TestConcurrentChecksOfOnePageLoseNoRemoval(t *testing.T) {
 
 	var removed []string
 	for i := 3; i <= 5; i++ {
-		rec, err := check(ab, at.Add(time.Duration(i)*time.Second))
-		if err != nil {
+		if _, err := check(ab, at.Add(time.Duration(i)*time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range rec.Removed {
-			removed = append(removed, r.URL)
+		if got := recordRemovals(t, st, page.ID); got != "[]" {
+			removed = append(removed, got)
 		}
 	}
-	if fmt.Sprint(removed) != "[https://concurrent.example/c]" {
+	if fmt.Sprint(removed) != "[[https://concurrent.example/c]]" {
 		t.Fatalf("removed %v after the concurrent checks, want c once", removed)
 	}
 }
 
 // A check answered 304 (no link set) only counts: it writes the page's row
-// alone, and when that makes an absence due it records the removal, once.
+// alone, and when that makes an absence due the removal is recorded, once.
 func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, pool := openStore(t)
+	st, _ := openStore(t)
 	page, err := st.AddPage(ctx, store.NewPage{URL: "https://not-modified.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ab := links("https://not-modified.example/a", "https://not-modified.example/b")
 	at := time.Now().Add(-time.Hour)
-	check := func(ls []watch.NewLink, keys []uint64, status int) []watch.Removal {
+	check := func(ls []watch.NewLink, keys []uint64, status int) bool {
 		t.Helper()
 		at = at.Add(time.Second)
 		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: status, FullSet: keys != nil,
@@ -418,322 +526,85 @@ func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rec.Removed
+		return rec.RemovalsDue
 	}
 	check(ab, keysOf(ab), 200)
-	if got := check(nil, []uint64{ab[0].Key}, 200); len(got) != 0 { // b absent once
-		t.Fatalf("removed %v after one absence", got)
+	if check(nil, []uint64{ab[0].Key}, 200) { // b absent once
+		t.Fatal("a removal due after one absence")
 	}
-	var pending string
-	if err := pool.QueryRow(ctx, `SELECT pending_keys::text FROM pages WHERE id = $1`, page.ID).Scan(&pending); err != nil {
-		t.Fatal(err)
+	if !check(nil, nil, 304) {
+		t.Fatal("the 304 check after b's first absence made nothing due")
 	}
-	if got := check(nil, nil, 304); len(got) != 1 || got[0].URL != ab[1].URL || got[0].Text != ab[1].Text {
-		t.Fatalf("the 304 check after b's first absence (pending %s) removed %+v, want b", pending, got)
+	rs, err := st.RecordRemovals(ctx, []int64{page.ID})
+	if err != nil || len(rs) != 1 || rs[0].URL != ab[1].URL || rs[0].Text != ab[1].Text || rs[0].PageID != page.ID {
+		t.Fatalf("RecordRemovals = %+v, %v; want b", rs, err)
 	}
-	if got := check(nil, nil, 304); len(got) != 0 {
-		t.Fatalf("the next 304 check removed %+v again", got)
+	if check(nil, nil, 304) {
+		t.Fatal("the next 304 check made a removal due again")
 	}
-	var removals int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM removals WHERE page_id = $1`, page.ID).Scan(&removals); err != nil || removals != 1 {
-		t.Fatalf("%d removals (%v), want 1", removals, err)
+	if got := recordRemovals(t, st, page.ID); got != "[]" {
+		t.Fatalf("recording again removed %s", got)
 	}
 }
 
-// A check that only adds links new to the page, told the page's bucket
-// digests as its job carried them, is recorded without a write of the
-// followed set's rows, and the links it added are followed all the same: one
-// that leaves later is removed. A pending absence that such a check makes due
-// is recorded, once. A check whose digests lie (a stale job) is recorded
-// exactly as if they had been right: its short statement fails and changes
-// nothing, and the comparing one records it.
-func TestChecksThatOnlyAddLinksWriteNoFollowedRow(t *testing.T) {
+// Removals made due are recorded exactly once however many processors
+// record them at once, in whatever order they name the pages, and a
+// processor that stopped before it recorded its pages' finds them again
+// (PagesWithDueRemovals).
+func TestDueRemovalsAreRecordedOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, pool := openStore(t)
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://adding.example/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	story := func(i int) []watch.NewLink { return links(fmt.Sprintf("https://adding.example/story/%d", i)) }
+	st, _ := openStore(t)
 	at := time.Now().Add(-time.Hour)
-	// check records a check with the page's links on, the new ones among
-	// them as candidates, and the following state its job carried.
-	check := func(on, candidates []watch.NewLink, followed *watch.Followed) watch.Recorded {
-		t.Helper()
-		at = at.Add(time.Second)
-		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
-			Removals: watch.Removals{Checks: 2, Keys: keysOf(on), Followed: followed}}, candidates)
+	var ids []int64
+	for i := range 20 {
+		page, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://due-%d.example/", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rec
-	}
-	scheduled := func() *watch.Followed { return scheduledState(t, st, pool, page.ID) }
-	rowVersions := func() string { return rowVersions(t, pool, page.ID) }
-
-	var on []watch.NewLink
-	for i := range 40 {
-		on = append(on, story(i)...)
-	}
-	check(on, on, nil) // baseline: followed from here
-	rows := rowVersions()
-	for i := 40; i < 43; i++ {
-		on = append(on, story(i)...)
-		if rec := check(on, story(i), scheduled()); len(rec.Updates) != 1 || len(rec.Removed) != 0 {
-			t.Fatalf("adding story %d: %d updates, removed %v; want 1 update and no removal", i, len(rec.Updates), urls(rec.Removed))
-		}
-	}
-	if got := rowVersions(); got != rows {
-		t.Fatalf("checks that only added links rewrote followed rows: %s, were %s", got, rows)
-	}
-
-	// Story 41, added without a row write, leaves: removed two checks on.
-	without41 := slices.Concat(on[:41], on[42:])
-	check(without41, nil, scheduled())
-	if rec := check(without41, nil, scheduled()); urls(rec.Removed) != "[https://adding.example/story/41]" {
-		t.Fatalf("story 41 absent twice: removed %v", urls(rec.Removed))
-	}
-
-	// Story 0 leaves; the next check only adds story 43 and makes story 0's
-	// absence due.
-	on = without41[1:]
-	check(on, nil, scheduled())
-	rows = rowVersions()
-	on = append(on, story(43)...)
-	if rec := check(on, story(43), scheduled()); len(rec.Updates) != 1 || urls(rec.Removed) != "[https://adding.example/story/0]" {
-		t.Fatalf("adding story 43 when story 0's absence is due: %d updates, removed %v", len(rec.Updates), urls(rec.Removed))
-	}
-	if got := rowVersions(); got != rows {
-		t.Fatalf("a check that only added a link rewrote followed rows: %s, were %s", got, rows)
-	}
-
-	// A stale job: the digests it carries say story 1's leaving is story
-	// 44's adding alone. The check is recorded as any other: story 44 new
-	// once, story 1 removed two checks on.
-	stale := scheduled()
-	stale.Buckets = shortlink.BucketDigests(keysOf(slices.Concat(on[1:], story(44))))
-	stale.Buckets[shortlink.KeyBucket(story(44)[0].Key)] ^= int64(story(44)[0].Key)
-	stale.Buckets[shortlink.KeyBuckets+shortlink.KeyBucket(story(44)[0].Key)] ^= int64(shortlink.Mix(story(44)[0].Key))
-	on = append(on[1:], story(44)...)
-	if rec := check(on, story(44), stale); len(rec.Updates) != 1 || len(rec.Removed) != 0 {
-		t.Fatalf("a check with a stale job's digests: %d updates, removed %v; want 1 update", len(rec.Updates), urls(rec.Removed))
-	}
-	if rec := check(on, nil, scheduled()); urls(rec.Removed) != "[https://adding.example/story/1]" {
-		t.Fatalf("story 1 absent twice after a stale job: removed %v", urls(rec.Removed))
-	}
-	var updates, removals int
-	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM updates WHERE page_id = $1), (SELECT count(*) FROM removals WHERE page_id = $1)`,
-		page.ID).Scan(&updates, &removals); err != nil {
-		t.Fatal(err)
-	}
-	if updates != 5 || removals != 3 {
-		t.Fatalf("%d updates and %d removals, want 5 (stories 40 to 44) and 3 (stories 41, 0 and 1)", updates, removals)
-	}
-}
-
-// scheduledState is the following state the page's next job carries, from
-// the scheduler's own claim.
-func scheduledState(t *testing.T, st *store.Store, pool *pgxpool.Pool, page int64) *watch.Followed {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `UPDATE pages SET next_check_at = now(), lease_until = NULL WHERE id = $1`, page); err != nil {
-		t.Fatal(err)
-	}
-	var jobs []watch.Job
-	if _, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 100, Lease: time.Hour}, collect(&jobs)); err != nil {
-		t.Fatalf("claim: %v", err)
-	}
-	for _, j := range jobs {
-		if j.ID == page {
-			return j.Followed
-		}
-	}
-	t.Fatalf("page %d not claimed: jobs %v", page, jobs)
-	return nil
-}
-
-// rowVersions is the versions of a page's followed_keys rows: a rewritten
-// row has a new one.
-func rowVersions(t *testing.T, pool *pgxpool.Pool, page int64) string {
-	t.Helper()
-	var s string
-	if err := pool.QueryRow(context.Background(), `SELECT string_agg(xmin::text || ':' || through, ',' ORDER BY bucket)
-		FROM followed_keys WHERE page_id = $1`, page).Scan(&s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// urls is the URLs of removals, in order.
-func urls(rs []watch.Removal) string {
-	var out []string
-	for _, r := range rs {
-		out = append(out, r.URL)
-	}
-	return fmt.Sprint(out)
-}
-
-// TestChecksThatLoseALinkPerBucketWriteNoFollowedRow follows a page of 400
-// stories through the scheduler's jobs. A check whose buckets each lost at
-// most one link, or got back one that left, is recorded without a write of
-// the followed set's rows; the links that left are removed two checks on,
-// once; one back before that is not removed, one back after it is in the
-// set again and removed again when it leaves again. A bucket that loses two
-// or three links at once cannot be told by the digests (three give a key
-// of the right bucket that is no link), and is compared, which rewrites
-// every bucket with a key that left, as does the check past maxGone such
-// keys. Every removal is recorded exactly once.
-func TestChecksThatLoseALinkPerBucketWriteNoFollowedRow(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	st, pool := openStore(t)
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://losing.example/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stories := links(func() []string {
-		var us []string
-		for i := range 400 {
-			us = append(us, fmt.Sprintf("https://losing.example/story/%d", i))
-		}
-		return us
-	}()...)
-	byBucket := map[int][]watch.NewLink{}
-	for _, l := range stories {
-		byBucket[shortlink.KeyBucket(l.Key)] = append(byBucket[shortlink.KeyBucket(l.Key)], l)
-	}
-	on := map[uint64]watch.NewLink{}
-	at := time.Now().Add(-time.Hour)
-	// check records a check of the stories on the page, with the following
-	// state of the page's next job, and returns the URLs it removed.
-	check := func(candidates ...watch.NewLink) string {
-		t.Helper()
-		keys := make([]uint64, 0, len(on))
-		for k := range on {
-			keys = append(keys, k)
-		}
-		at = at.Add(time.Second)
-		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
-			Removals: watch.Removals{Checks: 2, Keys: keys, Followed: scheduledState(t, st, pool, page.ID)}}, candidates)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slices.SortFunc(rec.Removed, func(a, b watch.Removal) int { return strings.Compare(a.URL, b.URL) })
-		return urls(rec.Removed)
-	}
-	leave := func(ls ...watch.NewLink) string {
-		for _, l := range ls {
-			delete(on, l.Key)
-		}
-		slices.SortFunc(ls, func(a, b watch.NewLink) int { return strings.Compare(a.URL, b.URL) })
-		var us []string
-		for _, l := range ls {
-			us = append(us, l.URL)
-		}
-		return fmt.Sprint(us)
-	}
-	gone := func() int {
-		t.Helper()
-		var n int
-		if err := pool.QueryRow(ctx, `SELECT coalesce(cardinality(gone_keys), 0) FROM pages WHERE id = $1`, page.ID).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	rows := func() string { return rowVersions(t, pool, page.ID) }
-	unwritten := func(step, was string) {
-		t.Helper()
-		if got := rows(); got != was {
-			t.Fatalf("%s rewrote followed rows", step)
-		}
-	}
-
-	for _, l := range stories {
-		on[l.Key] = l
-	}
-	check(stories...) // baseline: followed from here
-	baseline := rows()
-
-	a := byBucket[0][0]
-	leave(a)
-	if got := check(); got != "[]" || gone() != 1 {
-		t.Fatalf("story a's first absence: removed %s, %d gone keys; want nothing and 1", got, gone())
-	}
-	if got, want := check(), "["+a.URL+"]"; got != want {
-		t.Fatalf("story a absent twice: removed %s, want %s", got, want)
-	}
-	on[a.Key] = a
-	if got := check(); got != "[]" || gone() != 0 {
-		t.Fatalf("story a back: removed %s, %d gone keys; want nothing and 0", got, gone())
-	}
-	b := byBucket[1][0]
-	leave(a, b)
-	check()
-	on[b.Key] = b // back before its absence is due
-	if got, want := check(), "["+a.URL+"]"; got != want {
-		t.Fatalf("story a gone again and b back: removed %s, want %s only", got, want)
-	}
-	if got := check(); got != "[]" {
-		t.Fatalf("a check with nothing due removed %s", got)
-	}
-	unwritten("checks that lost or got back one link a bucket", baseline)
-
-	two := leave(byBucket[2][0], byBucket[2][1])
-	check()
-	if rows() == baseline || gone() != 0 {
-		t.Fatalf("two links left one bucket: rows not rewritten, or %d gone keys", gone())
-	}
-	if got := check(); got != two {
-		t.Fatalf("two links of a bucket absent twice: removed %s, want %s", got, two)
-	}
-	three := leave(byBucket[3][0], byBucket[3][1], byBucket[3][2])
-	check()
-	if got := check(); got != three {
-		t.Fatalf("three links of a bucket absent twice: removed %s, want %s", got, three)
-	}
-
-	// One link a bucket leaves, in every bucket, at each of three checks:
-	// the third would list more than maxGone keys that left, and compares.
-	baseline = rows()
-	var rounds []string
-	for r := range 3 {
-		var ls []watch.NewLink
-		for bucket := range shortlink.KeyBuckets {
-			if len(byBucket[bucket]) < 7 {
-				t.Fatalf("bucket %d has %d stories, too few for this test", bucket, len(byBucket[bucket]))
-			}
-			ls = append(ls, byBucket[bucket][len(byBucket[bucket])-1-r])
-		}
-		rounds = append(rounds, leave(ls...))
-		want := "[]"
-		if r > 0 {
-			want = rounds[r-1]
-		}
-		if got := check(); got != want {
-			t.Fatalf("round %d of 32 links leaving: removed %s, want %s", r, got, want)
-		}
-		if r < 2 {
-			unwritten(fmt.Sprintf("round %d of 32 links leaving", r), baseline)
-			if gone() != 32*(r+1) {
-				t.Fatalf("round %d: %d gone keys, want %d", r, gone(), 32*(r+1))
+		ids = append(ids, page.ID)
+		ab := links(page.BaseURL+"a", page.BaseURL+"b")
+		for j, ls := range [][]watch.NewLink{ab, ab[:1], ab[:1]} {
+			if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at.Add(time.Duration(j) * time.Second),
+				Status: 200, FullSet: true, Removals: watch.Removals{Checks: 2, Keys: keysOf(ls)}}, ls); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
-	if rows() == baseline || gone() != 0 {
-		t.Fatalf("past %d gone keys: rows not rewritten, or %d gone keys left", 64, gone())
+	due, err := st.PagesWithDueRemovals(ctx, 0, 100)
+	if err != nil || fmt.Sprint(due) != fmt.Sprint(ids) {
+		t.Fatalf("PagesWithDueRemovals = %v, %v; want every page, %v", due, err, ids)
 	}
-	if got := check(); got != rounds[2] {
-		t.Fatalf("the last round absent twice: removed %s, want %s", got, rounds[2])
+	if later, err := st.PagesWithDueRemovals(ctx, ids[9], 5); err != nil || fmt.Sprint(later) != fmt.Sprint(ids[10:15]) {
+		t.Fatalf("PagesWithDueRemovals after %d, 5 = %v, %v; want %v", ids[9], later, err, ids[10:15])
 	}
-
-	var removals, twice int
-	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE link_key = $2) FROM removals WHERE page_id = $1`,
-		page.ID, int64(a.Key)).Scan(&removals, &twice); err != nil {
-		t.Fatal(err)
+	reversed := slices.Clone(ids)
+	slices.Reverse(reversed)
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		removed []string
+	)
+	for _, order := range [][]int64{ids, reversed, ids[5:15], reversed[:10]} {
+		wg.Go(func() {
+			rs, err := st.RecordRemovals(ctx, order)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range rs {
+				removed = append(removed, r.URL)
+			}
+		})
 	}
-	if removals != 2+2+3+3*32 || twice != 2 {
-		t.Fatalf("%d removals, story a's %d; want %d, story a's 2 (it left twice)", removals, twice, 2+2+3+3*32)
+	wg.Wait()
+	if len(removed) != len(ids) || len(slices.Compact(slices.Sorted(slices.Values(removed)))) != len(ids) {
+		t.Fatalf("%d removals recorded by four processors at once, %d distinct; want one for each of %d pages",
+			len(removed), len(slices.Compact(slices.Sorted(slices.Values(removed)))), len(ids))
+	}
+	if due, err := st.PagesWithDueRemovals(ctx, 0, 100); err != nil || len(due) != 0 {
+		t.Fatalf("pages with due removals after recording them: %v, %v", due, err)
 	}
 }
 
@@ -751,42 +622,21 @@ func TestLinkSeenOnlyByATruncatedCheckIsRemoved(t *testing.T) {
 	ab := links("https://truncated.example/a", "https://truncated.example/b")
 	brief := links("https://truncated.example/brief")
 	at := time.Now().Add(-time.Hour)
-	check := func(candidates []watch.NewLink, keys []uint64) []watch.Removal {
+	check := func(candidates []watch.NewLink, keys []uint64) string {
 		t.Helper()
 		at = at.Add(time.Second)
-		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
-			Removals: watch.Removals{Checks: 2, Keys: keys}}, candidates)
-		if err != nil {
+		if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
+			Removals: watch.Removals{Checks: 2, Keys: keys}}, candidates); err != nil {
 			t.Fatal(err)
 		}
-		return rec.Removed
+		return recordRemovals(t, st, page.ID)
 	}
 	check(ab, keysOf(ab))
 	check(brief, nil) // truncated: the brief link and no whole set
-	if got := check(nil, keysOf(ab)); len(got) != 0 {
-		t.Fatalf("removed %+v after one absence", got)
+	if got := check(nil, keysOf(ab)); got != "[]" {
+		t.Fatalf("removed %s after one absence", got)
 	}
-	if got := check(nil, keysOf(ab)); len(got) != 1 || got[0].URL != brief[0].URL {
-		t.Fatalf("the link only a truncated check saw, absent twice since: removed %+v, want it", got)
-	}
-}
-
-// The statements' Mix of a key (shortlink.MixSQL) is the processor's, for
-// keys with the sign bit set or not.
-func TestMixSQLIsMix(t *testing.T) {
-	t.Parallel()
-	_, pool := openStore(t)
-	keys := []uint64{0, 1, 1 << 63, 1<<63 - 1, ^uint64(0), 3 << 62}
-	for i := range 200 {
-		keys = append(keys, shortlink.Key(fmt.Sprint("https://mix.example/", i)))
-	}
-	for _, k := range keys {
-		var got int64
-		if err := pool.QueryRow(context.Background(), `SELECT `+shortlink.MixSQL(`$1::bigint`), int64(k)).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if uint64(got) != shortlink.Mix(k) {
-			t.Fatalf("Mix(%x) in SQL = %x, want %x", k, uint64(got), shortlink.Mix(k))
-		}
+	if got, want := check(nil, keysOf(ab)), "["+brief[0].URL+"]"; got != want {
+		t.Fatalf("the link only a truncated check saw, absent twice since: removed %s, want %s", got, want)
 	}
 }

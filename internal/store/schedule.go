@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -41,14 +40,12 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(
 			ignores []string
 			f       watch.Followed
 		)
-		err := r.Scan(&j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores, &j.LinksDigest,
-			&opts.Within, &opts.Exclude, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL,
-			&f.Checks, &f.Buckets, &f.Pending, &f.PendingSince, &f.Gone)
+		err := r.Scan(append([]any{&j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores,
+			&j.LinksDigest, &opts.Within, &opts.Exclude, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL},
+			followedDest(&f)...)...)
 		opts.Ignore = ignores
 		j.Options = jobOptions(opts)
-		if f.Pending != nil && len(f.Buckets) == shortlink.DigestWords {
-			j.Followed = &f
-		}
+		j.Followed = &f
 		return j, err
 	})
 	if err != nil {
@@ -90,4 +87,4 @@ const ClaimDueQuery = `
 		RETURNING p.id, p.base_url, coalesce(p.etag, ''), coalesce(p.last_modified, ''), due.next_check_at,
 		          p.same_site_only, p.ignore_patterns, coalesce(p.links_digest, ''),
 		          p.within_selectors, p.exclude_selectors, p.include_text, p.exclude_text, p.include_url, p.exclude_url,
-		          p.ok_checks, p.link_buckets, p.pending_keys, p.pending_since, p.gone_keys`
+		          ` + followedColumns

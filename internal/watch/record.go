@@ -59,10 +59,10 @@ type Burst struct {
 }
 
 // Removals says how a successful check follows the links that leave its
-// page. With Checks above zero, the check's own statement compares Keys with
-// the page's links still on it, marks the ones that left as pending in the
-// page's row and records the removals that are due, so following removals
-// costs no extra statement or commit.
+// page. With Checks above zero, the check's own statement writes the page's
+// following state: a link the check lacks becomes pending, and one that has
+// been absent for Checks successful checks becomes due, which RecordRemovals
+// then records (Recorded.RemovalsDue).
 type Removals struct {
 	// Checks is the removal count K: how many successful checks in a row a
 	// link must be absent; 0 turns removals off.
@@ -74,8 +74,7 @@ type Removals struct {
 	// has no link left.
 	Keys []uint64
 	// Followed is the page's following state when its job was scheduled,
-	// nil when unknown. With it the store can tell what the check changes
-	// in the followed set and record it with a shorter statement.
+	// nil when unknown: then the store reads it.
 	Followed *Followed
 }
 
@@ -122,8 +121,10 @@ type Recorded struct {
 	// Burst is true when the check's updates were a redesign flood
 	// (Check.Burst); each of them carries Update.Burst.
 	Burst bool
-	// Removed holds the links this check recorded as removed.
-	Removed []Removal
+	// RemovalsDue says the page has links absent for the removal count
+	// that are not yet in removals: this check's, or an earlier one's that
+	// no processor recorded. The store's RecordRemovals records them.
+	RemovalsDue bool
 }
 
 // ClaimParams tunes one scheduling round.

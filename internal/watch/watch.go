@@ -50,30 +50,9 @@ type Job struct {
 	// page's last recorded check found. Every link of that set is in the
 	// database, so a crawler that finds the same set again need not send it.
 	LinksDigest string `json:"linksDigest,omitempty"`
-	// Followed is the page's following state when the job was scheduled,
-	// nil when the page is not followed; the crawler passes it on in the
-	// task.
+	// Followed is the page's following state (removals) when the job was
+	// scheduled; the crawler passes it on in a task with links.
 	Followed *Followed `json:"followed,omitempty"`
-}
-
-// Followed is a page's following state (removals) as the scheduler read it:
-// with it the processor can tell, from the digests alone, what a check
-// changes in the page's followed link set, and the store records such a
-// check with a statement that compares no set (internal/store, knowing).
-// The store verifies that the page's state is still this one.
-type Followed struct {
-	// Checks is the page's count of successful checks (pages.ok_checks).
-	Checks int64 `json:"checks"`
-	// Buckets is the bucket digests of the followed set
-	// (shortlink.BucketDigests).
-	Buckets []int64 `json:"buckets"`
-	// Pending and PendingSince are the keys of the links absent and not
-	// yet removed, sorted, and the check count at which each left.
-	Pending      []int64 `json:"pending"`
-	PendingSince []int64 `json:"pendingSince"`
-	// Gone is the keys the page's followed_keys rows still list that are
-	// no longer in the followed set, sorted.
-	Gone []int64 `json:"gone"`
 }
 
 // LinkOptions are a page's per-page link filters. Every field is optional

@@ -1,0 +1,73 @@
+package watch
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/goccy/go-json"
+)
+
+// Followed is a page's following state (removals) as the scheduler read it
+// from the page's row. With it the processor computes what a check changes
+// without asking the database, and the store verifies that the page's state
+// is still this one (Checks) before it writes the new state.
+type Followed struct {
+	// Checks is the page's count of successful checks (pages.ok_checks);
+	// every check that changes the following state counts, so it tells
+	// whether the state moved since.
+	Checks int64 `json:"checks"`
+	// Afresh says a whole check starts following the page from its own
+	// link set: the page is not followed yet, has no baseline, or is to be
+	// re-baselined. The sets are then empty.
+	Afresh bool `json:"afresh,omitempty"`
+	// The followed link set is Base less Gone plus Added: the page's links
+	// at its last whole check, and the new links of truncated checks since.
+	Base  Keys `json:"base,omitempty"`
+	Added Keys `json:"added,omitempty"`
+	Gone  Keys `json:"gone,omitempty"`
+	// Pending and PendingSince are the keys of the links absent and not
+	// yet due, sorted, and the check count at which each left.
+	Pending      Keys    `json:"pending,omitempty"`
+	PendingSince []int64 `json:"pendingSince,omitempty"`
+}
+
+// Keys are link keys (shortlink.Key) as PostgreSQL's bigint holds them: the
+// bits, not the number, are the key. In JSON they are one base64 string of
+// 8 bytes a key, big-endian: a homepage's 300 keys are 3.2 KB so, where
+// decimal numbers would take twice as much in every job and task.
+type Keys []int64
+
+// MarshalJSON writes k as one base64 string.
+func (k Keys) MarshalJSON() ([]byte, error) {
+	raw := make([]byte, 8*len(k))
+	for i, key := range k {
+		binary.BigEndian.PutUint64(raw[8*i:], uint64(key))
+	}
+	out := make([]byte, 0, base64.StdEncoding.EncodedLen(len(raw))+2)
+	out = append(out, '"')
+	out = base64.StdEncoding.AppendEncode(out, raw)
+	return append(out, '"'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; null is no keys.
+func (k *Keys) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*k = nil
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("link keys: want a base64 string, got %.40s", b)
+	}
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(raw)%8 != 0 {
+		return fmt.Errorf("link keys: want base64 of 8 bytes a key, got %d characters", len(s))
+	}
+	out := make(Keys, len(raw)/8)
+	for i := range out {
+		out[i] = int64(binary.BigEndian.Uint64(raw[8*i:]))
+	}
+	*k = out
+	return nil
+}
