@@ -159,6 +159,7 @@ type metrics struct {
 	cacheFails prometheus.Counter
 	cut        prometheus.Counter
 	removals   prometheus.Counter
+	recomputed prometheus.Counter
 	duration   prometheus.Histogram
 }
 
@@ -192,12 +193,16 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 		removals: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portalwatch_processor_removals_total", Help: "Links recorded as removed from their page.",
 		}),
+		recomputed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_processor_checks_recomputed_total",
+			Help: "Checks whose removal tracking was computed from the page's row because their job's state was missing or stale.",
+		}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "portalwatch_processor_task_seconds", Help: "Time to handle one task.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}
-	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.removals, m.duration)
+	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.removals, m.recomputed, m.duration)
 	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}, nil
 }
 
@@ -295,6 +300,9 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 
 	if rec.RemovalsDue {
 		s.due.add(task.ID)
+	}
+	if rec.Recomputed {
+		s.metrics.recomputed.Inc()
 	}
 
 	// Only now, with the links committed, may the cache say "seen".

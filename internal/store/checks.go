@@ -137,7 +137,7 @@ func (s *Store) recordLinks(ctx context.Context, c watch.Check, links []watch.Ne
 		return sendRecordLinks(ctx, s.pool, c, links, agingLinks(22), []any{r.Checks})
 	}
 	keys := sortedKeys(r.Keys)
-	if r.Followed != nil {
+	if r.Followed.Known() {
 		rec, err := sendFollowing(ctx, s.pool, c, links, *r.Followed, keys)
 		if !isStateMoved(err) {
 			return rec, err
@@ -152,6 +152,7 @@ func (s *Store) recordLinks(ctx context.Context, c watch.Check, links []watch.Ne
 		rec, err = sendFollowing(ctx, tx, c, links, f, keys)
 		return err
 	})
+	rec.Recomputed = true
 	return rec, err
 }
 

@@ -248,6 +248,8 @@ type storyPage struct {
 	at   time.Time
 	on   map[int]bool // the stories on the page now
 	seen map[int]bool // the stories recorded in links
+	// recomputed counts the checks computed from the page's row.
+	recomputed int
 }
 
 func newStoryPage(t *testing.T, name string) *storyPage {
@@ -293,6 +295,9 @@ func (p *storyPage) check(state *watch.Followed) string {
 		Removals: watch.Removals{Checks: 2, Keys: append([]uint64{}, keys...), Followed: state}}, candidates)
 	if err != nil {
 		p.t.Fatal(err)
+	}
+	if rec.Recomputed {
+		p.recomputed++
 	}
 	got := recordRemovals(p.t, p.st, p.page.ID)
 	if !rec.RemovalsDue && got != "[]" {
@@ -394,6 +399,9 @@ func TestRemovalsThroughJobs(t *testing.T) {
 	if removals != 1+3+30 || twice != 2 {
 		t.Fatalf("%d removals, story 0's %d; want %d, story 0's 2 (it left twice)", removals, twice, 1+3+30)
 	}
+	if p.recomputed != 0 {
+		t.Fatalf("%d checks were computed again from the page's row; their jobs' states were right", p.recomputed)
+	}
 }
 
 // A check whose job carries a state the page has left (another check of
@@ -409,8 +417,9 @@ func TestStaleJobStateIsComputedAgain(t *testing.T) {
 	stale := scheduledState(t, p.st, p.pool, p.page.ID)
 	p.hide(3)
 	p.check(nil) // story 3 absent once, recorded without a job's state
-	if got, want := p.check(stale), p.removedURLs(3); got != want {
-		t.Fatalf("a check with a stale state, story 3 absent twice: removed %s, want %s", got, want)
+	if got, want := p.check(stale), p.removedURLs(3); got != want || p.recomputed != 2 {
+		t.Fatalf("a check with a stale state, story 3 absent twice: removed %s, want %s; %d checks computed again, want 2",
+			got, want, p.recomputed)
 	}
 	stale = scheduledState(t, p.st, p.pool, p.page.ID)
 	within := []string{"#latest"}

@@ -462,11 +462,27 @@ func (v RemovalVerdict) String() string {
 		v.Expected, v.Recorded, v.Missing, v.Extra, v.Permanent, v.Twice, v.Unsettled)
 }
 
-// CheckRemovals compares the system's removals with RemovalTruth(k).
+// RemovalsSettle bounds how long CheckRemovals waits for the removals that
+// the last checks made due: a processor records them within a quarter
+// second (processor.DefaultRemovalsEvery), or, had it stopped, another one's
+// sweep or the page's next check does.
+const RemovalsSettle = 15 * time.Second
+
+// CheckRemovals compares the system's removals with RemovalTruth(k), once
+// no page has due removals left to record, or RemovalsSettle has passed.
 func (f *Farm) CheckRemovals(ctx context.Context, s *System, k int) (RemovalVerdict, error) {
 	index, err := f.pageIndex(ctx, s)
 	if err != nil {
 		return RemovalVerdict{}, err
+	}
+	for deadline := time.Now().Add(RemovalsSettle); ; time.Sleep(100 * time.Millisecond) {
+		var due int
+		if err := s.DB.QueryRow(ctx, `SELECT count(*) FROM pages WHERE due_keys IS NOT NULL`).Scan(&due); err != nil {
+			return RemovalVerdict{}, fmt.Errorf("count pages with due removals: %w", err)
+		}
+		if due == 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	truth, unsettled := f.RemovalTruth(k)
 	transient := map[string]bool{}

@@ -23,7 +23,9 @@ type Followed struct {
 	Afresh bool `json:"afresh,omitempty"`
 	// The followed link set is Base less Gone plus Added: the page's links
 	// at its last whole check, and the new links of truncated checks since.
-	Base  Keys `json:"base,omitempty"`
+	// Base is always written, empty when Afresh: a job of a version before
+	// it (migration 00012) has none, and its state is not to be trusted.
+	Base  Keys `json:"base"`
 	Added Keys `json:"added,omitempty"`
 	Gone  Keys `json:"gone,omitempty"`
 	// Pending and PendingSince are the keys of the links absent and not
@@ -50,10 +52,23 @@ func (k Keys) MarshalJSON() ([]byte, error) {
 	return append(out, '"'), nil
 }
 
-// UnmarshalJSON reads what MarshalJSON writes; null is no keys.
+// Known reports whether f is a state the processor can compute a check
+// from: one a scheduler of this version wrote.
+func (f *Followed) Known() bool { return f != nil && (f.Afresh || f.Base != nil) }
+
+// UnmarshalJSON reads what MarshalJSON writes, and the arrays of numbers
+// that jobs before migration 00012 carried; null is no keys.
 func (k *Keys) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		*k = nil
+		return nil
+	}
+	if len(b) > 0 && b[0] == '[' {
+		var numbers []int64
+		if err := json.Unmarshal(b, &numbers); err != nil {
+			return fmt.Errorf("link keys: %w", err)
+		}
+		*k = numbers
 		return nil
 	}
 	var s string
@@ -64,7 +79,7 @@ func (k *Keys) UnmarshalJSON(b []byte) error {
 	if err != nil || len(raw)%8 != 0 {
 		return fmt.Errorf("link keys: want base64 of 8 bytes a key, got %d characters", len(s))
 	}
-	out := make(Keys, len(raw)/8)
+	out := make(Keys, len(raw)/8) // not nil when empty: an empty set is known
 	for i := range out {
 		out[i] = int64(binary.BigEndian.Uint64(raw[8*i:]))
 	}

@@ -125,6 +125,11 @@ type Recorded struct {
 	// that are not yet in removals: this check's, or an earlier one's that
 	// no processor recorded. The store's RecordRemovals records them.
 	RemovalsDue bool
+	// Recomputed says the check's following state was computed from the
+	// page's row, not from its job's: the job carried none (removals were
+	// off, or it came from an older scheduler), or the page's state had
+	// moved since it was claimed (another check of the page came first).
+	Recomputed bool
 }
 
 // ClaimParams tunes one scheduling round.
