@@ -27,9 +27,9 @@ type Recorder interface {
 	// RecordRemovals records the due removals of the pages ids; a page
 	// without any is left alone.
 	RecordRemovals(ctx context.Context, ids []int64) ([]watch.Removal, error)
-	// PagesWithDueRemovals lists up to limit pages above after, in id
-	// order, whose due removals were never recorded.
-	PagesWithDueRemovals(ctx context.Context, after int64, limit int) ([]int64, error)
+	// PagesWithDueRemovals lists up to limit pages whose due removals were
+	// never recorded; it reads every page's row.
+	PagesWithDueRemovals(ctx context.Context, limit int) ([]int64, error)
 }
 
 // SeenSet is the cache of each page's known link codes.
@@ -63,7 +63,7 @@ type Config struct {
 	// checks made due, for all their pages at once. Default 250ms.
 	RemovalsEvery time.Duration
 	// RemovalSweep is how often RunRemovals looks for due removals that no
-	// processor recorded, which reads every page's row. Default 10m.
+	// processor recorded, which reads every page's row. Default 1h.
 	RemovalSweep time.Duration
 }
 
@@ -91,7 +91,9 @@ const (
 	// into one statement: recording them one check at a time cost a check
 	// whose links rotate a fifth again (BENCHMARKS.md).
 	DefaultRemovalsEvery = 250 * time.Millisecond
-	DefaultRemovalSweep  = 10 * time.Minute
+	// DefaultRemovalSweep is rare: the next check of a page finds what a
+	// stopped processor left, and the sweep reads the whole pages table.
+	DefaultRemovalSweep = time.Hour
 )
 
 // WithDefaults returns a copy of c with every unset (zero) field given its

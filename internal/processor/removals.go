@@ -119,23 +119,27 @@ func (s *Service) RunRemovals(ctx context.Context) error {
 
 // sweepRemovals queues every page with due removals, and records them.
 func (s *Service) sweepRemovals(ctx context.Context) {
-	var after int64
 	for ctx.Err() == nil {
-		ids, err := s.store.PagesWithDueRemovals(ctx, after, removalBatch)
+		ids, err := s.store.PagesWithDueRemovals(ctx, sweepBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("sweep for due removals failed; the next sweep tries again", "err", err)
 			}
 			return
 		}
-		if len(ids) == 0 {
+		s.due.add(ids...)
+		if err := s.RecordRemovals(ctx); err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("due removals not recorded; tried again shortly", "err", err)
+			}
 			return
 		}
-		s.due.add(ids...)
-		after = ids[len(ids)-1]
-		if err := s.RecordRemovals(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("due removals not recorded; tried again shortly", "err", err)
+		if len(ids) < sweepBatch {
 			return
 		}
 	}
 }
+
+// sweepBatch is the most pages one pass of the sweep finds: each pass
+// reads the pages table until it has found them.
+const sweepBatch = 5000

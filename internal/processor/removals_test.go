@@ -3,10 +3,15 @@ package processor_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/processor"
 	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -100,4 +105,59 @@ func TestOptionsChangeRecordsNoRemovals(t *testing.T) {
 	if got := fmt.Sprint(f.removals(t)); got != "[https://portal.example/a]" {
 		t.Fatalf("removals = %s, want /a after two checks without it", got)
 	}
+}
+
+// RunRemovals records what its own checks made due within RemovalsEvery,
+// and, at its start, what a processor that stopped before recording left
+// in the pages' rows.
+func TestRunRemovalsRecordsWhatAStoppedProcessorLeft(t *testing.T) {
+	t.Parallel()
+	cfg := processor.Config{RemovalChecks: 1, RemovalsEvery: 20 * time.Millisecond}
+	f := newFixtureWith(t, "", cfg)
+	waitRemovals := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			rs, err := f.st.Removals(context.Background(), store.UpdatesQuery{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range rs {
+				got = append(got, r.URL)
+			}
+			slices.Sort(got)
+			if fmt.Sprint(got) == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("removals %v, want %s", got, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	run := func(svc *processor.Service) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- svc.RunRemovals(ctx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("RunRemovals = %v at its stop, want nil", err)
+			}
+		}
+	}
+
+	stop := run(f.svc)
+	f.deliver(t, f.task("/a", "/b"))
+	f.deliver(t, f.task("/a")) // /b due
+	waitRemovals("[https://portal.example/b]")
+	stop()
+	f.deliver(t, f.task()) // /a due, and this processor stops before recording it
+	next, err := processor.New(cfg, f.st, nil, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run(next)()
+	waitRemovals("[https://portal.example/a https://portal.example/b]")
 }

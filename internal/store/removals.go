@@ -195,15 +195,16 @@ func (s *Store) RecordRemovals(ctx context.Context, ids []int64) ([]watch.Remova
 	return removals, nil
 }
 
-// PagesWithDueRemovals returns up to limit ids above after, ascending, of
-// pages with due absences not yet recorded: those whose check's processor
-// stopped before it called RecordRemovals. It reads every page's row
-// (there is no index on due_keys, which would cost every check its HOT
-// update), so the processor calls it at its start and once per retention
-// round, not per check.
-func (s *Store) PagesWithDueRemovals(ctx context.Context, after int64, limit int) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT id FROM pages WHERE id > $1 AND due_keys IS NOT NULL ORDER BY id LIMIT $2`, after, limit)
+// PagesWithDueRemovals returns up to limit pages with due absences not yet
+// recorded: those whose check's processor stopped before it called
+// RecordRemovals. The page's next check reports them too (RemovalsDue), so
+// this is for pages whose next check is far off, or paused. It reads every
+// page's row, in one pass in table order: an index on due_keys would cost
+// every check that makes a removal due its HOT update, and a scan in id
+// order would read the table in random order. So the processor calls it at
+// its start and once an hour, not per check.
+func (s *Store) PagesWithDueRemovals(ctx context.Context, limit int) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM pages WHERE due_keys IS NOT NULL LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("find pages with due removals: %w", err)
 	}

@@ -580,12 +580,12 @@ func TestDueRemovalsAreRecordedOnce(t *testing.T) {
 			}
 		}
 	}
-	due, err := st.PagesWithDueRemovals(ctx, 0, 100)
-	if err != nil || fmt.Sprint(due) != fmt.Sprint(ids) {
+	due, err := st.PagesWithDueRemovals(ctx, 100)
+	if slices.Sort(due); err != nil || fmt.Sprint(due) != fmt.Sprint(ids) {
 		t.Fatalf("PagesWithDueRemovals = %v, %v; want every page, %v", due, err, ids)
 	}
-	if later, err := st.PagesWithDueRemovals(ctx, ids[9], 5); err != nil || fmt.Sprint(later) != fmt.Sprint(ids[10:15]) {
-		t.Fatalf("PagesWithDueRemovals after %d, 5 = %v, %v; want %v", ids[9], later, err, ids[10:15])
+	if some, err := st.PagesWithDueRemovals(ctx, 5); err != nil || len(some) != 5 {
+		t.Fatalf("PagesWithDueRemovals(5) = %v, %v; want 5 pages", some, err)
 	}
 	reversed := slices.Clone(ids)
 	slices.Reverse(reversed)
@@ -612,7 +612,7 @@ func TestDueRemovalsAreRecordedOnce(t *testing.T) {
 		t.Fatalf("%d removals recorded by four processors at once, %d distinct; want one for each of %d pages",
 			len(removed), len(slices.Compact(slices.Sorted(slices.Values(removed)))), len(ids))
 	}
-	if due, err := st.PagesWithDueRemovals(ctx, 0, 100); err != nil || len(due) != 0 {
+	if due, err := st.PagesWithDueRemovals(ctx, 100); err != nil || len(due) != 0 {
 		t.Fatalf("pages with due removals after recording them: %v, %v", due, err)
 	}
 }
