@@ -1,25 +1,33 @@
 package processor_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/portalwatch/portalwatch/internal/corpus"
+	"github.com/portalwatch/portalwatch/internal/domwalk"
+	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/processor"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // BenchmarkRemovalTracking is the price of removals: the processor's
 // per-task path on real pages (at least 100 links), with removals off and
-// on (K = 2) side by side, on two kinds of front page. On "rotating" pages
-// each check shows 3 new stories and loses the 3 that came 10 checks
+// on (K = 2) side by side, on three kinds of front page. On "rotating"
+// pages each check shows 3 new stories and loses the 3 that came 10 checks
 // before, as make bench's farm does: removals-on holds the 3 links that
 // left as pending and, once they have been absent for two checks, records
 // them. On "growing" pages each check adds 3 stories and none leaves: what
-// following costs a check that records no removal.
+// following costs a check that records no removal. "history" pages replay
+// the real homepage histories of ../shared/corpus/history, forth and back,
+// each page from another version: dozens of links come and go at a check.
 //
 // One op checks the same page once on each of two processors, one with
 // removals off and one with them on, each on a database of its own, so
@@ -30,16 +38,30 @@ import (
 // removals included; ns/op is both checks. Each page is checked once a
 // round.
 func BenchmarkRemovalTracking(b *testing.B) {
-	corpus := corpusLinks(b, 100, 30)
-	if len(corpus) == 0 {
+	pages := corpusLinks(b, 100, 30)
+	if len(pages) == 0 {
 		b.Skip("no corpus page with 100 links")
 	}
-	for _, page := range []struct {
+	histories := historyLinks(b)
+	for _, kind := range []struct {
 		name string
-		keep int // stories a page shows: the newest ones
-	}{{"rotating", 30}, {"growing", 1 << 30}} {
-		b.Run(page.name, func(b *testing.B) {
-			arms := []*removalArm{newRemovalArm(b, corpus, 0), newRemovalArm(b, corpus, 2)}
+		// links is page i's links at round r.
+		links func(i, r int) []watch.Link
+	}{
+		{"rotating", func(i, r int) []watch.Link { return withStories(pages[i], r, 30) }},
+		{"growing", func(i, r int) []watch.Link { return withStories(pages[i], r, 1<<30) }},
+		{"history", func(i, r int) []watch.Link {
+			versions := histories[i%len(histories)]
+			v := (i + r) % (2*len(versions) - 2) // forth and back
+			return versions[min(v, 2*len(versions)-2-v)]
+		}},
+	} {
+		b.Run(kind.name, func(b *testing.B) {
+			first := make([][]watch.Link, len(pages))
+			for i := range first {
+				first[i] = kind.links(i, 0)
+			}
+			arms := []*removalArm{newRemovalArm(b, first, 0), newRemovalArm(b, first, 2)}
 			round := 0
 			at := time.Now().Add(-time.Hour)
 			b.ReportAllocs()
@@ -47,10 +69,10 @@ func BenchmarkRemovalTracking(b *testing.B) {
 				a.pgBefore = pgCPU(b, a.probe)
 			}
 			for b.Loop() {
-				i := round % len(corpus)
+				i := round % len(pages)
 				at = at.Add(time.Millisecond)
 				for _, a := range arms {
-					a.check(b, i, round, at, withStories(corpus[i], round/len(corpus)+1, page.keep))
+					a.check(b, i, round, at, kind.links(i, round/len(pages)+1))
 				}
 				round++
 			}
@@ -66,6 +88,34 @@ func BenchmarkRemovalTracking(b *testing.B) {
 	}
 }
 
+// historyLinks is the links of every version of each homepage history of
+// the corpus, as a crawler would send them.
+func historyLinks(b *testing.B) [][][]watch.Link {
+	dirs, err := os.ReadDir(filepath.Join(corpus.Dir(), "history"))
+	if err != nil {
+		corpus.History(b, "") // skips, or fails with CI=true
+	}
+	var out [][][]watch.Link
+	for _, d := range dirs {
+		var versions [][]watch.Link
+		for _, snap := range corpus.History(b, d.Name()) {
+			html, _ := fetch.DecodeHTML(snap.Body, snap.ContentType)
+			links, _, err := domwalk.Parse(bytes.NewReader(html), snap.URL, domwalk.Limits{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			versions = append(versions, links)
+		}
+		if len(versions) > 1 {
+			out = append(out, versions)
+		}
+	}
+	if len(out) == 0 {
+		b.Skip("no homepage history of two versions in the corpus")
+	}
+	return out
+}
+
 // removalArm is one processor of BenchmarkRemovalTracking, on its own
 // database, with the corpus' baselines recorded.
 type removalArm struct {
@@ -79,10 +129,10 @@ type removalArm struct {
 	claimCPU, flushCPU time.Duration
 }
 
-func newRemovalArm(b *testing.B, corpus [][]watch.Link, k int) *removalArm {
-	bp := newBenchProcessorWith(b, "", len(corpus), processor.Config{RemovalChecks: k})
+func newRemovalArm(b *testing.B, first [][]watch.Link, k int) *removalArm {
+	bp := newBenchProcessorWith(b, "", len(first), processor.Config{RemovalChecks: k})
 	at := time.Now().Add(-2 * time.Hour)
-	for i, links := range corpus {
+	for i, links := range first {
 		bp.handle(b, bp.pages[i], links, at)
 	}
 	return &removalArm{bp: bp, probe: probePool(b, bp.dsn), k: k}

@@ -156,10 +156,18 @@ func (s *Store) recordLinks(ctx context.Context, c watch.Check, links []watch.Ne
 	return rec, err
 }
 
-// sendFollowing sends recordLinks' statement for a whole check with the
-// link set keys, writing the following state computed from f.
+// sendFollowing records a whole check with the link set keys, writing the
+// following state computed from f: with recordLinks' statement, or, without
+// a candidate link, with recordSuccess' status update, as a check with
+// removals off would be.
 func sendFollowing(ctx context.Context, q querier, c watch.Check, links []watch.NewLink, f watch.Followed, keys watch.Keys) (watch.Recorded, error) {
-	t, args := writingFollow(f, nextFollow(f, keys, c.Removals.Checks), 22)
+	w := nextFollow(f, keys, c.Removals.Checks)
+	if len(links) == 0 {
+		set, args := followSet(newer, stateMoved(11), f, w, 11)
+		sql, all := recordSuccessStatement(c, set, args)
+		return scanRecordedSuccess(q.QueryRow(ctx, sql, all...), c)
+	}
+	t, args := writingFollow(f, w, 22)
 	return sendRecordLinks(ctx, q, c, links, t, args)
 }
 
@@ -279,24 +287,27 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 // links or a link set to compare, and reports whether this check set the
 // page's baseline and whether the page has removals due.
 func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorded, error) {
-	sql, args := recordSuccessStatement(c)
+	sql, args := recordSuccessStatement(c, aging(`($11 = 0 OR (rebaseline AND $8))`,
+		`($11 > 0 AND follow_base IS NOT NULL AND `+newer+`)`, `$11`, `(ok_checks + 1)`, ""), []any{max(c.Removals.Checks, 0)})
 	return scanRecordedSuccess(q.QueryRow(ctx, sql, args...), c)
 }
 
-// recordSuccessStatement returns recordSuccess' statement and its arguments:
-// $11 is the removal count K, 0 with removals off, which stops following the
-// page, as does a re-baseline (the next check with the whole set starts
-// afresh). A check that counts ages the pending absences: their checks are
-// counted by ok_checks.
-func recordSuccessStatement(c watch.Check) (string, []any) {
+// recordSuccessStatement returns the status update of a successful check
+// without candidate links and its arguments, with the SET entries follow
+// that follow removals and their parameters (from $11). recordSuccess
+// passes the removal count K as $11 (0 with removals off): it ages the
+// pending absences, whose checks ok_checks counts, and stops following the
+// page when removals are off or it is re-baselined. A whole check without
+// candidates writes the state computed for it (sendFollowing), as one with
+// candidates does in recordLinks' statement.
+func recordSuccessStatement(c watch.Check, follow string, followArgs []any) (string, []any) {
 	return `
 		UPDATE pages SET ` + successSet("false", "$10") + `,
-			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,` +
-			aging(`($11 = 0 OR (rebaseline AND $8))`, `($11 > 0 AND follow_base IS NOT NULL AND `+newer+`)`, `$11`, `(ok_checks + 1)`, "") + `
+			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,` + follow + `
 		WHERE id = $1
-		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `, due_keys IS NOT NULL`, []any{
+		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `, due_keys IS NOT NULL`, append([]any{
 			c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-			c.RefreshEvery.Milliseconds(), c.Title, max(c.Removals.Checks, 0)}
+			c.RefreshEvery.Milliseconds(), c.Title}, followArgs...)
 }
 
 // scanRecordedSuccess reads the result of recordSuccess' statement.

@@ -59,34 +59,47 @@ var notFollowing = trackingSQL{set: `
 // writingFollow is the part of a whole check whose following state w was
 // computed from f, the state its job carried (or its row had, under its
 // lock), with its parameters numbered from p: f's check count and whether
-// it started afresh (p, p+1),
-// then w's added, gone, pending, since and due (p+2 … p+6), and w's base
-// when it writes one (p+7). The page CTE tells whether the locked row's
-// state is still the job's (the check count moves with every check that
-// changes it).
+// it started afresh (p, p+1), then w's added, gone, pending, since and due
+// (p+2 … p+6), and w's base when it writes one (p+7). The page CTE tells
+// whether the locked row's state is still the job's (the check count moves
+// with every check that changes it).
 func writingFollow(f watch.Followed, w followWrite, p int) (trackingSQL, []any) {
-	n := func(i int) string { return fmt.Sprintf("$%d", p+i) }
-	t := trackingSQL{
+	set, args := followSet(`page.newer_check`, `page.state_moved`, f, w, p)
+	return trackingSQL{
 		columns: `,
 				` + newer + ` AS newer_check,
-				NOT (ok_checks = ` + n(0) + `::bigint AND ` + startsAfresh + ` = ` + n(1) + `::boolean) AS state_moved`,
-		set: `
-				follow_added  = CASE WHEN NOT page.newer_check THEN follow_added
-				                     WHEN page.state_moved THEN follow_state_changed()
+				` + stateMoved(p) + ` AS state_moved`,
+		set: set,
+	}, args
+}
+
+// stateMoved is true when the page row's following state is not the one
+// whose check count and start afresh are the parameters p and p+1.
+func stateMoved(p int) string {
+	return fmt.Sprintf(`NOT (ok_checks = $%d::bigint AND `+startsAfresh+` = $%d::boolean)`, p, p+1)
+}
+
+// followSet is writingFollow's SET entries and their parameters, for SQL
+// conditions: newer, the check is after the page's last; moved, the page's
+// state is not f.
+func followSet(newer, moved string, f watch.Followed, w followWrite, p int) (string, []any) {
+	n := func(i int) string { return fmt.Sprintf("$%d", p+i) }
+	set := `
+				follow_added  = CASE WHEN NOT ` + newer + ` THEN follow_added
+				                     WHEN ` + moved + ` THEN follow_state_changed()
 				                     ELSE ` + n(2) + `::bigint[] END,
-				follow_gone   = CASE WHEN page.newer_check THEN ` + n(3) + `::bigint[] ELSE follow_gone END,
-				pending_keys  = CASE WHEN page.newer_check THEN ` + n(4) + `::bigint[] ELSE pending_keys END,
-				pending_since = CASE WHEN page.newer_check THEN ` + n(5) + `::bigint[] ELSE pending_since END,
-				due_keys      = CASE WHEN page.newer_check AND cardinality(` + n(6) + `::bigint[]) > 0
-				                     THEN coalesce(due_keys, '{}') || ` + n(6) + `::bigint[] ELSE due_keys END`,
-	}
+				follow_gone   = CASE WHEN ` + newer + ` THEN ` + n(3) + `::bigint[] ELSE follow_gone END,
+				pending_keys  = CASE WHEN ` + newer + ` THEN ` + n(4) + `::bigint[] ELSE pending_keys END,
+				pending_since = CASE WHEN ` + newer + ` THEN ` + n(5) + `::bigint[] ELSE pending_since END,
+				due_keys      = CASE WHEN ` + newer + ` AND cardinality(` + n(6) + `::bigint[]) > 0
+				                     THEN coalesce(due_keys, '{}') || ` + n(6) + `::bigint[] ELSE due_keys END`
 	args := []any{f.Checks, f.Afresh, w.added, w.gone, w.pending, w.since, w.due}
 	if w.base != nil {
-		t.set += `,
-				follow_base   = CASE WHEN page.newer_check THEN ` + n(7) + `::bigint[] ELSE follow_base END`
+		set += `,
+				follow_base   = CASE WHEN ` + newer + ` THEN ` + n(7) + `::bigint[] ELSE follow_base END`
 		args = append(args, w.base)
 	}
-	return t, args
+	return set, args
 }
 
 // aging is the SET entries of a check that counts without the whole link
