@@ -24,8 +24,9 @@
 --                (store.RecordRemovals), which empties the array, so each is
 --                recorded once.
 --
--- NULL follow_base is a page not followed (removals off, never checked, or
--- being re-baselined). pending_keys and pending_since are kept as they are.
+-- NULL follow_base is a page not followed (removals off, never checked
+-- with the whole link set, or re-baselined by a check without it).
+-- pending_keys and pending_since are kept as they are.
 ALTER TABLE pages
     ADD COLUMN follow_base bigint[],
     ADD COLUMN follow_added bigint[],

@@ -100,9 +100,13 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			return fmt.Errorf("consumer: %w", err)
 		}
 		health.Set("rabbitmq", consumer.Health)
+		// RunRemovals stops with the consumer, also when the consumer
+		// fails on its own (a bad broker URL), not only at a signal.
+		removalsCtx, stopRemovals := context.WithCancel(ctx)
 		var removals sync.WaitGroup
-		removals.Go(func() { _ = svc.RunRemovals(ctx) })
+		removals.Go(func() { _ = svc.RunRemovals(removalsCtx) })
 		err = consumer.Run(ctx)
+		stopRemovals()
 		removals.Wait()
 		// The tasks the consumer drained at the stop may have made removals
 		// due since the last round. Left unrecorded, they would wait in

@@ -80,7 +80,7 @@ func successSet(cut, title string) string {
 	title                = CASE WHEN ` + fresh + ` AND ` + title + ` <> '' THEN ` + title + ` ELSE title END,
 	lease_until          = NULL,
 	baseline_at          = coalesce(baseline_at, now()),
-	rebaseline           = rebaseline AND NOT $8,
+	rebaseline           = rebaseline AND NOT ($8 AND ` + newer + `),
 	ok_checks            = ok_checks + CASE WHEN last_checked_at IS NULL OR last_checked_at < $2 THEN 1 ELSE 0 END,
 	last_checked_at      = CASE WHEN ` + fresh + ` THEN $2 ELSE last_checked_at END,
 	last_status          = CASE WHEN ` + fresh + ` THEN $3 ELSE last_status END,
@@ -287,7 +287,7 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 // links or a link set to compare, and reports whether this check set the
 // page's baseline and whether the page has removals due.
 func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorded, error) {
-	sql, args := recordSuccessStatement(c, aging(`($11 = 0 OR (rebaseline AND $8))`,
+	sql, args := recordSuccessStatement(c, aging(`($11 = 0 OR (rebaseline AND $8 AND `+newer+`))`,
 		`($11 > 0 AND follow_base IS NOT NULL AND `+newer+`)`, `$11`, `(ok_checks + 1)`, ""), []any{max(c.Removals.Checks, 0)})
 	return scanRecordedSuccess(q.QueryRow(ctx, sql, args...), c)
 }

@@ -106,23 +106,33 @@ func followSet(newer, moved string, f watch.Followed, w followWrite, p int) (str
 // set, for SQL conditions and expressions: where stop holds, the page stops
 // being followed; where ages holds, its absences age to check number c,
 // those pending since k checks become due, and the keys of the SQL array
-// added join the followed set (empty: none).
+// added join the followed set (empty: none). A page only ever checked
+// truncated would grow its delta with each check's new links, so past
+// maxFollowDelta keys the whole followed set becomes the base.
 func aging(stop, ages, k, c, added string) string {
 	due := `p.s <= ` + c + ` - ` + k + ` + 1`
 	pendingAt := func(col, where string) string {
 		return `ARRAY(SELECT p.` + col + ` FROM unnest(pending_keys, pending_since) AS p(k, s) WHERE ` + where + ` ORDER BY p.k)`
 	}
-	addedSet := `follow_added`
+	base, added2, gone := `follow_base`, `follow_added`, `follow_gone`
 	if added != "" {
-		addedSet = `follow_added || ` + added
+		fold := `(coalesce(cardinality(follow_added), 0) + coalesce(cardinality(follow_gone), 0) + cardinality(` + added + `) > ` +
+			fmt.Sprint(maxFollowDelta) + `)`
+		base = `CASE WHEN ` + ages + ` AND ` + fold + ` THEN ARRAY(
+					SELECT s.k FROM (SELECT unnest(follow_base) EXCEPT SELECT unnest(follow_gone)
+					                 UNION SELECT unnest(follow_added) UNION SELECT unnest(` + added + `)) AS s(k) ORDER BY 1)
+				                     ELSE follow_base END`
+		added2 = `CASE WHEN ` + fold + ` THEN '{}' ELSE follow_added || ` + added + ` END`
+		gone = `CASE WHEN ` + ages + ` AND ` + fold + ` THEN '{}' ELSE follow_gone END`
 	}
 	return `
-				follow_base   = CASE WHEN ` + stop + ` THEN NULL ELSE follow_base END,
-				follow_added  = CASE WHEN ` + stop + ` THEN NULL WHEN ` + ages + ` THEN ` + addedSet + ` ELSE follow_added END,
-				follow_gone   = CASE WHEN ` + stop + ` THEN NULL ELSE follow_gone END,
+				follow_base   = CASE WHEN ` + stop + ` THEN NULL ELSE ` + base + ` END,
+				follow_added  = CASE WHEN ` + stop + ` THEN NULL WHEN ` + ages + ` THEN ` + added2 + ` ELSE follow_added END,
+				follow_gone   = CASE WHEN ` + stop + ` THEN NULL ELSE ` + gone + ` END,
 				pending_keys  = CASE WHEN ` + stop + ` THEN NULL WHEN ` + ages + ` THEN ` + pendingAt("k", "NOT ("+due+")") + ` ELSE pending_keys END,
 				pending_since = CASE WHEN ` + stop + ` THEN NULL WHEN ` + ages + ` THEN ` + pendingAt("s", "NOT ("+due+")") + ` ELSE pending_since END,
-				due_keys      = CASE WHEN ` + ages + ` AND EXISTS (SELECT 1 FROM unnest(pending_keys, pending_since) AS p(k, s) WHERE ` + due + `)
+				due_keys      = CASE WHEN ` + stop + ` THEN due_keys
+				                     WHEN ` + ages + ` AND EXISTS (SELECT 1 FROM unnest(pending_keys, pending_since) AS p(k, s) WHERE ` + due + `)
 				                     THEN coalesce(due_keys, '{}') || ` + pendingAt("k", due) + ` ELSE due_keys END`
 }
 
@@ -212,10 +222,10 @@ func (s *Store) RecordRemovals(ctx context.Context, ids []int64) ([]watch.Remova
 // recorded: those whose check's processor stopped before it called
 // RecordRemovals. The page's next check reports them too (RemovalsDue), so
 // this is for pages whose next check is far off, or paused. It reads every
-// page's row, in one pass in table order: an index on due_keys would cost
-// every check that makes a removal due its HOT update, and a scan in id
-// order would read the table in random order. So the processor calls it at
-// its start and once an hour, not per check.
+// page's row in table order until it has found limit: an index on
+// due_keys would cost every check that makes a removal due its HOT update,
+// and a scan in id order would read the table in random order. So the
+// processor calls it at its start and once an hour, not per check.
 func (s *Store) PagesWithDueRemovals(ctx context.Context, limit int) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id FROM pages WHERE due_keys IS NOT NULL LIMIT $1`, limit)
 	if err != nil {

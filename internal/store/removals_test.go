@@ -649,3 +649,76 @@ func TestLinkSeenOnlyByATruncatedCheckIsRemoved(t *testing.T) {
 		t.Fatalf("the link only a truncated check saw, absent twice since: removed %s, want %s", got, want)
 	}
 }
+
+// A redelivered check (fetched no later than the page's last) that arrives
+// after the page's options changed leaves the re-baseline to the next
+// check: the links the new options leave out are never reported removed.
+func TestRedeliveredCheckKeepsTheRebaseline(t *testing.T) {
+	t.Parallel()
+	p := newStoryPage(t, "redelivered")
+	p.show(1, 2, 3)
+	p.scheduled()
+	last := p.at
+	within := []string{"#latest"}
+	if _, err := p.st.EditPage(context.Background(), p.page.ID, watch.PageEdit{Within: &within}); err != nil {
+		t.Fatal(err)
+	}
+	p.at = last.Add(-time.Second) // the redelivery of the check before the last
+	p.scheduled()
+	p.at = last
+	p.hide(1) // left out by the new options
+	for range 3 {
+		if got := p.scheduled(); got != "[]" {
+			t.Fatalf("story 1, left out by the options change, was removed: %s", got)
+		}
+	}
+}
+
+// A page whose checks are always truncated (over the crawler's link cap)
+// adds each check's new links to its followed set; past maxFollowDelta keys
+// they become the base, so the page's row and jobs stay small, and a link
+// that leaves afterwards is still removed by the next whole checks.
+func TestAlwaysTruncatedPageFoldsItsAdditions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := openStore(t)
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://capped.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Hour)
+	record := func(candidates []watch.NewLink, keys []uint64) {
+		t.Helper()
+		at = at.Add(time.Second)
+		if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true, Truncated: 1,
+			Removals: watch.Removals{Checks: 2, Keys: keys}}, candidates); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := links("https://capped.example/first")
+	record(first, keysOf(first)) // the whole set once: followed from here
+	var all []watch.NewLink
+	for i := range 40 {
+		story := links(fmt.Sprintf("https://capped.example/story/%d", i), fmt.Sprintf("https://capped.example/story/%d/photo", i))
+		all = append(all, story...)
+		record(story, nil)
+	}
+	var base, delta int
+	if err := pool.QueryRow(ctx, `SELECT cardinality(follow_base), coalesce(cardinality(follow_added), 0) + coalesce(cardinality(follow_gone), 0)
+		FROM pages WHERE id = $1`, page.ID).Scan(&base, &delta); err != nil {
+		t.Fatal(err)
+	}
+	if base+delta != 81 || delta > 64 {
+		t.Fatalf("after 80 links added by truncated checks: base %d, delta %d keys; want 81 followed, at most 64 in the delta", base, delta)
+	}
+	for range 2 { // whole checks without first
+		at = at.Add(time.Second)
+		if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
+			Removals: watch.Removals{Checks: 2, Keys: keysOf(all)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := recordRemovals(t, st, page.ID); got != "[https://capped.example/first]" {
+		t.Fatalf("after two whole checks without it: removed %s, want first", got)
+	}
+}
