@@ -722,3 +722,96 @@ func TestAlwaysTruncatedPageFoldsItsAdditions(t *testing.T) {
 		t.Fatalf("after two whole checks without it: removed %s, want first", got)
 	}
 }
+
+// TestRemovalsGoWithTheirPage deletes pages while their due removals are
+// being recorded, in both orders, with nothing between removals and pages
+// but 00013's trigger: a removal recorded before its page's delete goes
+// with the page, and a page deleted first gets none. Each race is forced
+// by a transaction that holds the page's row while the recording and the
+// delete queue behind it, one after the other.
+func TestRemovalsGoWithTheirPage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := openStore(t)
+	at := time.Now().Add(-time.Hour)
+	duePage := func(name string) int64 {
+		page, err := st.AddPage(ctx, store.NewPage{URL: "https://" + name + ".example/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ab := links(page.BaseURL+"a", page.BaseURL+"b")
+		for j, ls := range [][]watch.NewLink{ab, ab[:1], ab[:1]} {
+			if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at.Add(time.Duration(j) * time.Second),
+				Status: 200, FullSet: true, Removals: watch.Removals{Checks: 2, Keys: keysOf(ls)}}, ls); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return page.ID
+	}
+	// waiting waits until n statements of this test's database wait for a
+	// lock.
+	waiting := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			var got int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d statements wait for a lock after 10 s; want %d", got, n)
+			}
+		}
+	}
+	for _, recordFirst := range []bool{true, false} {
+		id := duePage(fmt.Sprintf("race-%v", recordFirst))
+		hold, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hold.Exec(ctx, `SELECT 1 FROM pages WHERE id = $1 FOR UPDATE`, id); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			wg       sync.WaitGroup
+			recorded []watch.Removal
+		)
+		record := func() {
+			wg.Go(func() {
+				var err error
+				if recorded, err = st.RecordRemovals(ctx, []int64{id}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		remove := func() {
+			wg.Go(func() {
+				if err := st.RemovePage(ctx, id); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		first, second := record, remove
+		if !recordFirst {
+			first, second = remove, record
+		}
+		first()
+		waiting(1)
+		second()
+		waiting(2)
+		if err := hold.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if want := map[bool]int{true: 1, false: 0}[recordFirst]; len(recorded) != want {
+			t.Fatalf("recording first %v: %d removals recorded, want %d", recordFirst, len(recorded), want)
+		}
+		var left int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM removals WHERE page_id = $1`, id).Scan(&left); err != nil || left != 0 {
+			t.Fatalf("recording first %v: %d removals of the deleted page left, %v; want none", recordFirst, left, err)
+		}
+	}
+}
