@@ -190,6 +190,10 @@ func isStateMoved(err error) bool {
 // rows are locked in id order, so two of them never deadlock. A due key
 // whose link was pruned meanwhile (links' retention is days, a removal is
 // due after K checks) has no URL to record and is dropped with the rest.
+// The pages are emptied by their ids, an index scan, where a join to due
+// would be planned as a hash join over the whole table. Reading due (its
+// InitPlan) first matters too: an UPDATE that ran before due's lock would
+// leave due's rows invisible to it, and their removals unrecorded.
 // Each link is looked up on its own (LATERAL), so that PostgreSQL prunes
 // links' partitions for each of them as it runs; a join would scan every
 // partition, since no parameter names the pages.
@@ -201,7 +205,7 @@ func (s *Store) RecordRemovals(ctx context.Context, ids []int64) ([]watch.Remova
 		WITH due AS (
 			SELECT id, due_keys FROM pages WHERE id = ANY ($1::bigint[]) AND due_keys IS NOT NULL ORDER BY id FOR UPDATE
 		), taken AS (
-			UPDATE pages SET due_keys = NULL FROM due WHERE pages.id = due.id
+			UPDATE pages SET due_keys = NULL WHERE id = ANY (ARRAY(SELECT id FROM due))
 		)
 		INSERT INTO removals (page_id, link_key, url, text)
 		SELECT due.id, l.link_key, l.url, l.text
