@@ -156,21 +156,31 @@ func TestNegativeControlAckBeforeConfirm(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	conn, err := amqp.Dial(w.mq.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var deliveries <-chan amqp.Delivery
-	// Until the scheduler has declared the queue, consuming it fails.
+	var (
+		conn       *amqp.Connection
+		deliveries <-chan amqp.Delivery
+	)
+	// Until the scheduler has declared the queue, consuming it fails, and
+	// the broker closes the channel. Each try dials a connection of its own:
+	// a channel opened on the connection of a failed try has found it
+	// closed (Exception 504, seen in CI).
 	testsvc.Eventually(t, 30*time.Second, "the job queue to consume", func() (bool, error) {
-		ch, err := conn.Channel()
+		c, err := amqp.Dial(w.mq.URL())
 		if err != nil {
 			return false, err
 		}
-		deliveries, err = ch.Consume(w.sys.JobQueue, "", true, false, false, false, nil) // WRONG: acked on arrival
-		return err == nil, nil
+		ch, err := c.Channel()
+		if err == nil {
+			deliveries, err = ch.Consume(w.sys.JobQueue, "", true, false, false, false, nil) // WRONG: acked on arrival
+		}
+		if err != nil {
+			c.Close()
+			return false, nil
+		}
+		conn = c
+		return true, nil
 	})
+	defer conn.Close()
 	var dropped atomic.Int64
 	go func() {
 		for d := range deliveries {
