@@ -60,7 +60,7 @@ type Config struct {
 	// absent to be recorded as removed; 0 records no removals.
 	RemovalChecks int
 	// RemovalsEvery is how often RunRemovals records the removals that
-	// checks made due, for all their pages at once. Default 250ms.
+	// checks made due, for all their pages at once. Default 1s.
 	RemovalsEvery time.Duration
 	// RemovalSweep is how often RunRemovals looks for due removals that no
 	// processor recorded, which reads every page's row. Default 1h.
@@ -87,10 +87,12 @@ const (
 	// more than half of its links, and at least 20, are new.
 	DefaultBurstShare = 0.5
 	DefaultBurstMin   = 20
-	// DefaultRemovalsEvery batches a quarter second of checks' removals
-	// into one statement: recording them one check at a time cost a check
-	// whose links rotate a fifth again (BENCHMARKS.md).
-	DefaultRemovalsEvery = 250 * time.Millisecond
+	// DefaultRemovalsEvery batches a second of checks' removals into one
+	// statement: recording them one check at a time cost a check whose
+	// links rotate a fifth again, and each statement costs 0.2-0.3 ms
+	// before its first page (BENCHMARKS.md). A removal is due only K
+	// checks after its link left, so a second more does not matter.
+	DefaultRemovalsEvery = time.Second
 	// DefaultRemovalSweep is rare: the next check of a page finds what a
 	// stopped processor left, and the sweep reads the whole pages table.
 	DefaultRemovalSweep = time.Hour

@@ -463,8 +463,8 @@ func (v RemovalVerdict) String() string {
 }
 
 // RemovalsSettle bounds how long CheckRemovals waits for the removals that
-// the last checks made due: a processor records them within a quarter
-// second (processor.DefaultRemovalsEvery), or, had it stopped, another one's
+// the last checks made due: a processor records them within a second
+// (processor.DefaultRemovalsEvery), or, had it stopped, another one's
 // sweep or the page's next check does.
 const RemovalsSettle = 15 * time.Second
 
