@@ -114,7 +114,7 @@ func aging(stop, ages, k, c, added string) string {
 	pendingAt := func(col, where string) string {
 		return `ARRAY(SELECT p.` + col + ` FROM unnest(pending_keys, pending_since) AS p(k, s) WHERE ` + where + ` ORDER BY p.k)`
 	}
-	base, added2, gone := `follow_base`, `follow_added`, `follow_gone`
+	base, addedSet, gone := `follow_base`, `follow_added`, `follow_gone`
 	if added != "" {
 		fold := `(coalesce(cardinality(follow_added), 0) + coalesce(cardinality(follow_gone), 0) + cardinality(` + added + `) > ` +
 			fmt.Sprint(maxFollowDelta) + `)`
@@ -122,12 +122,12 @@ func aging(stop, ages, k, c, added string) string {
 					SELECT s.k FROM (SELECT unnest(follow_base) EXCEPT SELECT unnest(follow_gone)
 					                 UNION SELECT unnest(follow_added) UNION SELECT unnest(` + added + `)) AS s(k) ORDER BY 1)
 				                     ELSE follow_base END`
-		added2 = `CASE WHEN ` + fold + ` THEN '{}' ELSE follow_added || ` + added + ` END`
+		addedSet = `CASE WHEN ` + fold + ` THEN '{}' ELSE follow_added || ` + added + ` END`
 		gone = `CASE WHEN ` + ages + ` AND ` + fold + ` THEN '{}' ELSE follow_gone END`
 	}
 	return `
 				follow_base   = CASE WHEN ` + stop + ` THEN NULL ELSE ` + base + ` END,
-				follow_added  = CASE WHEN ` + stop + ` THEN NULL WHEN ` + ages + ` THEN ` + added2 + ` ELSE follow_added END,
+				follow_added  = CASE WHEN ` + stop + ` THEN NULL WHEN ` + ages + ` THEN ` + addedSet + ` ELSE follow_added END,
 				follow_gone   = CASE WHEN ` + stop + ` THEN NULL ELSE ` + gone + ` END,
 				pending_keys  = CASE WHEN ` + stop + ` THEN NULL WHEN ` + ages + ` THEN ` + pendingAt("k", "NOT ("+due+")") + ` ELSE pending_keys END,
 				pending_since = CASE WHEN ` + stop + ` THEN NULL WHEN ` + ages + ` THEN ` + pendingAt("s", "NOT ("+due+")") + ` ELSE pending_since END,

@@ -556,6 +556,26 @@ func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
 	}
 }
 
+// pageWithADueRemoval adds the page https://name.example/ and records
+// three whole checks of it from at, with K = 2: links a and b, then a
+// twice, so b's removal is due and not yet recorded.
+func pageWithADueRemoval(t *testing.T, st *store.Store, name string, at time.Time) int64 {
+	t.Helper()
+	ctx := context.Background()
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://" + name + ".example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab := links(page.BaseURL+"a", page.BaseURL+"b")
+	for j, ls := range [][]watch.NewLink{ab, ab[:1], ab[:1]} {
+		if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at.Add(time.Duration(j) * time.Second),
+			Status: 200, FullSet: true, Removals: watch.Removals{Checks: 2, Keys: keysOf(ls)}}, ls); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return page.ID
+}
+
 // Removals made due are recorded exactly once however many processors
 // record them at once, in whatever order they name the pages, and a
 // processor that stopped before it recorded its pages' finds them again
@@ -567,18 +587,7 @@ func TestDueRemovalsAreRecordedOnce(t *testing.T) {
 	at := time.Now().Add(-time.Hour)
 	var ids []int64
 	for i := range 20 {
-		page, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://due-%d.example/", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, page.ID)
-		ab := links(page.BaseURL+"a", page.BaseURL+"b")
-		for j, ls := range [][]watch.NewLink{ab, ab[:1], ab[:1]} {
-			if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at.Add(time.Duration(j) * time.Second),
-				Status: 200, FullSet: true, Removals: watch.Removals{Checks: 2, Keys: keysOf(ls)}}, ls); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ids = append(ids, pageWithADueRemoval(t, st, fmt.Sprintf("due-%d", i), at))
 	}
 	due, err := st.PagesWithDueRemovals(ctx, 100)
 	if slices.Sort(due); err != nil || fmt.Sprint(due) != fmt.Sprint(ids) {
@@ -734,20 +743,6 @@ func TestRemovalsGoWithTheirPage(t *testing.T) {
 	ctx := context.Background()
 	st, pool := openStore(t)
 	at := time.Now().Add(-time.Hour)
-	duePage := func(name string) int64 {
-		page, err := st.AddPage(ctx, store.NewPage{URL: "https://" + name + ".example/"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ab := links(page.BaseURL+"a", page.BaseURL+"b")
-		for j, ls := range [][]watch.NewLink{ab, ab[:1], ab[:1]} {
-			if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at.Add(time.Duration(j) * time.Second),
-				Status: 200, FullSet: true, Removals: watch.Removals{Checks: 2, Keys: keysOf(ls)}}, ls); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return page.ID
-	}
 	// waiting waits until n statements of this test's database wait for a
 	// lock.
 	waiting := func(n int) {
@@ -767,7 +762,7 @@ func TestRemovalsGoWithTheirPage(t *testing.T) {
 		}
 	}
 	for _, recordFirst := range []bool{true, false} {
-		id := duePage(fmt.Sprintf("race-%v", recordFirst))
+		id := pageWithADueRemoval(t, st, fmt.Sprintf("race-%v", recordFirst), at)
 		hold, err := pool.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
