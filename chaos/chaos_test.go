@@ -293,11 +293,18 @@ func (w *world) report(v systest.Verdict, farm *systest.Farm, removals ...systes
 // this many successful checks is recorded as removed.
 const removalChecks = 2
 
+// quietRounds is how many rounds the chaos tests drive after the scripted
+// ones: removalChecks, in which every transient link is gone for good, and
+// one more, whose claims record the removals the last ones made due
+// (store.ClaimDueQuery).
+const quietRounds = removalChecks + 1
+
 // TestChaos runs the farm under faults and demands the exact truth, of
-// updates and of removals: after the scripted rounds it drives removalChecks
+// updates and of removals: after the scripted rounds it drives quietRounds
 // quiet rounds, in which every transient link is gone, so that each has been
-// absent for at least removalChecks successful checks by the end and the
-// removals must be exactly the farm's transient links, each once.
+// absent for at least removalChecks successful checks and recorded by the
+// next claim of its page by the end, and the removals must be exactly the
+// farm's transient links, each once.
 func TestChaos(t *testing.T) {
 	long := os.Getenv("CHAOS_LONG") == "true"
 	pages, rounds := envInt("CHAOS_PAGES", 50), envInt("CHAOS_ROUNDS", 12)
@@ -327,7 +334,7 @@ func TestChaos(t *testing.T) {
 	var injector sync.WaitGroup
 	injector.Go(func() { w.inject(faultCtx, long, seed) })
 
-	err = farm.Drive(ctx, w.sys, ids, rounds+removalChecks, 2*time.Second, 90*time.Second, t.Logf)
+	err = farm.Drive(ctx, w.sys, ids, rounds+quietRounds, 2*time.Second, 90*time.Second, t.Logf)
 	stopFaults()
 	injector.Wait()
 	if err != nil {

@@ -128,7 +128,7 @@ func TestPipelineOnRabbitCluster(t *testing.T) {
 		}
 	})
 
-	err = farm.Drive(ctx, w.sys, ids, pipelineClusterRounds+removalChecks, pipelineClusterMinRound, 60*time.Second, t.Logf)
+	err = farm.Drive(ctx, w.sys, ids, pipelineClusterRounds+quietRounds, pipelineClusterMinRound, 60*time.Second, t.Logf)
 	farmDone := time.Now()
 	stopFaults()
 	faults.Wait()

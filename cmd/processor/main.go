@@ -100,22 +100,16 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			return fmt.Errorf("consumer: %w", err)
 		}
 		health.Set("rabbitmq", consumer.Health)
-		// RunRemovals stops with the consumer, also when the consumer
-		// fails on its own (a bad broker URL), not only at a signal.
-		removalsCtx, stopRemovals := context.WithCancel(ctx)
-		var removals sync.WaitGroup
-		removals.Go(func() { _ = svc.RunRemovals(removalsCtx) })
+		// The sweep stops with the consumer, also when the consumer fails
+		// on its own (a bad broker URL), not only at a signal. Due removals
+		// wait in their pages' rows for the claims of the pages' next
+		// checks, so the stop leaves none behind.
+		sweepCtx, stopSweep := context.WithCancel(ctx)
+		var sweep sync.WaitGroup
+		sweep.Go(func() { _ = svc.RunRemovalSweep(sweepCtx) })
 		err = consumer.Run(ctx)
-		stopRemovals()
-		removals.Wait()
-		// The tasks the consumer drained at the stop may have made removals
-		// due since the last round. Left unrecorded, they would wait in
-		// their pages' rows for the next check or a processor's sweep.
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-		defer cancel()
-		if rerr := svc.RecordRemovals(stopCtx); rerr != nil {
-			log.Warn("due removals not recorded at the stop; the page's next check or a processor's sweep records them", "err", rerr)
-		}
+		stopSweep()
+		sweep.Wait()
 		return err
 	})
 	return g.Wait()

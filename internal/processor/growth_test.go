@@ -96,7 +96,8 @@ func TestRoundDeletesRemovalsPastUpdatesRetention(t *testing.T) {
 	if got := len(f.removals(t)); got != 2 {
 		t.Fatalf("%d removals recorded, want /old and /new", got)
 	}
-	if _, err := f.db.Exec(ctx, `UPDATE removals SET removed_at = now() - interval '30 days' WHERE url LIKE '%/old'`); err != nil {
+	if _, err := f.db.Exec(ctx, `UPDATE removals r SET removed_at = now() - interval '30 days'
+		FROM links l WHERE l.page_id = r.page_id AND l.link_key = r.link_key AND l.url LIKE '%/old'`); err != nil {
 		t.Fatal(err)
 	}
 	pruner, err := processor.NewPruner(processor.RetentionConfig{Updates: 7 * 24 * time.Hour, Batch: 1}, f.st, testsvc.Logger(t))

@@ -24,11 +24,11 @@ type Recorder interface {
 	RecordCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error)
 	DeferCheck(ctx context.Context, pageID int64, decidedAt, until time.Time) error
 	RefreshLinks(ctx context.Context, pageID int64, keys []uint64, digest string) error
-	// RecordRemovals records the due removals of the pages ids; a page
-	// without any is left alone.
-	RecordRemovals(ctx context.Context, ids []int64) ([]watch.Removal, error)
-	// PagesWithDueRemovals lists up to limit pages whose due removals were
-	// never recorded; it reads every page's row.
+	// RecordRemovals records the due removals of the pages ids and returns
+	// how many; a page without any is left alone.
+	RecordRemovals(ctx context.Context, ids []int64) (int64, error)
+	// PagesWithDueRemovals lists up to limit pages with due removals not
+	// yet recorded; it reads every page's row.
 	PagesWithDueRemovals(ctx context.Context, limit int) ([]int64, error)
 }
 
@@ -59,11 +59,9 @@ type Config struct {
 	// RemovalChecks is how many successful checks in a row a link must be
 	// absent to be recorded as removed; 0 records no removals.
 	RemovalChecks int
-	// RemovalsEvery is how often RunRemovals records the removals that
-	// checks made due, for all their pages at once. Default 1s.
-	RemovalsEvery time.Duration
-	// RemovalSweep is how often RunRemovals looks for due removals that no
-	// processor recorded, which reads every page's row. Default 1h.
+	// RemovalSweep is how often RunRemovalSweep records the due removals
+	// that no claim has recorded yet, which reads every page's row.
+	// Default 1h.
 	RemovalSweep time.Duration
 }
 
@@ -87,14 +85,8 @@ const (
 	// more than half of its links, and at least 20, are new.
 	DefaultBurstShare = 0.5
 	DefaultBurstMin   = 20
-	// DefaultRemovalsEvery batches a second of checks' removals into one
-	// statement: recording them one check at a time cost a check whose
-	// links rotate a fifth again, and each statement costs 0.2-0.3 ms
-	// before its first page (BENCHMARKS.md). A removal is due only K
-	// checks after its link left, so a second more does not matter.
-	DefaultRemovalsEvery = time.Second
-	// DefaultRemovalSweep is rare: the next check of a page finds what a
-	// stopped processor left, and the sweep reads the whole pages table.
+	// DefaultRemovalSweep is rare: the claim of a page's next check
+	// records its due removals, and the sweep reads the whole pages table.
 	DefaultRemovalSweep = time.Hour
 )
 
@@ -103,9 +95,6 @@ const (
 func (c Config) WithDefaults() Config {
 	if c.CodeLength == 0 {
 		c.CodeLength = shortlink.DefaultLength
-	}
-	if c.RemovalsEvery == 0 {
-		c.RemovalsEvery = DefaultRemovalsEvery
 	}
 	if c.RemovalSweep == 0 {
 		c.RemovalSweep = DefaultRemovalSweep
@@ -129,8 +118,8 @@ func (c Config) validate() error {
 	if c.LinkRefresh < 0 {
 		errs = append(errs, fmt.Errorf("processor: LinkRefresh is %s: want 0 (never) or more", c.LinkRefresh))
 	}
-	if c.RemovalsEvery < 0 || c.RemovalSweep < 0 {
-		errs = append(errs, fmt.Errorf("processor: RemovalsEvery %s, RemovalSweep %s: want more than 0", c.RemovalsEvery, c.RemovalSweep))
+	if c.RemovalSweep < 0 {
+		errs = append(errs, fmt.Errorf("processor: RemovalSweep is %s: want more than 0", c.RemovalSweep))
 	}
 	return errors.Join(errs...)
 }
@@ -152,7 +141,6 @@ type Service struct {
 	seen    SeenSet
 	log     *slog.Logger
 	metrics metrics
-	due     duePages
 }
 
 type metrics struct {
@@ -195,7 +183,7 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 			Name: "portalwatch_processor_links_cut_total", Help: "New links not recorded because their page reached a cap.",
 		}),
 		removals: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "portalwatch_processor_removals_total", Help: "Links recorded as removed from their page.",
+			Name: "portalwatch_processor_removals_total", Help: "Links recorded as removed by the sweep for pages no claim reached (the scheduler's claims record the rest).",
 		}),
 		recomputed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portalwatch_processor_checks_recomputed_total",
@@ -302,9 +290,6 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		}
 	}
 
-	if rec.RemovalsDue {
-		s.due.add(task.ID)
-	}
 	if rec.Recomputed {
 		s.metrics.recomputed.Inc()
 	}

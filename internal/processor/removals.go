@@ -2,10 +2,6 @@ package processor
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -16,7 +12,8 @@ import (
 // truncated (a link left out over the crawler's limits has not left the
 // page), can find links missing; any successful check ages the absences
 // already pending, and the one at which an absence reaches
-// Config.RemovalChecks makes it due, which RecordRemovals records.
+// Config.RemovalChecks makes it due, which the claim of the page's next
+// check records.
 func (s *Service) removals(task watch.Task, check watch.Check, keys []uint64) watch.Removals {
 	if s.cfg.RemovalChecks <= 0 || task.Failed() {
 		return watch.Removals{}
@@ -28,96 +25,26 @@ func (s *Service) removals(task watch.Task, check watch.Check, keys []uint64) wa
 	return r
 }
 
-// duePages are the pages whose checks this processor recorded with
-// removals due (watch.Recorded.RemovalsDue), waiting for RecordRemovals.
-// Losing them loses nothing: the absences stay due in the pages' rows, and
-// the page's next check or a processor's sweep finds them again.
-type duePages struct {
-	mu  sync.Mutex
-	ids map[int64]struct{}
-}
-
-func (d *duePages) add(ids ...int64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.ids == nil {
-		d.ids = map[int64]struct{}{}
-	}
-	for _, id := range ids {
-		d.ids[id] = struct{}{}
-	}
-}
-
-// take removes and returns up to n of the pages, in id order.
-func (d *duePages) take(n int) []int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ids := make([]int64, 0, min(n, len(d.ids)))
-	for id := range d.ids {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	ids = ids[:min(n, len(ids))]
-	for _, id := range ids {
-		delete(d.ids, id)
-	}
-	return ids
-}
-
-// removalBatch is the most pages RecordRemovals records in one statement.
-const removalBatch = 500
-
-// RecordRemovals records the due removals of every page waiting for it, in
-// statements of up to removalBatch pages. Pages whose statement failed wait
-// for the next call, and the error says so.
-func (s *Service) RecordRemovals(ctx context.Context) error {
-	for {
-		ids := s.due.take(removalBatch)
-		if len(ids) == 0 {
-			return nil
-		}
-		removed, err := s.store.RecordRemovals(ctx, ids)
-		if err != nil {
-			s.due.add(ids...)
-			return fmt.Errorf("record the due removals of %d pages: %w", len(ids), err)
-		}
-		s.metrics.removals.Add(float64(len(removed)))
-		perPage := map[int64]int{}
-		for _, r := range removed {
-			perPage[r.PageID]++
-		}
-		for _, id := range slices.Sorted(maps.Keys(perPage)) {
-			s.log.Info("links removed from the page", "page_id", id, "count", perPage[id])
-		}
-	}
-}
-
-// RunRemovals records due removals every Config.RemovalsEvery until ctx
-// ends, and sweeps for pages whose removals no processor recorded (one
-// stopped between a check and its recording) at its start and every
-// Config.RemovalSweep. It returns nil when ctx ends; call RecordRemovals
-// once more after the last task was handled.
-func (s *Service) RunRemovals(ctx context.Context) error {
-	tick := time.NewTicker(s.cfg.RemovalsEvery)
-	defer tick.Stop()
+// RunRemovalSweep records, at its start and every Config.RemovalSweep
+// until ctx ends, the due removals of pages that no claim reaches soon.
+// The claim of a page's next check records what its last check made due
+// (store.ClaimDueQuery); a paused page, or one whose next check is far off,
+// would keep them until then. It returns nil when ctx ends.
+func (s *Service) RunRemovalSweep(ctx context.Context) error {
 	sweep := time.NewTicker(s.cfg.RemovalSweep)
 	defer sweep.Stop()
-	s.sweepRemovals(ctx)
 	for {
+		s.sweepRemovals(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-sweep.C:
-			s.sweepRemovals(ctx)
-		case <-tick.C:
-		}
-		if err := s.RecordRemovals(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("due removals not recorded; tried again shortly", "err", err)
 		}
 	}
 }
 
-// sweepRemovals queues every page with due removals, and records them.
+// sweepRemovals records the due removals of every page that has some, in
+// passes of sweepBatch pages.
 func (s *Service) sweepRemovals(ctx context.Context) {
 	for ctx.Err() == nil {
 		ids, err := s.store.PagesWithDueRemovals(ctx, sweepBatch)
@@ -127,12 +54,16 @@ func (s *Service) sweepRemovals(ctx context.Context) {
 			}
 			return
 		}
-		s.due.add(ids...)
-		if err := s.RecordRemovals(ctx); err != nil {
+		n, err := s.store.RecordRemovals(ctx, ids)
+		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Warn("due removals not recorded; tried again shortly", "err", err)
+				s.log.Warn("due removals not recorded; the pages' next claims or the next sweep record them", "err", err, "pages", len(ids))
 			}
 			return
+		}
+		s.metrics.removals.Add(float64(n))
+		if n > 0 {
+			s.log.Info("due removals recorded by the sweep", "pages", len(ids), "removals", n)
 		}
 		if len(ids) < sweepBatch {
 			return

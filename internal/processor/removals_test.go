@@ -7,22 +7,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/portalwatch/portalwatch/internal/processor"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // removals records the removals the delivered checks made due, as the
-// processor's RunRemovals would, and returns the URLs of all recorded.
+// claim of the page's next check does in the pipeline, and returns the
+// URLs of all recorded.
 func (f *fixture) removals(t *testing.T) []string {
 	t.Helper()
-	if err := f.svc.RecordRemovals(context.Background()); err != nil {
+	ctx := context.Background()
+	if _, err := f.db.Exec(ctx, `UPDATE pages SET next_check_at = now(), lease_until = NULL WHERE id = $1`, f.page.ID); err != nil {
 		t.Fatal(err)
 	}
-	rs, err := f.st.Removals(context.Background(), store.UpdatesQuery{Limit: 100})
+	if _, err := f.st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour},
+		func(context.Context, []watch.Job) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := f.st.Removals(ctx, store.UpdatesQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +110,11 @@ func TestOptionsChangeRecordsNoRemovals(t *testing.T) {
 	}
 }
 
-// RunRemovals records what its own checks made due within RemovalsEvery,
-// and, at its start, what a processor that stopped before recording left
-// in the pages' rows.
-func TestRunRemovalsRecordsWhatAStoppedProcessorLeft(t *testing.T) {
+// RunRemovalSweep records the due removals that no claim reaches, those of
+// a paused page: at its start, and every RemovalSweep after.
+func TestRemovalSweepRecordsWhatNoClaimReaches(t *testing.T) {
 	t.Parallel()
-	cfg := processor.Config{RemovalChecks: 1, RemovalsEvery: 20 * time.Millisecond}
+	cfg := processor.Config{RemovalChecks: 1, RemovalSweep: 20 * time.Millisecond}
 	f := newFixtureWith(t, "", cfg)
 	waitRemovals := func(want string) {
 		t.Helper()
@@ -136,28 +138,21 @@ func TestRunRemovalsRecordsWhatAStoppedProcessorLeft(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	run := func(svc *processor.Service) (stop func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- svc.RunRemovals(ctx) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("RunRemovals = %v at its stop, want nil", err)
-			}
-		}
-	}
-
-	stop := run(f.svc)
-	f.deliver(t, f.task("/a", "/b"))
-	f.deliver(t, f.task("/a")) // /b due
-	waitRemovals("[https://portal.example/b]")
-	stop()
-	f.deliver(t, f.task()) // /a due, and this processor stops before recording it
-	next, err := processor.New(cfg, f.st, nil, testsvc.Logger(t), prometheus.NewRegistry())
-	if err != nil {
+	if _, err := f.db.Exec(context.Background(), `UPDATE pages SET enabled = false WHERE id = $1`, f.page.ID); err != nil {
 		t.Fatal(err)
 	}
-	defer run(next)()
+	f.deliver(t, f.task("/a", "/b"))
+	f.deliver(t, f.task("/a")) // /b due; the paused page is never claimed
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.svc.RunRemovalSweep(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunRemovalSweep = %v at its stop, want nil", err)
+		}
+	}()
+	waitRemovals("[https://portal.example/b]")
+	f.deliver(t, f.task()) // /a due
 	waitRemovals("[https://portal.example/a https://portal.example/b]")
 }

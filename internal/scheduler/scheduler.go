@@ -19,7 +19,7 @@ import (
 
 // Claimer claims due pages and reschedules them once publish succeeds.
 type Claimer interface {
-	ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error)
+	ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (watch.Claimed, error)
 }
 
 // Publisher publishes messages and returns once the broker confirmed them.
@@ -114,6 +114,7 @@ type Service struct {
 type metrics struct {
 	published prometheus.Counter
 	failures  prometheus.Counter
+	removals  prometheus.Counter
 }
 
 // New returns a scheduler with cfg's defaults applied (Config.WithDefaults).
@@ -131,8 +132,12 @@ func New(cfg Config, st Claimer, pub Publisher, log *slog.Logger, reg prometheus
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portalwatch_scheduler_round_failures_total", Help: "Scheduling rounds that failed and were retried.",
 		}),
+		removals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_scheduler_removals_total",
+			Help: "Links recorded as removed from their page by the claims of the pages' next checks.",
+		}),
 	}
-	reg.MustRegister(m.published, m.failures)
+	reg.MustRegister(m.published, m.failures, m.removals)
 	return &Service{cfg: cfg, store: st, pub: pub, log: log, metrics: m}, nil
 }
 
@@ -178,17 +183,19 @@ func (s *Service) loop(ctx context.Context) {
 }
 
 // Round claims and publishes one batch of due pages and returns how many.
+// The claim also records the removals the pages' last checks made due.
 func (s *Service) Round(ctx context.Context) (int, error) {
-	n, err := s.store.ClaimDue(ctx, watch.ClaimParams{Limit: s.cfg.BatchSize, Lease: s.cfg.Lease, Jitter: s.cfg.Jitter},
+	c, err := s.store.ClaimDue(ctx, watch.ClaimParams{Limit: s.cfg.BatchSize, Lease: s.cfg.Lease, Jitter: s.cfg.Jitter},
 		s.publish)
 	if err != nil {
 		return 0, err
 	}
-	if n > 0 {
-		s.metrics.published.Add(float64(n))
-		s.log.Debug("jobs published", "count", n)
+	if c.Jobs > 0 {
+		s.metrics.published.Add(float64(c.Jobs))
+		s.metrics.removals.Add(float64(c.Removals))
+		s.log.Debug("jobs published", "count", c.Jobs, "removals", c.Removals)
 	}
-	return n, nil
+	return c.Jobs, nil
 }
 
 func (s *Service) publish(ctx context.Context, jobs []watch.Job) error {

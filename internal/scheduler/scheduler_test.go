@@ -95,7 +95,7 @@ type countingClaimer struct {
 	rounds atomic.Int64
 }
 
-func (c *countingClaimer) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error) {
+func (c *countingClaimer) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (watch.Claimed, error) {
 	c.rounds.Add(1)
 	return c.Claimer.ClaimDue(ctx, p, publish)
 }

@@ -230,10 +230,9 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 				` + track.set + `
 			FROM page WHERE pages.id = page.id
 			RETURNING page.is_first AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh,
-				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline,
-				due_keys IS NOT NULL AS removals_due
+				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline
 		)
-		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, status.removals_due, fresh.link_key IS NOT NULL, news.id,
+		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, fresh.link_key IS NOT NULL, news.id,
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at,
 			coalesce(news.summary, ''), coalesce(news.burst, false)
 		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`, append(args, trackArgs...)
@@ -258,7 +257,7 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 			cut      int64
 			u        watch.Update
 		)
-		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &rec.RemovalsDue, &inserted, &id,
+		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &inserted, &id,
 			&u.URL, &u.Text, &u.Code, &at, &u.Summary, &u.Burst); err != nil {
 			return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 		}
@@ -285,7 +284,7 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 
 // recordSuccess updates the page's status after a check without candidate
 // links or a link set to compare, and reports whether this check set the
-// page's baseline and whether the page has removals due.
+// page's baseline.
 func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorded, error) {
 	sql, args := recordSuccessStatement(c, aging(`($11 = 0 OR (rebaseline AND $8 AND `+newer+`))`,
 		`($11 > 0 AND follow_base IS NOT NULL AND `+newer+`)`, `$11`, `(ok_checks + 1)`, ""), []any{max(c.Removals.Checks, 0)})
@@ -305,7 +304,7 @@ func recordSuccessStatement(c watch.Check, follow string, followArgs []any) (str
 		UPDATE pages SET ` + successSet("false", "$10") + `,
 			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,` + follow + `
 		WHERE id = $1
-		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `, due_keys IS NOT NULL`, append([]any{
+		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue, append([]any{
 			c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 			c.RefreshEvery.Milliseconds(), c.Title}, followArgs...)
 }
@@ -313,7 +312,7 @@ func recordSuccessStatement(c watch.Check, follow string, followArgs []any) (str
 // scanRecordedSuccess reads the result of recordSuccess' statement.
 func scanRecordedSuccess(row pgx.Row, c watch.Check) (watch.Recorded, error) {
 	var rec watch.Recorded
-	err := row.Scan(&rec.Baseline, &rec.RefreshDue, &rec.RemovalsDue)
+	err := row.Scan(&rec.Baseline, &rec.RefreshDue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
@@ -376,15 +375,25 @@ func (s *Store) RefreshLinks(ctx context.Context, pageID int64, keys []uint64, d
 // its last link refresh (RefreshLinks) and have not been seen for olderThan,
 // oldest first, and returns how many it deleted. Such a link, should it come
 // back, is reported as new again. Links of a page never refreshed are kept.
+// A pruned link's removals, which name it by key, get a copy of its URL and
+// text in the same statement (migration 00014).
 func (s *Store) PruneLinks(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM links USING (
-			SELECT l.page_id, l.link_key FROM links l JOIN pages p ON p.id = l.page_id
-			WHERE l.last_seen_at < now() - $1 * interval '1 millisecond' AND l.last_seen_at < p.links_seen_at
-			ORDER BY l.last_seen_at LIMIT $2 FOR UPDATE OF l SKIP LOCKED) old
-		WHERE links.page_id = old.page_id AND links.link_key = old.link_key`, olderThan.Milliseconds(), limit)
+	var n int64
+	err := s.pool.QueryRow(ctx, `
+		WITH gone AS (
+			DELETE FROM links USING (
+				SELECT l.page_id, l.link_key FROM links l JOIN pages p ON p.id = l.page_id
+				WHERE l.last_seen_at < now() - $1 * interval '1 millisecond' AND l.last_seen_at < p.links_seen_at
+				ORDER BY l.last_seen_at LIMIT $2 FOR UPDATE OF l SKIP LOCKED) old
+			WHERE links.page_id = old.page_id AND links.link_key = old.link_key
+			RETURNING links.page_id, links.link_key, links.url, links.text
+		), named AS (
+			UPDATE removals r SET url = gone.url, text = gone.text
+			FROM gone WHERE r.page_id = gone.page_id AND r.link_key = gone.link_key AND r.url IS NULL
+		)
+		SELECT count(*) FROM gone`, olderThan.Milliseconds(), limit).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("delete links unseen for %s: %w", olderThan, err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }

@@ -21,8 +21,8 @@ func TestDeferCheckFreesTheLeaseAndKeepsTheStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	var jobs []watch.Job
-	if n, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); err != nil || n != 1 {
-		t.Fatalf("ClaimDue = %d, %v; want the page", n, err)
+	if c, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); err != nil || c.Jobs != 1 {
+		t.Fatalf("ClaimDue = %+v, %v; want the page", c, err)
 	}
 	before, _ := st.Page(ctx, p.ID)
 

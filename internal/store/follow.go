@@ -10,7 +10,8 @@ import (
 // A page's followed link set is the links of its last whole check, plus
 // the new links of truncated checks since; a link of the set that a whole
 // check lacks becomes pending, and one that has been absent for K checks
-// becomes due and is recorded in removals (RecordRemovals). The set lives
+// becomes due and is recorded in removals by the claim of the page's next
+// check (ClaimDueQuery). The set lives
 // in the page's row as a base and a small delta (migration 00012), and the
 // scheduler's job carries it with the pending absences (watch.Followed), so
 // the processor computes a whole check's change here, and the check's

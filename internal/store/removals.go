@@ -29,13 +29,13 @@ import (
 //
 // No check inserts into removals: each moves the absences that reach the
 // removal count into the page's due_keys, in the row it rewrites anyway,
-// and returns whether the page has any (watch.Recorded.RemovalsDue); the
-// processor then records them for many pages in one statement
-// (RecordRemovals). Every part a statement has costs PostgreSQL its setup
-// at every execution, and the removals insert cost a check whose links
-// rotate a fifth again where a batch of them costs a twentieth
-// (BENCHMARKS.md). Stale checks (fetched before the page's last) change no
-// following state.
+// and the scheduler's claim of the page's next check records them, for its
+// whole batch of pages, in the statement that rewrites their rows anyway
+// (ClaimDueQuery). Every part a statement has costs PostgreSQL its setup at
+// every execution: the removals insert in the check's statement cost a
+// check whose links rotate a fifth again, and a statement of its own for
+// them the rewrite of the page's row and its setup again (BENCHMARKS.md).
+// Stale checks (fetched before the page's last) change no following state.
 
 // trackingSQL is a check statement's part that follows removals: columns
 // of its page CTE and SET entries of its status update.
@@ -183,53 +183,43 @@ func isStateMoved(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "PW001"
 }
 
-// RecordRemovals records in removals the due absences of the pages ids
-// (watch.Recorded.RemovalsDue), all in one statement, and returns what it
-// recorded. Taking a page's due_keys empties them in the same statement,
-// so each absence is recorded once however many processors ask at once; the
-// rows are locked in id order, so two of them never deadlock. A due key
-// whose link was pruned meanwhile (links' retention is days, a removal is
-// due after K checks) has no URL to record and is dropped with the rest.
-// The pages are emptied by their ids, an index scan, where a join to due
-// would be planned as a hash join over the whole table. Reading due (its
-// InitPlan) first matters too: an UPDATE that ran before due's lock would
-// leave due's rows invisible to it, and their removals unrecorded.
-// Each link is looked up on its own (LATERAL), so that PostgreSQL prunes
-// links' partitions for each of them as it runs; a join would scan every
-// partition, since no parameter names the pages.
-func (s *Store) RecordRemovals(ctx context.Context, ids []int64) ([]watch.Removal, error) {
+// RecordRemovals records in removals the due absences of the pages ids,
+// all in one statement, and returns how many it recorded. It is the
+// processors' sweep: the claim of a page's next check records them
+// otherwise (ClaimDueQuery), so this is for pages no claim reaches soon,
+// such as paused ones. Taking a page's due_keys empties them in the same
+// statement, so each absence is recorded once however many processors and
+// schedulers take them at once; the rows are locked in id order, so two
+// sweeps never deadlock. Reading due (its InitPlan) first matters: an
+// UPDATE that ran before due's lock would leave due's rows invisible to it,
+// and their removals unrecorded. The pages are emptied by their ids, an
+// index scan, where a join to due would be planned as a hash join over the
+// whole table.
+func (s *Store) RecordRemovals(ctx context.Context, ids []int64) (int64, error) {
 	if len(ids) == 0 {
-		return nil, nil
+		return 0, nil
 	}
-	rows, err := s.pool.Query(ctx, `
+	tag, err := s.pool.Exec(ctx, `
 		WITH due AS (
 			SELECT id, due_keys FROM pages WHERE id = ANY ($1::bigint[]) AND due_keys IS NOT NULL ORDER BY id FOR UPDATE
 		), taken AS (
 			UPDATE pages SET due_keys = NULL WHERE id = ANY (ARRAY(SELECT id FROM due))
 		)
-		INSERT INTO removals (page_id, link_key, url, text)
-		SELECT due.id, l.link_key, l.url, l.text
-		FROM due CROSS JOIN unnest(due.due_keys) AS d(k) CROSS JOIN LATERAL (
-			SELECT link_key, url, text FROM links WHERE links.page_id = due.id AND links.link_key = d.k LIMIT 1) l
-		RETURNING id, page_id, url, text, removed_at`, ids)
+		INSERT INTO removals (page_id, link_key)
+		SELECT due.id, d.k FROM due CROSS JOIN unnest(due.due_keys) AS d(k)`, ids)
 	if err != nil {
-		return nil, fmt.Errorf("record the due removals of %d pages: %w", len(ids), err)
+		return 0, fmt.Errorf("record the due removals of %d pages: %w", len(ids), err)
 	}
-	removals, err := pgx.CollectRows(rows, scanRemoval)
-	if err != nil {
-		return nil, fmt.Errorf("record the due removals of %d pages: %w", len(ids), err)
-	}
-	return removals, nil
+	return tag.RowsAffected(), nil
 }
 
 // PagesWithDueRemovals returns up to limit pages with due absences not yet
-// recorded: those whose check's processor stopped before it called
-// RecordRemovals. The page's next check reports them too (RemovalsDue), so
-// this is for pages whose next check is far off, or paused. It reads every
-// page's row in table order until it has found limit: an index on
-// due_keys would cost every check that makes a removal due its HOT update,
-// and a scan in id order would read the table in random order. So the
-// processor calls it at its start and once an hour, not per check.
+// recorded. A running system has many, each until its next claim; the
+// sweep looks for those that no claim reaches soon. It reads every page's
+// row in table order until it has found limit: an index on due_keys would
+// cost every check that makes a removal due its HOT update, and a scan in
+// id order would read the table in random order. So the processor calls it
+// at its start and once an hour, not per check.
 func (s *Store) PagesWithDueRemovals(ctx context.Context, limit int) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id FROM pages WHERE due_keys IS NOT NULL LIMIT $1`, limit)
 	if err != nil {
@@ -256,13 +246,13 @@ func (s *Store) PruneRemovals(ctx context.Context, olderThan time.Duration, limi
 }
 
 // Removals returns the removals q selects (its PageID, Since and Limit),
-// newest first.
+// newest first, with their links' URL and text (removalColumns).
 func (s *Store) Removals(ctx context.Context, q UpdatesQuery) ([]watch.Removal, error) {
 	pageID, since, limit := q.args()
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, page_id, url, text, removed_at FROM removals
-		WHERE ($1::bigint IS NULL OR page_id = $1) AND ($2::timestamptz IS NULL OR removed_at >= $2)
-		ORDER BY removed_at DESC, id DESC
+		SELECT `+removalColumns+` FROM `+namedRemovals+`
+		WHERE `+removalNamed+` AND ($1::bigint IS NULL OR r.page_id = $1) AND ($2::timestamptz IS NULL OR r.removed_at >= $2)
+		ORDER BY r.removed_at DESC, r.id DESC
 		LIMIT $3`, pageID, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("query removals: %w", err)
@@ -273,6 +263,20 @@ func (s *Store) Removals(ctx context.Context, q UpdatesQuery) ([]watch.Removal, 
 	}
 	return removals, nil
 }
+
+// namedRemovals is removals r with the link l of each one whose URL and
+// text are not copied into it: readers take them from links (00014), and
+// links' retention copies them when it prunes the link (PruneLinks).
+// Select removalColumns where removalNamed holds: a removal recorded after
+// its link was pruned (absent for the removal count across more than links'
+// retention) has no URL and is left out, as it was never recorded before.
+const namedRemovals = `removals r LEFT JOIN LATERAL (
+			SELECT l.url, l.text FROM links l WHERE r.url IS NULL AND l.page_id = r.page_id AND l.link_key = r.link_key) l ON true`
+
+const (
+	removalColumns = `r.id, r.page_id, coalesce(r.url, l.url), coalesce(r.text, l.text), r.removed_at`
+	removalNamed   = `(r.url IS NOT NULL OR l.url IS NOT NULL)`
+)
 
 func scanRemoval(r pgx.CollectableRow) (watch.Removal, error) {
 	var m watch.Removal

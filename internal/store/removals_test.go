@@ -2,9 +2,11 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,15 +17,56 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// recordRemovals records the page's due removals, as the processor's
-// RunRemovals does after its checks, and returns their URLs, sorted.
+// recordRemovals records the pages' due removals, as the processors'
+// sweep does (the claim of a page's next check records them in the
+// pipeline), and returns the URLs of the removals it recorded as readers
+// see them, sorted.
 func recordRemovals(t *testing.T, st *store.Store, pages ...int64) string {
 	t.Helper()
-	rs, err := st.RecordRemovals(context.Background(), pages)
+	ctx := context.Background()
+	before := removalIDs(t, st)
+	n, err := st.RecordRemovals(ctx, pages)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return urls(rs)
+	all, err := st.QueryRemovals(ctx, 0, time.Time{}, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded []watch.Removal
+	for _, r := range all {
+		if !before[r.ID] {
+			recorded = append(recorded, r)
+		}
+	}
+	if int64(len(recorded)) != n {
+		t.Fatalf("RecordRemovals said it recorded %d removals; readers see %d new ones", n, len(recorded))
+	}
+	return urls(recorded)
+}
+
+// removalIDs is the ids of every removal readers see.
+func removalIDs(t *testing.T, st *store.Store) map[int64]bool {
+	t.Helper()
+	all, err := st.QueryRemovals(context.Background(), 0, time.Time{}, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[int64]bool{}
+	for _, r := range all {
+		ids[r.ID] = true
+	}
+	return ids
+}
+
+// hasDue reports whether the page has due removals not yet recorded.
+func hasDue(t *testing.T, pool *pgxpool.Pool, page int64) bool {
+	t.Helper()
+	var due bool
+	if err := pool.QueryRow(context.Background(), `SELECT due_keys IS NOT NULL FROM pages WHERE id = $1`, page).Scan(&due); err != nil {
+		t.Fatal(err)
+	}
+	return due
 }
 
 // urls is the URLs of removals, sorted.
@@ -166,6 +209,9 @@ func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 	if got := following(fresh); got != "NULL NULL set:NULL due:NULL" {
 		t.Fatalf("page 00007 never followed, after 00012: %s, want not followed", got)
 	}
+	if _, err := mig.Up(ctx); err != nil {
+		t.Fatalf("migrate up: %v", err)
+	}
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -174,12 +220,11 @@ func TestRemovalMigrationsKeepPendingAbsences(t *testing.T) {
 	check := func(page int64, keys []uint64) bool {
 		t.Helper()
 		at = at.Add(time.Second)
-		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page, FetchedAt: at, Status: 200, FullSet: true,
-			LinksDigest: fmt.Sprint(keys), Removals: watch.Removals{Checks: 2, Keys: keys}}, nil)
-		if err != nil {
+		if _, err := st.RecordCheck(ctx, watch.Check{PageID: page, FetchedAt: at, Status: 200, FullSet: true,
+			LinksDigest: fmt.Sprint(keys), Removals: watch.Removals{Checks: 2, Keys: keys}}, nil); err != nil {
 			t.Fatal(err)
 		}
-		return rec.RemovalsDue
+		return hasDue(t, pool, page)
 	}
 	if !check(followed, []uint64{1, 4}) {
 		t.Fatal("check 8 of the followed page made nothing due, want links 2 and 5 (absent since checks 5 and 7)")
@@ -299,11 +344,7 @@ func (p *storyPage) check(state *watch.Followed) string {
 	if rec.Recomputed {
 		p.recomputed++
 	}
-	got := recordRemovals(p.t, p.st, p.page.ID)
-	if !rec.RemovalsDue && got != "[]" {
-		p.t.Fatalf("the check said no removal was due, yet %s were", got)
-	}
-	return got
+	return recordRemovals(p.t, p.st, p.page.ID)
 }
 
 // scheduled is check with the page's next job's state.
@@ -390,11 +431,15 @@ func TestRemovalsThroughJobs(t *testing.T) {
 		t.Fatalf("30 stories absent twice across a new base: removed %s, want %s", got, want)
 	}
 
-	var removals, twice int
-	if err := p.pool.QueryRow(context.Background(), `
-		SELECT count(*), count(*) FILTER (WHERE url = $2) FROM removals WHERE page_id = $1`,
-		p.page.ID, p.url(0)).Scan(&removals, &twice); err != nil {
+	all, err := p.st.QueryRemovals(context.Background(), p.page.ID, time.Time{}, 1000)
+	if err != nil {
 		t.Fatal(err)
+	}
+	removals, twice := len(all), 0
+	for _, r := range all {
+		if r.URL == p.url(0) {
+			twice++
+		}
 	}
 	if removals != 1+3+30 || twice != 2 {
 		t.Fatalf("%d removals, story 0's %d; want %d, story 0's 2 (it left twice)", removals, twice, 1+3+30)
@@ -520,7 +565,7 @@ func TestConcurrentChecksOfOnePageLoseNoRemoval(t *testing.T) {
 func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, _ := openStore(t)
+	st, pool := openStore(t)
 	page, err := st.AddPage(ctx, store.NewPage{URL: "https://not-modified.example/"})
 	if err != nil {
 		t.Fatal(err)
@@ -530,12 +575,11 @@ func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
 	check := func(ls []watch.NewLink, keys []uint64, status int) bool {
 		t.Helper()
 		at = at.Add(time.Second)
-		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: status, FullSet: keys != nil,
-			Removals: watch.Removals{Checks: 2, Keys: keys}}, ls)
-		if err != nil {
+		if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: status, FullSet: keys != nil,
+			Removals: watch.Removals{Checks: 2, Keys: keys}}, ls); err != nil {
 			t.Fatal(err)
 		}
-		return rec.RemovalsDue
+		return hasDue(t, pool, page.ID)
 	}
 	check(ab, keysOf(ab), 200)
 	if check(nil, []uint64{ab[0].Key}, 200) { // b absent once
@@ -544,9 +588,12 @@ func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
 	if !check(nil, nil, 304) {
 		t.Fatal("the 304 check after b's first absence made nothing due")
 	}
-	rs, err := st.RecordRemovals(ctx, []int64{page.ID})
-	if err != nil || len(rs) != 1 || rs[0].URL != ab[1].URL || rs[0].Text != ab[1].Text || rs[0].PageID != page.ID {
-		t.Fatalf("RecordRemovals = %+v, %v; want b", rs, err)
+	if got := recordRemovals(t, st, page.ID); got != "["+ab[1].URL+"]" {
+		t.Fatalf("recorded %s, want b", got)
+	}
+	rs, err := st.QueryRemovals(ctx, page.ID, time.Time{}, 10)
+	if err != nil || len(rs) != 1 || rs[0].Text != ab[1].Text || rs[0].PageID != page.ID {
+		t.Fatalf("QueryRemovals = %+v, %v; want b with its text", rs, err)
 	}
 	if check(nil, nil, 304) {
 		t.Fatal("the next 304 check made a removal due again")
@@ -599,27 +646,30 @@ func TestDueRemovalsAreRecordedOnce(t *testing.T) {
 	reversed := slices.Clone(ids)
 	slices.Reverse(reversed)
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		removed []string
+		wg       sync.WaitGroup
+		recorded atomic.Int64
 	)
 	for _, order := range [][]int64{ids, reversed, ids[5:15], reversed[:10]} {
 		wg.Go(func() {
-			rs, err := st.RecordRemovals(ctx, order)
+			n, err := st.RecordRemovals(ctx, order)
 			if err != nil {
 				t.Error(err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, r := range rs {
-				removed = append(removed, r.URL)
-			}
+			recorded.Add(n)
 		})
 	}
 	wg.Wait()
-	if len(removed) != len(ids) || len(slices.Compact(slices.Sorted(slices.Values(removed)))) != len(ids) {
-		t.Fatalf("%d removals recorded by four processors at once, %d distinct; want one for each of %d pages",
-			len(removed), len(slices.Compact(slices.Sorted(slices.Values(removed)))), len(ids))
+	all, err := st.QueryRemovals(ctx, 0, time.Time{}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var removed []string
+	for _, r := range all {
+		removed = append(removed, r.URL)
+	}
+	if recorded.Load() != int64(len(ids)) || len(removed) != len(ids) || len(slices.Compact(slices.Sorted(slices.Values(removed)))) != len(ids) {
+		t.Fatalf("%d removals recorded by four processors at once, %d listed, %d distinct; want one for each of %d pages",
+			recorded.Load(), len(removed), len(slices.Compact(slices.Sorted(slices.Values(removed)))), len(ids))
 	}
 	if due, err := st.PagesWithDueRemovals(ctx, 100); err != nil || len(due) != 0 {
 		t.Fatalf("pages with due removals after recording them: %v, %v", due, err)
@@ -772,7 +822,7 @@ func TestRemovalsGoWithTheirPage(t *testing.T) {
 		}
 		var (
 			wg       sync.WaitGroup
-			recorded []watch.Removal
+			recorded int64
 		)
 		record := func() {
 			wg.Go(func() {
@@ -801,12 +851,143 @@ func TestRemovalsGoWithTheirPage(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Wait()
-		if want := map[bool]int{true: 1, false: 0}[recordFirst]; len(recorded) != want {
-			t.Fatalf("recording first %v: %d removals recorded, want %d", recordFirst, len(recorded), want)
+		if want := map[bool]int64{true: 1, false: 0}[recordFirst]; recorded != want {
+			t.Fatalf("recording first %v: %d removals recorded, want %d", recordFirst, recorded, want)
 		}
 		var left int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM removals WHERE page_id = $1`, id).Scan(&left); err != nil || left != 0 {
 			t.Fatalf("recording first %v: %d removals of the deleted page left, %v; want none", recordFirst, left, err)
 		}
+	}
+}
+
+// claimAll makes the pages due and claims them as the scheduler does, with
+// publish, and returns what the claim did.
+func claimAll(t *testing.T, st *store.Store, pool *pgxpool.Pool, publish func(context.Context, []watch.Job) error, pages ...int64) (watch.Claimed, error) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `UPDATE pages SET next_check_at = now(), lease_until = NULL WHERE id = ANY ($1)`, pages); err != nil {
+		t.Fatal(err)
+	}
+	return st.ClaimDue(ctx, watch.ClaimParams{Limit: 100, Lease: time.Hour}, publish)
+}
+
+// The claim of a page's next check records the removals its last check
+// made due, once, with the link's URL and text as readers see them; a
+// claim whose jobs could not be published records nothing and leaves them
+// due for the next.
+func TestClaimRecordsDueRemovals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := openStore(t)
+	id := pageWithADueRemoval(t, st, "claimed", time.Now().Add(-time.Hour))
+	var jobs []watch.Job
+	if _, err := claimAll(t, st, pool, func(context.Context, []watch.Job) error { return errors.New("broker down") }, id); err == nil {
+		t.Fatal("ClaimDue hid the publish failure")
+	}
+	if !hasDue(t, pool, id) || len(removalIDs(t, st)) != 0 {
+		t.Fatal("a claim that failed to publish took the page's due removals")
+	}
+	c, err := claimAll(t, st, pool, collect(&jobs), id)
+	if err != nil || c != (watch.Claimed{Jobs: 1, Removals: 1}) {
+		t.Fatalf("ClaimDue = %+v, %v; want the page and its one due removal", c, err)
+	}
+	rs, err := st.QueryRemovals(ctx, id, time.Time{}, 10)
+	if err != nil || len(rs) != 1 || rs[0].URL != "https://claimed.example/b" || rs[0].Text != "text of https://claimed.example/b" {
+		t.Fatalf("removals after the claim: %+v, %v; want b with its text", rs, err)
+	}
+	if hasDue(t, pool, id) {
+		t.Fatal("the claim left the removal it recorded due")
+	}
+	if c, err := claimAll(t, st, pool, collect(&jobs), id); err != nil || c.Removals != 0 {
+		t.Fatalf("the next claim = %+v, %v; want no removal recorded again", c, err)
+	}
+}
+
+// A check that makes a removal due while the claim of the page's next
+// check holds its row waits for the claim, and adds its due key to the
+// array the claim emptied: the claim records the removals due before it,
+// the next claim the check's.
+func TestCheckDuringTheClaimKeepsItsDueRemoval(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := openStore(t)
+	page, err := st.AddPage(ctx, store.NewPage{URL: "https://during.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	abc := links("https://during.example/a", "https://during.example/b", "https://during.example/c")
+	at := time.Now().Add(-time.Hour)
+	check := func(ls []watch.NewLink, keys []uint64) error {
+		at = at.Add(time.Second)
+		_, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: at, Status: 200, FullSet: true,
+			Removals: watch.Removals{Checks: 2, Keys: keys}}, ls)
+		return err
+	}
+	for _, keys := range [][]uint64{keysOf(abc), keysOf(abc[:1]), {abc[0].Key, abc[2].Key}, keysOf(abc[:1])} {
+		if err := check(abc, keys); err != nil { // b is due; c absent once
+			t.Fatal(err)
+		}
+	}
+	if got := removalIDs(t, st); len(got) != 0 {
+		t.Fatalf("%d removals before any claim", len(got))
+	}
+	checked := make(chan error, 1)
+	c, err := claimAll(t, st, pool, func(context.Context, []watch.Job) error {
+		go func() { checked <- check(nil, keysOf(abc[:1])) }() // c absent twice
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			var waiting int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+				return err
+			}
+			if waiting == 1 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return errors.New("the check never waited for the claim's lock")
+			}
+		}
+	}, page.ID)
+	if err != nil || c.Removals != 1 {
+		t.Fatalf("the claim = %+v, %v; want b recorded", c, err)
+	}
+	if err := <-checked; err != nil {
+		t.Fatal(err)
+	}
+	var jobs []watch.Job
+	if c, err := claimAll(t, st, pool, collect(&jobs), page.ID); err != nil || c.Removals != 1 {
+		t.Fatalf("the next claim = %+v, %v; want c, made due during the first claim", c, err)
+	}
+	rs, err := st.QueryRemovals(ctx, page.ID, time.Time{}, 10)
+	if err != nil || urls(rs) != "[https://during.example/b https://during.example/c]" {
+		t.Fatalf("removals: %s, %v; want b and c, once each", urls(rs), err)
+	}
+}
+
+// A removal names its link by key; when links' retention prunes the link,
+// the removal keeps a copy of its URL and text and is still listed.
+func TestPrunedLinkKeepsItsRemoval(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := openStore(t)
+	id := pageWithADueRemoval(t, st, "pruned", time.Now().Add(-time.Hour))
+	if got := recordRemovals(t, st, id); got != "[https://pruned.example/b]" {
+		t.Fatalf("recorded %s, want b", got)
+	}
+	for _, sql := range []string{
+		`UPDATE links SET last_seen_at = now() - interval '100 days' WHERE page_id = $1 AND url = 'https://pruned.example/b'`,
+		`UPDATE pages SET links_seen_at = now() WHERE id = $1`,
+	} {
+		if _, err := pool.Exec(ctx, sql, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := st.PruneLinks(ctx, 90*24*time.Hour, 100); err != nil || n != 1 {
+		t.Fatalf("PruneLinks = %d, %v; want b pruned", n, err)
+	}
+	rs, err := st.QueryRemovals(ctx, id, time.Time{}, 10)
+	if err != nil || len(rs) != 1 || rs[0].URL != "https://pruned.example/b" || rs[0].Text != "text of https://pruned.example/b" {
+		t.Fatalf("removals after b was pruned: %+v, %v; want b with its text", rs, err)
 	}
 }

@@ -11,16 +11,19 @@ import (
 
 // ClaimDue claims up to p.Limit pages that are due (enabled, next_check_at
 // passed, no job in flight), moves each page's next check forward by its
-// interval and leases it, hands their jobs to publish, and commits if
-// publish succeeds. Rows are locked with FOR UPDATE SKIP LOCKED, so several
-// schedulers never claim the same page; if publish fails, the transaction
-// rolls back and the pages stay due. A page whose job was published but whose
-// claim did not commit gets a second job later, which the processor absorbs.
-// ClaimDue returns how many pages it claimed.
-func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (int, error) {
+// interval and leases it, records the removals that the pages' last checks
+// made due, hands their jobs to publish, and commits if publish succeeds.
+// Rows are locked with FOR UPDATE SKIP LOCKED, so several schedulers never
+// claim the same page; if publish fails, the transaction rolls back and the
+// pages stay due, their removals too. A page whose job was published but
+// whose claim did not commit gets a second job later, which the processor
+// absorbs. ClaimDue returns how many pages it claimed and how many removals
+// it recorded.
+func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (watch.Claimed, error) {
+	var claimed watch.Claimed
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("claim due pages: begin: %w", err)
+		return claimed, fmt.Errorf("claim due pages: begin: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
 
@@ -31,7 +34,7 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(
 	// together.
 	rows, err := tx.Query(ctx, ClaimDueQuery, p.Limit, p.Jitter, p.Lease.Milliseconds())
 	if err != nil {
-		return 0, fmt.Errorf("claim due pages: %w", err)
+		return claimed, fmt.Errorf("claim due pages: %w", err)
 	}
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Job, error) {
 		var (
@@ -39,28 +42,31 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(
 			opts    watch.LinkOptions
 			ignores []string
 			f       watch.Followed
+			removed int
 		)
-		err := r.Scan(append([]any{&j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores,
+		err := r.Scan(append([]any{&removed, &j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores,
 			&j.LinksDigest, &opts.Within, &opts.Exclude, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL},
 			followedDest(&f)...)...)
 		opts.Ignore = ignores
 		j.Options = jobOptions(opts)
 		j.Followed = &f
+		claimed.Removals += removed
 		return j, err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("claim due pages: %w", err)
+		return watch.Claimed{}, fmt.Errorf("claim due pages: %w", err)
 	}
 	if len(jobs) == 0 {
-		return 0, nil
+		return watch.Claimed{}, nil
 	}
 	if err := publish(ctx, jobs); err != nil {
-		return 0, fmt.Errorf("publish %d jobs: %w", len(jobs), err)
+		return watch.Claimed{}, fmt.Errorf("publish %d jobs: %w", len(jobs), err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("claim due pages: commit: %w", err)
+		return watch.Claimed{}, fmt.Errorf("claim due pages: commit: %w", err)
 	}
-	return len(jobs), nil
+	claimed.Jobs = len(jobs)
+	return claimed, nil
 }
 
 // ClaimDueQuery is the statement ClaimDue runs: it claims up to $1 due pages
@@ -68,15 +74,31 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(
 // of its interval) of jitter, and leases it for $3 milliseconds. It is
 // exported for the scheduler benchmark, which shows its plan (EXPLAIN) on a
 // million due pages; run it only inside a transaction that is rolled back.
+//
+// It also moves each page's due_keys, the links its last check found absent
+// for the removal count, into removals. The claim rewrites the page's row
+// anyway and is one statement for a whole batch of pages, so a removal costs
+// only its row here, where a statement of its own cost the row's rewrite
+// and the statement's setup again (BENCHMARKS.md). due holds the row
+// locked, so a check of the page that adds due keys meanwhile waits for the
+// claim and adds them to the emptied array; each removal is so recorded
+// once. A removal is recorded one interval after the check that made it
+// due, when the page's next check is scheduled; the processors' sweep
+// (store.RecordRemovals) records those of pages no claim reaches, such as
+// paused ones. Readers take a removal's URL and text from links (00014).
 const ClaimDueQuery = `
 		WITH due AS (
-			SELECT id, next_check_at FROM pages
+			SELECT id, next_check_at, due_keys FROM pages
 			WHERE enabled AND next_check_at <= now() AND (lease_until IS NULL OR lease_until <= now())
 			ORDER BY next_check_at
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED
+		), removed AS (
+			INSERT INTO removals (page_id, link_key)
+			SELECT due.id, d.k FROM due CROSS JOIN unnest(due.due_keys) AS d(k)
 		)
 		UPDATE pages p SET
+			due_keys = NULL,
 			next_check_at = CASE
 				WHEN p.baseline_at IS NOT NULL AND due.next_check_at + p.check_interval > now()
 				THEN due.next_check_at + p.check_interval
@@ -84,7 +106,7 @@ const ClaimDueQuery = `
 			lease_until = now() + $3 * interval '1 millisecond'
 		FROM due
 		WHERE p.id = due.id
-		RETURNING p.id, p.base_url, coalesce(p.etag, ''), coalesce(p.last_modified, ''), due.next_check_at,
+		RETURNING coalesce(cardinality(due.due_keys), 0), p.id, p.base_url, coalesce(p.etag, ''), coalesce(p.last_modified, ''), due.next_check_at,
 		          p.same_site_only, p.ignore_patterns, coalesce(p.links_digest, ''),
 		          p.within_selectors, p.exclude_selectors, p.include_text, p.exclude_text, p.include_url, p.exclude_url,
 		          ` + followedColumns

@@ -30,9 +30,9 @@ func TestClaimDueLeasesAndReschedules(t *testing.T) {
 	params := watch.ClaimParams{Limit: 10, Lease: time.Hour}
 
 	var jobs []watch.Job
-	n, err := st.ClaimDue(ctx, params, collect(&jobs))
-	if err != nil || n != 1 || len(jobs) != 1 {
-		t.Fatalf("ClaimDue = %d, %v, jobs %v; want the one due page", n, err, jobs)
+	c, err := st.ClaimDue(ctx, params, collect(&jobs))
+	if err != nil || c.Jobs != 1 || len(jobs) != 1 {
+		t.Fatalf("ClaimDue = %+v, %v, jobs %v; want the one due page", c, err, jobs)
 	}
 	j := jobs[0]
 	if j.ID != p.ID || j.BaseURL != p.BaseURL || j.Options == nil || !j.Options.SameSiteOnly || len(j.Options.Ignore) != 1 {
@@ -40,14 +40,14 @@ func TestClaimDueLeasesAndReschedules(t *testing.T) {
 	}
 	// In flight: even when due again, no second job until the task returns.
 	pool.Exec(ctx, `UPDATE pages SET next_check_at = now() WHERE id = $1`, p.ID)
-	if n, _ := st.ClaimDue(ctx, params, collect(&jobs)); n != 0 {
+	if c, _ := st.ClaimDue(ctx, params, collect(&jobs)); c.Jobs != 0 {
 		t.Fatalf("a page with a job in flight was claimed again")
 	}
 	// The task returns: the lease is cleared and the page is due again.
 	if _, err := st.RecordCheck(ctx, ok(p.ID, time.Now()), nil); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := st.ClaimDue(ctx, params, collect(&jobs)); n != 1 {
+	if c, _ := st.ClaimDue(ctx, params, collect(&jobs)); c.Jobs != 1 {
 		t.Fatalf("after its task returned the page was not claimed")
 	}
 	got, _ := st.Page(ctx, p.ID)
@@ -64,7 +64,7 @@ func TestClaimDueExpiredLeaseIsClaimedAgain(t *testing.T) {
 	var jobs []watch.Job
 	st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs))
 	pool.Exec(ctx, `UPDATE pages SET next_check_at = now(), lease_until = now() - interval '1 second' WHERE id = $1`, p.ID)
-	if n, _ := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); n != 1 {
+	if c, _ := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); c.Jobs != 1 {
 		t.Fatal("a page whose lease expired (its job was lost) was not claimed again")
 	}
 }
@@ -81,7 +81,7 @@ func TestClaimDueRollsBackWhenPublishFails(t *testing.T) {
 		t.Fatal("ClaimDue hid the publish failure")
 	}
 	var jobs []watch.Job
-	if n, _ := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); n != 1 {
+	if c, _ := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs)); c.Jobs != 1 {
 		t.Fatal("after a failed publish the page was not due any more: its check would be lost")
 	}
 }
@@ -101,7 +101,7 @@ func TestConcurrentClaimsNeverShareAPage(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for {
-				n, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 25, Lease: time.Hour}, func(_ context.Context, js []watch.Job) error {
+				c, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 25, Lease: time.Hour}, func(_ context.Context, js []watch.Job) error {
 					time.Sleep(5 * time.Millisecond) // hold the rows like a real publish
 					mu.Lock()
 					for _, j := range js {
@@ -114,7 +114,7 @@ func TestConcurrentClaimsNeverShareAPage(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if n == 0 {
+				if c.Jobs == 0 {
 					return
 				}
 			}

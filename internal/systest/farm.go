@@ -151,7 +151,8 @@ func (f *Farm) Truth() map[int]map[string]bool {
 // each round had. A link gone for fewer recorded rounds may or may not be
 // removed yet (a round can have had two checks): unsettled counts them.
 // Driving k quiet rounds after the last scripted one (QuietAfter) leaves
-// none unsettled, and then the truth is exact.
+// none unsettled, and then the truth is exact; one round more records the
+// last of them (CheckRemovals).
 func (f *Farm) RemovalTruth(k int) (removed map[int]map[string]bool, unsettled map[int]map[string]bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -463,13 +464,14 @@ func (v RemovalVerdict) String() string {
 }
 
 // RemovalsSettle bounds how long CheckRemovals waits for the removals that
-// the last checks made due: a processor records them within a second
-// (processor.DefaultRemovalsEvery), or, had it stopped, another one's
-// sweep or the page's next check does.
+// the last checks made due: the claim of each page's next check records
+// them (store.ClaimDueQuery), so drive one round more than RemovalTruth
+// needs, or leave the scheduler running.
 const RemovalsSettle = 15 * time.Second
 
-// CheckRemovals compares the system's removals with RemovalTruth(k), once
-// no page has due removals left to record, or RemovalsSettle has passed.
+// CheckRemovals compares the system's removals, with the URLs readers see,
+// with RemovalTruth(k), once no page has due removals left to record, or
+// RemovalsSettle has passed.
 func (f *Farm) CheckRemovals(ctx context.Context, s *System, k int) (RemovalVerdict, error) {
 	index, err := f.pageIndex(ctx, s)
 	if err != nil {
@@ -498,7 +500,9 @@ func (f *Farm) CheckRemovals(ctx context.Context, s *System, k int) (RemovalVerd
 		v.Expected += len(set)
 		v.Unsettled += len(unsettled[i])
 	}
-	rows, err := s.DB.Query(ctx, `SELECT page_id, url FROM removals`)
+	rows, err := s.DB.Query(ctx, `
+		SELECT r.page_id, coalesce(r.url, l.url, '') FROM removals r
+		LEFT JOIN links l ON l.page_id = r.page_id AND l.link_key = r.link_key`)
 	if err != nil {
 		return RemovalVerdict{}, fmt.Errorf("read removals: %w", err)
 	}

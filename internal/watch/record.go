@@ -61,8 +61,8 @@ type Burst struct {
 // Removals says how a successful check follows the links that leave its
 // page. With Checks above zero, the check's own statement writes the page's
 // following state: a link the check lacks becomes pending, and one that has
-// been absent for Checks successful checks becomes due, which RecordRemovals
-// then records (Recorded.RemovalsDue).
+// been absent for Checks successful checks becomes due, and the claim that
+// schedules the page's next check records it (Claimed.Removals).
 type Removals struct {
 	// Checks is the removal count K: how many successful checks in a row a
 	// link must be absent; 0 turns removals off.
@@ -121,10 +121,6 @@ type Recorded struct {
 	// Burst is true when the check's updates were a redesign flood
 	// (Check.Burst); each of them carries Update.Burst.
 	Burst bool
-	// RemovalsDue says the page has links absent for the removal count
-	// that are not yet in removals: this check's, or an earlier one's that
-	// no processor recorded. The store's RecordRemovals records them.
-	RemovalsDue bool
 	// Recomputed says the check's following state was computed from the
 	// page's row, not from its job's: the job carried none (removals were
 	// off, or it came from an older scheduler), or the page's state had
@@ -142,6 +138,15 @@ type ClaimParams struct {
 	// Jitter is the largest share of a page's interval added at random to its
 	// next check.
 	Jitter float64
+}
+
+// Claimed is what one scheduling round's claim did (the store's ClaimDue).
+type Claimed struct {
+	// Jobs is how many pages were claimed and their jobs published.
+	Jobs int
+	// Removals is how many removals the claim recorded: the links the
+	// pages' last checks found absent for the removal count (Removals).
+	Removals int
 }
 
 // PartitionChanges says what one round of maintenance of updates'

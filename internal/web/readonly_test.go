@@ -17,7 +17,7 @@ import (
 const readOnlyGrants = `
 GRANT CONNECT ON DATABASE DB TO ROLE;
 GRANT USAGE ON SCHEMA public TO ROLE;
-GRANT SELECT ON pages, updates, removals, api_tokens, goose_db_version TO ROLE;
+GRANT SELECT ON pages, updates, removals, links, api_tokens, goose_db_version TO ROLE;
 GRANT SELECT ON subscriptions, deliveries TO ROLE;`
 
 func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
