@@ -59,6 +59,25 @@ func removalIDs(t *testing.T, st *store.Store) map[int64]bool {
 	return ids
 }
 
+// waitLockWaiters waits until at least n statements of the test's
+// database wait for a lock.
+func waitLockWaiters(t *testing.T, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var got int
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d statements wait for a lock after 30 s, want %d", got, n)
+		}
+	}
+}
+
 // hasDue reports whether the page has due removals not yet recorded.
 func hasDue(t *testing.T, pool *pgxpool.Pool, page int64) bool {
 	t.Helper()
@@ -514,24 +533,7 @@ func TestConcurrentChecksOfOnePageLoseNoRemoval(t *testing.T) {
 	if _, err := lock.Exec(ctx, `SELECT 1 FROM pages WHERE id = $1 FOR UPDATE`, page.ID); err != nil {
 		t.Fatal(err)
 	}
-	waiting := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			var got int
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got); err != nil {
-				t.Fatal(err)
-			}
-			if got >= n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d checks wait for the page's lock, want %d", got, n)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	waiting := func(n int) { waitLockWaiters(t, pool, n) }
 	errs := make(chan error, 2)
 	go func() { _, err := check(abc, at.Add(time.Second)); errs <- err }()
 	waiting(1) // the first check queues for the lock first, so takes it first
@@ -793,24 +795,7 @@ func TestRemovalsGoWithTheirPage(t *testing.T) {
 	ctx := context.Background()
 	st, pool := openStore(t)
 	at := time.Now().Add(-time.Hour)
-	// waiting waits until n statements of this test's database wait for a
-	// lock.
-	waiting := func(n int) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			var got int
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got); err != nil {
-				t.Fatal(err)
-			}
-			if got == n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d statements wait for a lock after 10 s; want %d", got, n)
-			}
-		}
-	}
+	waiting := func(n int) { waitLockWaiters(t, pool, n) }
 	for _, recordFirst := range []bool{true, false} {
 		id := pageWithADueRemoval(t, st, fmt.Sprintf("race-%v", recordFirst), at)
 		hold, err := pool.Begin(ctx)
@@ -935,19 +920,8 @@ func TestCheckDuringTheClaimKeepsItsDueRemoval(t *testing.T) {
 	checked := make(chan error, 1)
 	c, err := claimAll(t, st, pool, func(context.Context, []watch.Job) error {
 		go func() { checked <- check(nil, keysOf(abc[:1])) }() // c absent twice
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			var waiting int
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
-				return err
-			}
-			if waiting == 1 {
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return errors.New("the check never waited for the claim's lock")
-			}
-		}
+		waitLockWaiters(t, pool, 1)
+		return nil
 	}, page.ID)
 	if err != nil || c.Removals != 1 {
 		t.Fatalf("the claim = %+v, %v; want b recorded", c, err)
