@@ -64,7 +64,7 @@ func TestRemovalsAreRecordedOnceAfterKChecks(t *testing.T) {
 	}
 	var followed, pending int
 	if err := f.db.QueryRow(context.Background(), `
-		SELECT cardinality(ARRAY(SELECT unnest(follow_base) EXCEPT SELECT unnest(follow_gone) UNION SELECT unnest(follow_added))),
+		SELECT cardinality(ARRAY(SELECT follow_keys(follow_base) EXCEPT SELECT unnest(follow_gone) UNION SELECT unnest(follow_added))),
 		       cardinality(pending_keys)
 		FROM pages WHERE id = $1`, f.page.ID).Scan(&followed, &pending); err != nil || followed != 3 || pending != 0 {
 		t.Fatalf("%d links followed and %d pending after all came back, want 3 and 0 (%v)", followed, pending, err)

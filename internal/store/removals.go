@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -96,8 +97,8 @@ func followSet(newer, moved string, f watch.Followed, w followWrite, p int) (str
 	args := []any{f.Checks, f.Afresh, w.added, w.gone, w.pending, w.since, w.due}
 	if w.base != nil {
 		set += `,
-				follow_base   = CASE WHEN ` + newer + ` THEN ` + n(7) + `::bigint[] ELSE follow_base END`
-		args = append(args, w.base)
+				follow_base   = CASE WHEN ` + newer + ` THEN ` + n(7) + `::bytea ELSE follow_base END`
+		args = append(args, baseBytes(w.base))
 	}
 	return set, args
 }
@@ -118,9 +119,9 @@ func aging(stop, ages, k, c, added string) string {
 	if added != "" {
 		fold := `(coalesce(cardinality(follow_added), 0) + coalesce(cardinality(follow_gone), 0) + cardinality(` + added + `) > ` +
 			fmt.Sprint(maxFollowDelta) + `)`
-		base = `CASE WHEN ` + ages + ` AND ` + fold + ` THEN ARRAY(
-					SELECT s.k FROM (SELECT unnest(follow_base) EXCEPT SELECT unnest(follow_gone)
-					                 UNION SELECT unnest(follow_added) UNION SELECT unnest(` + added + `)) AS s(k) ORDER BY 1)
+		base = `CASE WHEN ` + ages + ` AND ` + fold + ` THEN follow_bytes(ARRAY(
+					SELECT s.k FROM (SELECT follow_keys(follow_base) EXCEPT SELECT unnest(follow_gone)
+					                 UNION SELECT unnest(follow_added) UNION SELECT unnest(` + added + `)) AS s(k) ORDER BY 1))
 				                     ELSE follow_base END`
 		addedSet = `CASE WHEN ` + fold + ` THEN '{}' ELSE follow_added || ` + added + ` END`
 		gone = `CASE WHEN ` + ages + ` AND ` + fold + ` THEN '{}' ELSE follow_gone END`
@@ -160,7 +161,38 @@ const afreshRow = `(p.follow_base IS NULL OR p.baseline_at IS NULL OR p.rebaseli
 
 // followedDest are the scan destinations of followedColumns in f.
 func followedDest(f *watch.Followed) []any {
-	return []any{&f.Checks, &f.Afresh, &f.Base, &f.Added, &f.Gone, &f.Pending, &f.PendingSince}
+	return []any{&f.Checks, &f.Afresh, (*scannedBase)(&f.Base), &f.Added, &f.Gone, &f.Pending, &f.PendingSince}
+}
+
+// baseBytes is keys as follow_base stores them (migration 00015): 8 bytes
+// each, big-endian, in their order.
+func baseBytes(keys watch.Keys) []byte {
+	b := make([]byte, 0, 8*len(keys))
+	for _, k := range keys {
+		b = binary.BigEndian.AppendUint64(b, uint64(k))
+	}
+	return b
+}
+
+// scannedBase scans follow_base into watch.Keys: NULL is nil (not
+// followed, or the check starts afresh), no bytes an empty, non-nil set.
+type scannedBase watch.Keys
+
+func (k *scannedBase) Scan(src any) error {
+	if src == nil {
+		*k = nil
+		return nil
+	}
+	b, ok := src.([]byte)
+	if !ok || len(b)%8 != 0 {
+		return fmt.Errorf("follow_base: want a multiple of 8 bytes, got %T of %d", src, len(b))
+	}
+	keys := make(scannedBase, len(b)/8)
+	for i := range keys {
+		keys[i] = int64(binary.BigEndian.Uint64(b[8*i:]))
+	}
+	*k = keys
+	return nil
 }
 
 // readFollowed reads the following state of page id and locks its row,
