@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -98,7 +97,7 @@ func followSet(newer, moved string, f watch.Followed, w followWrite, p int) (str
 	if w.base != nil {
 		set += `,
 				follow_base   = CASE WHEN ` + newer + ` THEN ` + n(7) + `::bytea ELSE follow_base END`
-		args = append(args, baseBytes(w.base))
+		args = append(args, w.base.Bytes())
 	}
 	return set, args
 }
@@ -164,18 +163,8 @@ func followedDest(f *watch.Followed) []any {
 	return []any{&f.Checks, &f.Afresh, (*scannedBase)(&f.Base), &f.Added, &f.Gone, &f.Pending, &f.PendingSince}
 }
 
-// baseBytes is keys as follow_base stores them (migration 00015): 8 bytes
-// each, big-endian, in their order.
-func baseBytes(keys watch.Keys) []byte {
-	b := make([]byte, 0, 8*len(keys))
-	for _, k := range keys {
-		b = binary.BigEndian.AppendUint64(b, uint64(k))
-	}
-	return b
-}
-
-// scannedBase scans follow_base into watch.Keys: NULL is nil (not
-// followed, or the check starts afresh), no bytes an empty, non-nil set.
+// scannedBase scans follow_base (watch.Keys.Bytes) into watch.Keys: NULL
+// is nil (not followed, or the check starts afresh).
 type scannedBase watch.Keys
 
 func (k *scannedBase) Scan(src any) error {
@@ -184,14 +173,14 @@ func (k *scannedBase) Scan(src any) error {
 		return nil
 	}
 	b, ok := src.([]byte)
-	if !ok || len(b)%8 != 0 {
-		return fmt.Errorf("follow_base: want a multiple of 8 bytes, got %T of %d", src, len(b))
+	if !ok {
+		return fmt.Errorf("follow_base: want bytes, got %T", src)
 	}
-	keys := make(scannedBase, len(b)/8)
-	for i := range keys {
-		keys[i] = int64(binary.BigEndian.Uint64(b[8*i:]))
+	keys, err := watch.KeysFromBytes(b)
+	if err != nil {
+		return fmt.Errorf("follow_base: %w", err)
 	}
-	*k = keys
+	*k = scannedBase(keys)
 	return nil
 }
 

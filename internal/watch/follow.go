@@ -40,12 +40,32 @@ type Followed struct {
 // decimal numbers would take twice as much in every job and task.
 type Keys []int64
 
+// Bytes is k as 8 bytes a key, big-endian, in k's order: the form jobs
+// carry (MarshalJSON) and pages.follow_base stores (migration 00015).
+func (k Keys) Bytes() []byte {
+	raw := make([]byte, 0, 8*len(k))
+	for _, key := range k {
+		raw = binary.BigEndian.AppendUint64(raw, uint64(key))
+	}
+	return raw
+}
+
+// KeysFromBytes reads what Bytes writes. The keys are not nil when raw is
+// empty: an empty set is known.
+func KeysFromBytes(raw []byte) (Keys, error) {
+	if len(raw)%8 != 0 {
+		return nil, fmt.Errorf("link keys: want 8 bytes a key, got %d bytes", len(raw))
+	}
+	out := make(Keys, len(raw)/8)
+	for i := range out {
+		out[i] = int64(binary.BigEndian.Uint64(raw[8*i:]))
+	}
+	return out, nil
+}
+
 // MarshalJSON writes k as one base64 string.
 func (k Keys) MarshalJSON() ([]byte, error) {
-	raw := make([]byte, 8*len(k))
-	for i, key := range k {
-		binary.BigEndian.PutUint64(raw[8*i:], uint64(key))
-	}
+	raw := k.Bytes()
 	out := make([]byte, 0, base64.StdEncoding.EncodedLen(len(raw))+2)
 	out = append(out, '"')
 	out = base64.StdEncoding.AppendEncode(out, raw)
@@ -76,13 +96,11 @@ func (k *Keys) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("link keys: want a base64 string, got %.40s", b)
 	}
 	raw, err := base64.StdEncoding.DecodeString(s)
-	if err != nil || len(raw)%8 != 0 {
+	if err == nil {
+		*k, err = KeysFromBytes(raw)
+	}
+	if err != nil {
 		return fmt.Errorf("link keys: want base64 of 8 bytes a key, got %d characters", len(s))
 	}
-	out := make(Keys, len(raw)/8) // not nil when empty: an empty set is known
-	for i := range out {
-		out[i] = int64(binary.BigEndian.Uint64(raw[8*i:]))
-	}
-	*k = out
 	return nil
 }
