@@ -1,86 +1,127 @@
 // Command crawler consumes the job queue: it fetches each page, extracts its
 // links and publishes them as a task, acking the job only after the broker
-// confirmed the task. Run as many as the web's latency calls for. It is
-// configured from the environment (see README.md); /healthz and /metrics are
-// served on PORTALWATCH_HTTP_ADDR, 127.0.0.1:9102 by default.
+// confirmed the task. Run as many as the web's latency calls for. It needs
+// RabbitMQ and Redis, never PostgreSQL. It is configured from the
+// environment (`crawler --help` lists the variables; README.md explains
+// them); /healthz and /metrics are served on PORTALWATCH_HTTP_ADDR,
+// 127.0.0.1:9102 by default.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/crawler"
-	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/hostgate"
 	"github.com/portalwatch/portalwatch/internal/ops"
-	"github.com/portalwatch/portalwatch/internal/proc"
 	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/redisconn"
 )
 
-func main() { proc.Main("crawler", run) }
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	os.Exit(ops.ExitStatus(os.Stderr, "crawler", err))
+}
 
-// run wires the program's adapters and service and runs them until ctx ends.
-func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
-	tuneGC(log)
+// settings are every variable the crawler reads, each in the config of the
+// component it sets.
+type settings struct {
+	Ops    ops.Config
+	Listen ops.Listen
+	// Concurrency is how many pages one crawler fetches at once, 1 to
+	// 1000; it is also the job queue's prefetch.
+	Concurrency int `env:"PORTALWATCH_CRAWLER_CONCURRENCY"`
+	Broker      queue.Config
+	Queues      queue.Names
+	Redis       redisconn.Config
+	Gate        hostgate.Config
+	Fetch       fetch.Config
+	Crawler     crawler.Config
+}
+
+func defaults() settings {
+	return settings{
+		Ops:         ops.Config{}.WithDefaults(),
+		Listen:      ops.Listen{Addr: "127.0.0.1:9102"},
+		Concurrency: 16,
+		Broker:      queue.Config{}.WithDefaults(),
+		Queues:      queue.Names{}.WithDefaults(),
+		Redis:       redisconn.Config{}.WithDefaults(),
+		Gate:        hostgate.Config{Prefix: redisconn.DefaultPrefix, MaxInFlight: hostgate.DefaultMaxInFlight}.WithDefaults(),
+		Fetch: fetch.Config{
+			MaxRedirects:   fetch.DefaultMaxRedirects,
+			MinHostSpacing: fetch.DefaultMinHostSpacing,
+		}.WithDefaults(),
+		Crawler: crawler.Config{}.WithDefaults(),
+	}
+}
+
+// Validate checks the crawler's own settings.
+func (s settings) Validate() error {
+	return config.Between("Concurrency", s.Concurrency, 1, 1000)
+}
+
+// run reads the settings from getenv and runs the crawler until ctx ends.
+func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer) error {
+	cfg := defaults()
+	if done, err := config.Read(getenv, args, stdout, "crawler", &cfg); done || err != nil {
+		return err
+	}
+	log := cfg.Ops.Logger(stdout, "crawler", os.Getpid())
+	tuneGC(getenv, log)
+	return ops.Stopped(log, serve(ctx, cfg, log))
+}
+
+// serve wires the program's adapters and service and runs them until ctx
+// ends.
+func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	health, reg := ops.NewHealth(), ops.NewRegistry()
 
-	qcfg := proc.QueueConfig(cfg, "crawler")
+	broker := cfg.Broker.Named("crawler")
 	// One publisher carries tasks and dead letters; the consumer has its own
 	// connection, so a publisher blocked by a broker alarm never stalls acks.
-	pub, err := queue.NewPublisher(qcfg, log, cfg.TaskQueue, cfg.JobQueue)
+	pub, err := queue.NewPublisher(broker, log, cfg.Queues.Tasks, cfg.Queues.Jobs)
 	if err != nil {
 		return fmt.Errorf("publisher: %w", err)
 	}
 	defer pub.Close()
 	// Spacing and in-flight caps per origin are kept in Redis so that they
 	// hold for all crawlers together; without Redis they hold per crawler.
-	gate, err := hostgate.Open(cfg.RedisURL, hostgate.Config{
-		Prefix:      cfg.RedisPrefix,
-		MaxInFlight: cfg.Crawler.HostMaxInFlight,
-	}, log)
+	gate, err := hostgate.Open(cfg.Redis.URL, cfg.Gate, log)
 	if err != nil {
 		return fmt.Errorf("host gate: %w", err)
 	}
 	defer gate.Close()
-	fetcher, err := fetch.New(fetch.Config{
-		UserAgent:      cfg.Crawler.UserAgent,
-		Timeout:        cfg.Crawler.FetchTimeout,
-		MaxBodyBytes:   cfg.Crawler.MaxBodyBytes,
-		MaxRedirects:   cfg.Crawler.MaxRedirects,
-		AllowPrivate:   cfg.AllowPrivate,
-		IgnoreRobots:   cfg.Crawler.IgnoreRobots,
-		MinHostSpacing: cfg.Crawler.HostSpacing,
-		MaxPoliteWait:  cfg.Crawler.MaxPoliteWait,
-		Pacer:          gate,
-	})
+	fetchCfg := cfg.Fetch
+	fetchCfg.Pacer = gate
+	fetcher, err := fetch.New(fetchCfg)
 	if err != nil {
-		return fmt.Errorf("fetcher: %w", err)
+		return err
 	}
-	svc, err := crawler.New(crawler.Config{
-		TaskQueue:        cfg.TaskQueue,
-		Limits:           domwalk.Limits{MaxLinks: cfg.Crawler.MaxLinks, MaxTreeBytes: cfg.Crawler.MaxTreeBytes},
-		ParseConcurrency: cfg.Crawler.ParseConcurrency,
-		CheckTimeout:     cfg.Crawler.CheckTimeout,
-		Gate:             gate,
-		ParseMemory:      cfg.Crawler.ParseMemory,
-		MaxTaskBytes:     cfg.Crawler.MaxTaskBytes,
-	}, fetcher, pub, log, reg)
+	crawlCfg := cfg.Crawler
+	crawlCfg.TaskQueue, crawlCfg.Gate = cfg.Queues.Tasks, gate
+	svc, err := crawler.New(crawlCfg, fetcher, pub, log, reg)
 	if err != nil {
-		return fmt.Errorf("crawler: %w", err)
+		return err
 	}
 	consumer, err := queue.NewConsumer(queue.ConsumerConfig{
-		Config:       qcfg,
-		Queue:        cfg.JobQueue,
-		Prefetch:     cfg.Crawler.Concurrency,
-		Workers:      cfg.Crawler.Concurrency,
-		DrainTimeout: cfg.ShutdownTimeout,
+		Config:       broker,
+		Queue:        cfg.Queues.Jobs,
+		Prefetch:     cfg.Concurrency,
+		Workers:      cfg.Concurrency,
+		DrainTimeout: cfg.Ops.ShutdownTimeout,
 	}, log, svc.Handle, pub)
 	if err != nil {
 		return fmt.Errorf("consumer: %w", err)
@@ -88,14 +129,14 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	health.Set("rabbitmq", consumer.Health)
 	health.Set("rabbitmq_publisher", pub.Health)
 
-	if cfg.AllowPrivate {
+	if cfg.Fetch.AllowPrivate {
 		log.Warn("PORTALWATCH_ALLOW_PRIVATE=true: the crawler may connect to loopback and private addresses")
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { pub.Connect(ctx); return nil }) //nolint:errcheck // only ends early when stopping
-	g.Go(func() error { return ops.Serve(ctx, cfg.HTTPAddrOr("127.0.0.1:9102"), health, reg, log) })
+	g.Go(func() error { return ops.Serve(ctx, cfg.Listen.Addr, health, reg, log) })
 	g.Go(func() error {
-		log.Info("crawling", "queue", cfg.JobQueue, "concurrency", cfg.Crawler.Concurrency)
+		log.Info("crawling", "queue", cfg.Queues.Jobs, "concurrency", cfg.Concurrency)
 		return consumer.Run(ctx)
 	})
 	return g.Wait()
@@ -106,12 +147,12 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 // every 100% of heap growth (Go's default) spends a sixth of the crawler's
 // CPU on garbage; 400% with a soft limit of 160 MiB costs a fraction of that
 // and keeps the heap bounded (pwbench: crawler CPU per page -27%).
-func tuneGC(log *slog.Logger) {
-	if os.Getenv("GOGC") == "" {
+func tuneGC(getenv config.Getenv, log *slog.Logger) {
+	if getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 		log.Debug("GOGC unset: collecting at 400% heap growth")
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
+	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(160 << 20)
 		log.Debug("GOMEMLIMIT unset: soft memory limit 160 MiB")
 	}

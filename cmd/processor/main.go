@@ -1,116 +1,165 @@
 // Command processor consumes the task queue and records every link that is
 // new on its page in the updates table. Several processors may run at once.
-// It is configured from the environment (see README.md); /healthz and
-// /metrics are served on PORTALWATCH_HTTP_ADDR, 127.0.0.1:9103 by default.
+// It is configured from the environment (`processor --help` lists the
+// variables; README.md explains them); /healthz and /metrics are served on
+// PORTALWATCH_HTTP_ADDR, 127.0.0.1:9103 by default.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"sync"
-	"time"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/ops"
-	"github.com/portalwatch/portalwatch/internal/proc"
 	"github.com/portalwatch/portalwatch/internal/processor"
 	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/redisconn"
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-func main() { proc.Main("processor", run) }
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	os.Exit(ops.ExitStatus(os.Stderr, "processor", err))
+}
 
-// run wires the program's adapters and service and runs them until ctx ends.
-func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+// settings are every variable the processor reads, each in the config of
+// the component it sets.
+type settings struct {
+	Ops    ops.Config
+	Listen ops.Listen
+	// Concurrency is how many tasks one processor handles at once, 1 to
+	// 1000.
+	Concurrency int `env:"PORTALWATCH_PROCESSOR_CONCURRENCY"`
+	// Prefetch is the task queue's prefetch, 1 to 2000; 0 means
+	// prefetchPerWorker × Concurrency.
+	Prefetch  int `env:"PORTALWATCH_PROCESSOR_PREFETCH"`
+	Database  store.Config
+	Broker    queue.Config
+	Queues    queue.Names
+	Redis     redisconn.Config
+	Seen      seen.Config
+	Processor processor.Config
+	Retention processor.RetentionConfig
+}
+
+// prefetchPerWorker keeps each worker's next tasks at hand while it
+// records one.
+const prefetchPerWorker = 4
+
+func defaults() settings {
+	return settings{
+		Ops:         ops.Config{}.WithDefaults(),
+		Listen:      ops.Listen{Addr: "127.0.0.1:9103"},
+		Concurrency: 8,
+		Database:    store.Config{}.WithDefaults(),
+		Broker:      queue.Config{}.WithDefaults(),
+		Queues:      queue.Names{}.WithDefaults(),
+		Redis:       redisconn.Config{}.WithDefaults(),
+		Seen:        seen.Config{Prefix: redisconn.DefaultPrefix}.WithDefaults(),
+		Processor: processor.Config{
+			Caps:          processor.DefaultCaps,
+			Burst:         processor.DefaultBurst,
+			RemovalChecks: processor.DefaultRemovalChecks,
+		}.WithDefaults(),
+		Retention: processor.RetentionConfig{Links: processor.DefaultLinksRetention}.WithDefaults(),
+	}
+}
+
+// Validate checks the processor's own settings.
+func (s settings) Validate() error {
+	return errors.Join(
+		config.Between("Concurrency", s.Concurrency, 1, 1000),
+		config.Between("Prefetch", s.Prefetch, 0, 2000),
+	)
+}
+
+// run reads the settings from getenv and runs the processor until ctx ends.
+func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer) error {
+	cfg := defaults()
+	if done, err := config.Read(getenv, args, stdout, "processor", &cfg); done || err != nil {
+		return err
+	}
+	log := cfg.Ops.Logger(stdout, "processor", os.Getpid())
+	return ops.Stopped(log, serve(ctx, cfg, log))
+}
+
+// serve wires the program's adapters and service and runs them until ctx
+// ends.
+func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	health, reg := ops.NewHealth(), ops.NewRegistry()
 
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.GenericPlans())
+	st, err := store.Open(ctx, cfg.Database.URL, store.GenericPlans())
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	qcfg := proc.QueueConfig(cfg, "processor")
-	deadLetters, err := queue.NewPublisher(qcfg, log, cfg.TaskQueue)
+	broker := cfg.Broker.Named("processor")
+	deadLetters, err := queue.NewPublisher(broker, log, cfg.Queues.Tasks)
 	if err != nil {
 		return fmt.Errorf("dead-letter publisher: %w", err)
 	}
 	defer deadLetters.Close()
+	pruner, err := processor.NewPruner(cfg.Retention, st, log)
+	if err != nil {
+		return err
+	}
+	procCfg := cfg.Processor
+	procCfg.LinkRefresh = processor.LinkRefreshFor(cfg.Retention.Links)
+	prefetch := cfg.Prefetch
+	if prefetch == 0 {
+		prefetch = min(prefetchPerWorker*cfg.Concurrency, 2000)
+	}
 
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ops.Serve(ctx, cfg.HTTPAddrOr("127.0.0.1:9103"), health, reg, log) })
+	g.Go(func() error { return ops.Serve(ctx, cfg.Listen.Addr, health, reg, log) })
+	g.Go(func() error { return pruner.Run(ctx) })
 	g.Go(func() error {
-		pruner, err := processor.NewPruner(processor.RetentionConfig{
-			Updates:  cfg.Processor.UpdatesRetention,
-			Links:    cfg.Processor.LinksRetention,
-			Interval: cfg.Processor.PruneInterval,
-			Batch:    cfg.Processor.PruneBatch,
-		}, st, log)
-		if err != nil {
-			return fmt.Errorf("pruner: %w", err)
-		}
-		return pruner.Run(ctx)
-	})
-	g.Go(func() error {
-		if err := proc.PrepareStore(ctx, st, health, log); err != nil {
+		if err := st.WaitReady(ctx, store.Migrated, log, health.Track("postgres", st.HealthCheck)); err != nil {
 			return nil // stopped while waiting
 		}
-		epoch, err := proc.Retry(ctx, log, "read the database epoch", func() (string, error) { return st.Epoch(ctx) })
+		// The seen-set is keyed by the database's epoch, so a cache filled
+		// for another incarnation of the database is never read.
+		epoch, err := backoff.Retry(ctx, backoff.Default, log, "read the database epoch", func() (string, error) { return st.Epoch(ctx) })
 		if err != nil {
 			return nil // stopped while waiting
 		}
-		set, err := seen.Open(cfg.RedisURL, seen.Config{Prefix: cfg.RedisPrefix, Epoch: epoch, TTL: cfg.Processor.SeenTTL})
+		seenCfg := cfg.Seen
+		seenCfg.Epoch = epoch
+		set, err := seen.Open(cfg.Redis.URL, seenCfg)
 		if err != nil {
 			return err
 		}
 		defer set.Close()
 		// Redis is a cache: the processor works without it, only slower.
-		health.Set("redis", func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			return set.Ping(ctx)
-		})
-		svc, err := processor.New(processor.Config{
-			CodeLength: cfg.CodeLength,
-			Backoff:    backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second},
-			Caps: watch.Caps{
-				PerCheck: cfg.Processor.MaxNewLinksPerCheck,
-				PerDay:   cfg.Processor.MaxNewLinksPerDay,
-			},
-			LinkRefresh:   processor.LinkRefreshFor(cfg.Processor.LinksRetention),
-			Burst:         watch.Burst{Share: cfg.Processor.BurstShare, Min: cfg.Processor.BurstMin},
-			RemovalChecks: cfg.Processor.RemovalChecks,
-		}, st, set, log, reg)
+		health.Set("redis", set.HealthCheck)
+		svc, err := processor.New(procCfg, st, set, log, reg)
 		if err != nil {
-			return fmt.Errorf("processor: %w", err)
+			return err
 		}
 		consumer, err := queue.NewConsumer(queue.ConsumerConfig{
-			Config:       qcfg,
-			Queue:        cfg.TaskQueue,
-			Prefetch:     cfg.Processor.Prefetch,
-			Workers:      cfg.Processor.Concurrency,
-			DrainTimeout: cfg.ShutdownTimeout,
+			Config:       broker,
+			Queue:        cfg.Queues.Tasks,
+			Prefetch:     prefetch,
+			Workers:      cfg.Concurrency,
+			DrainTimeout: cfg.Ops.ShutdownTimeout,
 		}, log, svc.Handle, deadLetters)
 		if err != nil {
 			return fmt.Errorf("consumer: %w", err)
 		}
 		health.Set("rabbitmq", consumer.Health)
-		// The sweep stops with the consumer, also when the consumer fails
-		// on its own (a bad broker URL), not only at a signal. Due removals
-		// wait in their pages' rows for the claims of the pages' next
-		// checks, so the stop leaves none behind.
-		sweepCtx, stopSweep := context.WithCancel(ctx)
-		var sweep sync.WaitGroup
-		sweep.Go(func() { _ = svc.RunRemovalSweep(sweepCtx) })
-		err = consumer.Run(ctx)
-		stopSweep()
-		sweep.Wait()
-		return err
+		return svc.Run(ctx, consumer.Run)
 	})
 	return g.Wait()
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/portalwatch/portalwatch/internal/proc"
 	"github.com/portalwatch/portalwatch/internal/queue"
 )
 
@@ -32,11 +31,11 @@ type deadFlags struct {
 func (f deadFlags) queues(c *cli) []string {
 	switch f.Queue {
 	case "job":
-		return []string{c.cfg.JobQueue}
+		return []string{c.cfg.Queues.Jobs}
 	case "task":
-		return []string{c.cfg.TaskQueue}
+		return []string{c.cfg.Queues.Tasks}
 	}
-	return []string{c.cfg.JobQueue, c.cfg.TaskQueue}
+	return []string{c.cfg.Queues.Jobs, c.cfg.Queues.Tasks}
 }
 
 func (f deadFlags) limit(byDefault int) int {
@@ -51,7 +50,7 @@ type deadListCmd struct {
 }
 
 func (d *deadListCmd) Run(c *cli) error {
-	dead, err := queue.NewDead(proc.QueueConfig(c.cfg, "watchctl"))
+	dead, err := queue.NewDead(c.cfg.Broker.Named("watchctl"))
 	if err != nil {
 		return fmt.Errorf("dead letters: %w", err)
 	}
@@ -63,7 +62,7 @@ type deadRequeueCmd struct {
 }
 
 func (d *deadRequeueCmd) Run(c *cli) error {
-	qcfg := proc.QueueConfig(c.cfg, "watchctl")
+	qcfg := c.cfg.Broker.Named("watchctl")
 	dead, err := queue.NewDead(qcfg)
 	if err != nil {
 		return fmt.Errorf("dead letters: %w", err)
@@ -89,7 +88,7 @@ type deadPurgeCmd struct {
 }
 
 func (d *deadPurgeCmd) Run(c *cli) error {
-	dead, err := queue.NewDead(proc.QueueConfig(c.cfg, "watchctl"))
+	dead, err := queue.NewDead(c.cfg.Broker.Named("watchctl"))
 	if err != nil {
 		return fmt.Errorf("dead letters: %w", err)
 	}
@@ -110,14 +109,11 @@ func (c *cli) deadList(dead *queue.Dead, queues []string, limit int, asJSON bool
 		defer tw.Flush()
 	}
 	for _, q := range queues {
-		total, err := dead.Count(q)
+		report, err := dead.Inspect(q, limit)
 		if err != nil {
 			return err
 		}
-		letters, err := dead.List(q, limit)
-		if err != nil {
-			return err
-		}
+		total, letters := report.Count, report.Letters
 		if asJSON {
 			enc := json.NewEncoder(c.stdout)
 			enc.SetEscapeHTML(false)

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/notify"
-	"github.com/portalwatch/portalwatch/internal/proc"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -99,7 +99,7 @@ func (a *notifyAddEmailCmd) Run(c *cli) error {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "subscription %d: e-mail to %s for %s, digest %s\n", added.ID, added.Target, added.Scope(), added.Digest)
-	if c.cfg.Notifier.SMTPURL == "" {
+	if c.cfg.Senders.Email.URL == "" {
 		fmt.Fprintln(c.stdout, "note: PORTALWATCH_SMTP_URL is not set; the notifier cannot send e-mail until it is")
 	}
 	return nil
@@ -217,7 +217,7 @@ func (r *notifyTestCmd) Run(c *cli) error {
 	if err != nil {
 		return notFound(err, id)
 	}
-	senders, closeSenders, err := proc.NotifySenders(c.cfg)
+	senders, closeSenders, err := notify.NewSenders(c.cfg.Senders, fetch.DialGuard(c.cfg.AllowPrivate))
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -53,10 +55,31 @@ type commandLine struct {
 	Notify  notifyCmd  `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`
 }
 
+// settings are every variable watchctl reads, each in the config of the
+// component it sets: the same as the programs' that do what a command does.
+type settings struct {
+	// AllowPrivate lets pages and webhooks name loopback and private
+	// addresses, as the crawler and the notifier would reach them.
+	AllowPrivate bool `env:"PORTALWATCH_ALLOW_PRIVATE"`
+	Database     store.Config
+	Broker       queue.Config
+	Queues       queue.Names
+	Senders      notify.SendersConfig
+}
+
+func defaults() settings {
+	return settings{
+		Database: store.Config{}.WithDefaults(),
+		Broker:   queue.Config{}.WithDefaults(),
+		Queues:   queue.Names{}.WithDefaults(),
+		Senders:  notify.SendersConfig{Webhook: notify.WebhookConfig{UserAgent: fetch.DefaultUserAgent}}.WithDefaults(),
+	}
+}
+
 // cli is what every command runs with.
 type cli struct {
 	ctx    context.Context
-	cfg    config.Config
+	cfg    settings
 	stdout io.Writer
 	// policy is what registration allows; every command that stores a
 	// page's settings checks them with it.
@@ -117,8 +140,8 @@ func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, s
 		fmt.Fprintf(stderr, "%s: %v (see `%s --help`)\n", cmd, err, cmd)
 		return exitUsage
 	}
-	cfg, err := config.Load(getenv)
-	if err != nil {
+	cfg := defaults()
+	if err := config.Load(getenv, &cfg); err != nil {
 		fmt.Fprintln(stderr, "watchctl:", err)
 		return exitUsage
 	}
@@ -208,7 +231,7 @@ func goFlagStyle(root *kong.Node, args []string) []string {
 }
 
 func (c *cli) open() (*store.Store, error) {
-	st, err := store.Open(c.ctx, c.cfg.DatabaseURL)
+	st, err := store.Open(c.ctx, c.cfg.Database.URL)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -43,27 +42,13 @@ func (d *deadLetters) DeadLetters(_ context.Context) ([]web.DeadQueue, error) {
 	}
 	out := make([]web.DeadQueue, 0, len(d.queues))
 	for _, q := range d.queues {
-		dq := web.DeadQueue{Queue: queue.DeadLetterQueue(q), Reasons: []web.ReasonCount{}}
-		n, err := d.dead.Count(q)
+		report, err := d.dead.Inspect(q, deadSample)
+		dq := web.DeadQueue{Queue: report.Queue, Count: report.Count, Reasons: []web.ReasonCount{}}
 		if err != nil {
 			dq.Error = err.Error()
-			out = append(out, dq)
-			continue
 		}
-		dq.Count = n
-		if n > 0 {
-			letters, err := d.dead.List(q, deadSample)
-			if err != nil {
-				dq.Error = err.Error()
-			}
-			counts := map[string]int{}
-			for _, l := range letters {
-				counts[l.Reason]++
-			}
-			for reason, c := range counts {
-				dq.Reasons = append(dq.Reasons, web.ReasonCount{Reason: reason, Count: c})
-			}
-			slices.SortFunc(dq.Reasons, func(a, b web.ReasonCount) int { return b.Count - a.Count })
+		for _, r := range report.Reasons() {
+			dq.Reasons = append(dq.Reasons, web.ReasonCount{Reason: r.Reason, Count: r.Count})
 		}
 		out = append(out, dq)
 	}

@@ -4,164 +4,154 @@
 // only (RabbitMQ is asked for dead-letter counts, and their absence is
 // shown, not fatal), and never migrates the schema: its reads work with a
 // read-only database role (see README.md). It is configured from the
-// environment; SIGTERM stops it gracefully within
-// PORTALWATCH_SHUTDOWN_TIMEOUT.
+// environment (`web --help` lists the variables); SIGTERM stops it
+// gracefully within PORTALWATCH_SHUTDOWN_TIMEOUT.
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"log/slog"
 	"net"
-	"strconv"
-	"strings"
-	"sync/atomic"
-	"time"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/notify"
 	"github.com/portalwatch/portalwatch/internal/ops"
-	"github.com/portalwatch/portalwatch/internal/proc"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 	"github.com/portalwatch/portalwatch/internal/web"
-	"github.com/portalwatch/portalwatch/migrations"
 )
 
-func main() { proc.Main("web", run) }
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	os.Exit(ops.ExitStatus(os.Stderr, "web", err))
+}
 
-// run serves on cfg.Web.Addr until ctx ends.
-func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", cfg.Web.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s (PORTALWATCH_WEB_ADDR): %w", cfg.Web.Addr, err)
+// settings are every variable the web program reads, each in the config of
+// the component it sets.
+type settings struct {
+	Ops ops.Config
+	// Addr is where the API, the feeds, the web page, /healthz and
+	// /metrics are served: host:port.
+	Addr string `env:"PORTALWATCH_WEB_ADDR"`
+	// ReadURL is a read replica of the database the heavy reads (updates,
+	// removals, feeds) go to; empty reads from Database. Pages, tokens
+	// and every write stay on Database, so a page added through a form
+	// shows at once.
+	ReadURL string `env:"DATABASE_READ_URL"`
+	// AllowPrivate lets pages and webhooks name loopback and private
+	// addresses, as the crawler and the notifier would reach them.
+	AllowPrivate bool `env:"PORTALWATCH_ALLOW_PRIVATE"`
+	Database     store.Config
+	// Broker and Queues are read for the dead-letter counts alone.
+	Broker  queue.Config
+	Queues  queue.Names
+	Web     web.Config
+	Senders notify.SendersConfig
+}
+
+func defaults() settings {
+	return settings{
+		Ops:      ops.Config{}.WithDefaults(),
+		Addr:     "127.0.0.1:8080",
+		Database: store.Config{}.WithDefaults(),
+		Broker:   queue.Config{}.WithDefaults(),
+		Queues:   queue.Names{}.WithDefaults(),
+		Senders:  notify.SendersConfig{Webhook: notify.WebhookConfig{UserAgent: fetch.DefaultUserAgent}}.WithDefaults(),
 	}
-	return serve(ctx, cfg, ln, log)
+}
+
+// Validate checks the web program's own settings.
+func (s settings) Validate() error {
+	if err := config.HostPort("Addr", s.Addr); err != nil {
+		return err
+	}
+	if s.ReadURL != "" {
+		return store.ValidURL("ReadURL", s.ReadURL)
+	}
+	return nil
+}
+
+// run reads the settings from getenv and serves until ctx ends.
+func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer) error {
+	cfg := defaults()
+	if done, err := config.Read(getenv, args, stdout, "web", &cfg); done || err != nil {
+		return err
+	}
+	log := cfg.Ops.Logger(stdout, "web", os.Getpid())
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return ops.Stopped(log, fmt.Errorf("listen on %s (PORTALWATCH_WEB_ADDR): %w", cfg.Addr, err))
+	}
+	return ops.Stopped(log, serve(ctx, cfg, ln, log))
 }
 
 // serve is run on a listener the caller opened, so a test can start the
-// program in-process on a free port.
-func serve(ctx context.Context, cfg config.Config, ln net.Listener, log *slog.Logger) error {
+// program in-process on a free port. It closes ln.
+func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger) error {
+	defer ln.Close() // already closed when served; this is for the errors before
 	health, reg := ops.NewHealth(), ops.NewRegistry()
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	st, err := store.Open(ctx, cfg.Database.URL)
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	defer st.Close()
 	// The heavy reads (updates, removals, feeds) may go to a replica.
 	reads := st
-	if cfg.DatabaseReadURL != "" {
-		if reads, err = store.Open(ctx, cfg.DatabaseReadURL); err != nil {
-			ln.Close()
+	if cfg.ReadURL != "" {
+		if reads, err = store.Open(ctx, cfg.ReadURL); err != nil {
 			return fmt.Errorf("read replica (DATABASE_READ_URL): %w", err)
 		}
 		defer reads.Close()
-		health.Set("postgres_read", func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			return reads.Ping(ctx)
-		})
+		health.Set("postgres_read", reads.HealthCheck)
 	}
-	dead, err := queue.NewDead(proc.QueueConfig(cfg, "web"))
+	dead, err := queue.NewDead(cfg.Broker.Named("web"))
 	if err != nil {
 		return fmt.Errorf("dead letters: %w", err)
 	}
-
 	// Test messages go out as the notifier's would: same senders, same
 	// dial guard.
-	senders, closeSenders, err := proc.NotifySenders(cfg)
+	senders, closeSenders, err := notify.NewSenders(cfg.Senders, fetch.DialGuard(cfg.AllowPrivate))
 	if err != nil {
-		ln.Close()
 		return fmt.Errorf("notification senders: %w", err)
 	}
 	defer closeSenders()
 
-	srv, err := web.New(web.Config{
-		PublicRead: cfg.Web.PublicRead,
-		Policy:     registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, nil)},
-		Health:     health,
-		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Registerer: reg,
-	}, web.Deps{
+	webCfg := cfg.Web
+	webCfg.Policy = registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, nil)}
+	webCfg.Health = health
+	webCfg.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	webCfg.Registerer = reg
+	srv, err := web.New(webCfg, web.Deps{
 		Pages: st, Writer: st, Updates: reads, Tokens: st, Removals: reads,
 		Subscriptions: st, Tester: testSender(senders),
-		Dead: newDeadLetters(dead, []string{cfg.JobQueue, cfg.TaskQueue}),
+		Dead: newDeadLetters(dead, []string{cfg.Queues.Jobs, cfg.Queues.Tasks}),
 	}, log)
 	if err != nil {
-		ln.Close()
 		return err
 	}
-	schema := schemaHealth(st, health)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { watchSchema(gctx, st, schema, log); return nil })
-	g.Go(func() error { return web.ServeListener(gctx, ln, srv.Handler(), cfg.ShutdownTimeout, log) })
-	return g.Wait()
-}
-
-// schemaHealth puts the database on /healthz: not ready until watchSchema
-// has seen the schema this program was built for, then a ping.
-func schemaHealth(st *store.Store, health *ops.Health) *atomic.Pointer[error] {
-	state := new(atomic.Pointer[error])
-	waiting := errors.New("connecting")
-	state.Store(&waiting)
-	health.Set("postgres", func() error {
-		if err := *state.Load(); err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		return st.Ping(ctx)
+	g.Go(func() error {
+		// The web program does not migrate (its role may be read-only):
+		// until the schema it was built for is there, /healthz says what
+		// it waits for and requests fail with 500 and a logged reason.
+		st.WaitReady(gctx, store.Current, log, health.Track("postgres", st.HealthCheck)) //nolint:errcheck // ends with ctx
+		return nil
 	})
-	return state
-}
-
-// watchSchema waits until the database holds the schema this program was
-// built for, keeping state (shown on /healthz) on what it waits for; it
-// returns once it does, or when ctx ends. The web program does not migrate
-// (its role may be read-only); the pipeline programs and `watchctl migrate`
-// do. Requests made meanwhile fail with 500 and a logged reason.
-func watchSchema(ctx context.Context, st *store.Store, state *atomic.Pointer[error], log *slog.Logger) {
-	want := newestMigration()
-	policy := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second}
-	for attempt := 0; ; attempt++ {
-		v, err := st.SchemaVersion(ctx)
-		if err == nil && v >= want {
-			var ok error
-			state.Store(&ok)
-			return
-		}
-		if err == nil {
-			err = fmt.Errorf("the database is at schema version %d, this program needs %d: run `watchctl migrate` (or start any pipeline program)", v, want)
-		}
-		state.Store(&err)
-		log.Warn("database not ready; retrying", "attempt", attempt+1, "err", err)
-		if policy.Sleep(ctx, attempt) != nil {
-			return
-		}
-	}
-}
-
-// newestMigration is the version of the newest embedded migration.
-func newestMigration() int64 {
-	var newest int64
-	files, _ := fs.Glob(migrations.FS, "*.sql")
-	for _, f := range files {
-		prefix, _, _ := strings.Cut(f, "_")
-		if v, err := strconv.ParseInt(prefix, 10, 64); err == nil && v > newest {
-			newest = v
-		}
-	}
-	return newest
+	g.Go(func() error { return web.ServeListener(gctx, ln, srv.Handler(), cfg.Ops.ShutdownTimeout, log) })
+	return g.Wait()
 }
 
 // testSender sends test messages through the notifier's senders.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testsvc"
 )
@@ -21,13 +20,8 @@ func TestServesUntilStoppedAndWaitsForTheSchema(t *testing.T) {
 	// Queue names of the test's own, never declared: read-only dead-letter
 	// counts of queues that do not exist are 0.
 	jobs := "webtest_" + testsvc.ID(t)
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"DATABASE_URL": dsn, "PORTALWATCH_WEB_PUBLIC_READ": "true", "AMQP_URL": testsvc.AMQPURL(),
-			"PORTALWATCH_JOB_QUEUE": jobs, "PORTALWATCH_TASK_QUEUE": jobs + "_tasks"}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := settingsFrom(t, map[string]string{"DATABASE_URL": dsn, "PORTALWATCH_WEB_PUBLIC_READ": "true", "AMQP_URL": testsvc.AMQPURL(),
+		"PORTALWATCH_JOB_QUEUE": jobs, "PORTALWATCH_TASK_QUEUE": jobs + "_tasks"})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +37,7 @@ func TestServesUntilStoppedAndWaitsForTheSchema(t *testing.T) {
 			if err != nil {
 				t.Errorf("stop: %v", err)
 			}
-		case <-time.After(cfg.ShutdownTimeout + 5*time.Second):
+		case <-time.After(cfg.Ops.ShutdownTimeout + 5*time.Second):
 			t.Error("the program did not stop")
 		}
 	}()
@@ -129,13 +123,8 @@ func TestReadsUpdatesFromTheReplica(t *testing.T) {
 	exec(replica, `INSERT INTO pages (base_url) VALUES ('https://replica.example/');
 		INSERT INTO updates (page_id, link_key, url, text, code) VALUES (1, 7, 'https://replica.example/story', 'From the replica', 'abcdefgh')`)
 	jobs := "webtest_" + testsvc.ID(t)
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"DATABASE_URL": primary, "DATABASE_READ_URL": replica, "PORTALWATCH_WEB_PUBLIC_READ": "true",
-			"AMQP_URL": testsvc.AMQPURL(), "PORTALWATCH_JOB_QUEUE": jobs, "PORTALWATCH_TASK_QUEUE": jobs + "_tasks"}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := settingsFrom(t, map[string]string{"DATABASE_URL": primary, "DATABASE_READ_URL": replica, "PORTALWATCH_WEB_PUBLIC_READ": "true",
+		"AMQP_URL": testsvc.AMQPURL(), "PORTALWATCH_JOB_QUEUE": jobs, "PORTALWATCH_TASK_QUEUE": jobs + "_tasks"})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

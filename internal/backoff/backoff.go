@@ -5,6 +5,7 @@ package backoff
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 )
@@ -45,5 +46,27 @@ func (p Policy) Sleep(ctx context.Context, attempt int) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Default is how the programs wait for a dependency that is down: from
+// 200ms doubling up to 10s.
+var Default = Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second}
+
+// Retry calls f until it succeeds or ctx ends, logging each failure and
+// waiting by p in between, so a process rides out a dependency that drops
+// away between two steps of its start-up. It returns ctx's error when ctx
+// ends first.
+func Retry[T any](ctx context.Context, p Policy, log *slog.Logger, what string, f func() (T, error)) (T, error) {
+	for attempt := 0; ; attempt++ {
+		v, err := f()
+		if err == nil {
+			return v, nil
+		}
+		log.Warn("retrying: could not "+what, "attempt", attempt+1, "err", err)
+		if err := p.Sleep(ctx, attempt); err != nil {
+			var zero T
+			return zero, err
+		}
 	}
 }

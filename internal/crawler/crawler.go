@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/urlnorm"
@@ -43,14 +44,14 @@ type Config struct {
 	// ParseConcurrency bounds the pages parsed at once; fetches go on
 	// meanwhile. Default DefaultParseConcurrency(), the number of CPUs: a
 	// DOM takes ten times its page's size, so parsing more pages than there
-	// are cores costs memory and gains nothing.
-	ParseConcurrency int
+	// are cores costs memory and gains nothing. At most 1000.
+	ParseConcurrency int `env:"PORTALWATCH_PARSE_CONCURRENCY"`
 	// CheckTimeout bounds everything a check does before its page is in
 	// hand: reading robots.txt, any politeness wait and the fetch itself, so
 	// a host that trickles both its robots.txt and its page holds a worker
-	// for this long, not for twice the fetch timeout. Default
-	// DefaultCheckTimeout, 45s.
-	CheckTimeout time.Duration
+	// for this long, not for twice the fetch timeout. At least 100ms;
+	// default DefaultCheckTimeout, 45s.
+	CheckTimeout time.Duration `env:"PORTALWATCH_CHECK_TIMEOUT"`
 	// Gate, when set, caps the checks of one origin in flight across all
 	// crawlers; a check of a full origin is deferred by BusyDelay to twice
 	// that. Default nil: no cap.
@@ -62,12 +63,14 @@ type Config struct {
 	// fetch and publish: each counts its body plus its parse's bound
 	// (domwalk.ParseCost), from when its body is read until its parse ends,
 	// waiting for a parse slot included. A page costing more than the whole
-	// budget is parsed alone. Default DefaultParseMemory, 64 MiB.
-	ParseMemory int64
+	// budget is parsed alone. From 1 MiB to 16 GiB; default
+	// DefaultParseMemory, 64 MiB.
+	ParseMemory int64 `env:"PORTALWATCH_PARSE_MEMORY"`
 	// MaxTaskBytes bounds the encoded size of one task: the links past it
-	// are left out and counted in Task.Truncated. Default
-	// DefaultMaxTaskBytes, 4 MiB.
-	MaxTaskBytes int
+	// are left out and counted in Task.Truncated. From 64 KiB to 64 MiB,
+	// under RabbitMQ's 128 MiB message limit; default DefaultMaxTaskBytes,
+	// 4 MiB.
+	MaxTaskBytes int `env:"PORTALWATCH_MAX_TASK_BYTES"`
 }
 
 // DefaultCheckTimeout is Config.CheckTimeout's default: the fetch's own 30s
@@ -106,20 +109,17 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// validate refuses what no default can mend, naming every bad field.
-func (c Config) validate() error {
-	var errs []error
-	if c.PublishTimeout < 0 || c.CheckTimeout < 0 || c.BusyDelay < 0 {
-		errs = append(errs, fmt.Errorf("crawler: PublishTimeout %s, CheckTimeout %s, BusyDelay %s: none may be negative",
-			c.PublishTimeout, c.CheckTimeout, c.BusyDelay))
-	}
-	if c.ParseConcurrency < 0 {
-		errs = append(errs, fmt.Errorf("crawler: ParseConcurrency is %d: want at least 1", c.ParseConcurrency))
-	}
-	if c.ParseMemory < 0 || c.MaxTaskBytes < 0 {
-		errs = append(errs, fmt.Errorf("crawler: ParseMemory %d, MaxTaskBytes %d: want positive byte counts", c.ParseMemory, c.MaxTaskBytes))
-	}
-	return errors.Join(errs...)
+// Validate refuses what no default can mend, naming every bad field; Limits
+// has its own Validate.
+func (c Config) Validate() error {
+	return errors.Join(
+		config.AtLeast("PublishTimeout", c.PublishTimeout, 0),
+		config.Between("ParseConcurrency", c.ParseConcurrency, 1, 1000),
+		config.AtLeast("CheckTimeout", c.CheckTimeout, 100*time.Millisecond),
+		config.AtLeast("BusyDelay", c.BusyDelay, 0),
+		config.Between("ParseMemory", c.ParseMemory, 1<<20, 16<<30),
+		config.Between("MaxTaskBytes", c.MaxTaskBytes, 64<<10, 64<<20),
+	)
 }
 
 // Service is the crawler.
@@ -145,8 +145,8 @@ type metrics struct {
 // field of cfg out of range.
 func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	if err := errors.Join(cfg.Validate(), cfg.Limits.Validate()); err != nil {
+		return nil, fmt.Errorf("crawler: %w", err)
 	}
 	m := metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/crawler"
+	"github.com/portalwatch/portalwatch/internal/domwalk"
 )
 
 // TestNewRefusesInvalidConfig: a value no default can mend is an error from
@@ -23,6 +24,11 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{crawler.Config{ParseConcurrency: -1}, "ParseConcurrency"},
 		{crawler.Config{ParseMemory: -1}, "ParseMemory"},
 		{crawler.Config{MaxTaskBytes: -1}, "MaxTaskBytes"},
+		// Bounded here, where a program and a test alike set it (it once
+		// was bounded only where the environment was read).
+		{crawler.Config{MaxTaskBytes: 1000}, "MaxTaskBytes"},
+		{crawler.Config{ParseConcurrency: 5000}, "ParseConcurrency"},
+		{crawler.Config{Limits: domwalk.Limits{MaxLinks: 1_000_000}}, "MaxLinks"},
 	} {
 		_, err := crawler.New(tt.cfg, nil, nil, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 		if err == nil || !strings.Contains(err.Error(), tt.field) {

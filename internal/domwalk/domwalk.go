@@ -27,6 +27,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/urlnorm"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -37,7 +38,7 @@ type Limits struct {
 	// MaxLinks is the most distinct links a walk returns; the distinct links
 	// beyond it are counted in Stats.LinksOverCap, their texts not read.
 	// Default 5000.
-	MaxLinks int
+	MaxLinks int `env:"PORTALWATCH_MAX_LINKS"`
 	// MaxDepth is the deepest level visited, counted from the node given to
 	// Links (the document node, depth 0; <html> is at depth 1). Nodes
 	// deeper than MaxDepth are neither searched for links nor read for text.
@@ -60,7 +61,7 @@ type Limits struct {
 	// than MaxTreeBytes of anchors and their text, and Stats.OverTreeBudget
 	// is set. Default 32 MiB: the corpus's largest page, 1.8 MB, is
 	// estimated at 5.6 MiB.
-	MaxTreeBytes int64
+	MaxTreeBytes int64 `env:"PORTALWATCH_MAX_TREE_BYTES"`
 }
 
 // Default limits; see Limits.
@@ -92,6 +93,16 @@ func (l Limits) WithDefaults() Limits {
 		l.MaxTreeBytes = DefaultMaxTreeBytes
 	}
 	return l
+}
+
+// Validate checks the limits an operator sets: MaxLinks from 1 to 100,000
+// and MaxTreeBytes from 1 MiB to 4 GiB. The walks themselves take any
+// Limits, giving a zero or negative field its default.
+func (l Limits) Validate() error {
+	return errors.Join(
+		config.Between("MaxLinks", l.MaxLinks, 1, 100_000),
+		config.Between("MaxTreeBytes", l.MaxTreeBytes, 1<<20, 4<<30),
+	)
 }
 
 // Stats describes one walk.

@@ -61,11 +61,11 @@ type Client struct {
 // (90s, at most 4 per host).
 //
 // New returns an error naming every field of cfg that is out of range
-// (see Config.validate).
+// (see Config.Validate).
 func New(cfg Config) (*Client, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
 	}
 	c := &Client{
 		cfg:   cfg,

@@ -2,11 +2,12 @@ package fetch
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/portalwatch/portalwatch/internal/config"
 )
 
 // Defaults applied by Config.WithDefaults.
@@ -30,7 +31,6 @@ const (
 
 // allowPrivateHint ends every refusal of a non-public address, so that an
 // operator running portalwatch against local test sites knows the switch.
-// The variable is read by the config package, which sets AllowPrivate.
 const allowPrivateHint = "set PORTALWATCH_ALLOW_PRIVATE=true to allow private addresses"
 
 // Config configures a Client. New applies WithDefaults, which gives every
@@ -42,15 +42,16 @@ type Config struct {
 	// product token (the text before the first "/" or space, lower-cased)
 	// is the agent matched against robots.txt groups. Default
 	// DefaultUserAgent.
-	UserAgent string
+	UserAgent string `env:"PORTALWATCH_USER_AGENT"`
 
 	// Timeout bounds one fetch from the first dial to the last byte of the
 	// body, redirects included; the caller's context can only shorten it.
 	// Waiting for robots.txt and for the origin's next slot is not counted:
 	// bound the whole with the caller's context (the crawler's check
 	// deadline).
-	// A server that trickles its body is cut here. Default 30s.
-	Timeout time.Duration
+	// A server that trickles its body is cut here. At least 100ms; default
+	// 30s.
+	Timeout time.Duration `env:"PORTALWATCH_FETCH_TIMEOUT"`
 
 	// HeaderTimeout bounds the wait for response headers after the request
 	// is written (time to first byte). Default 10s.
@@ -61,36 +62,37 @@ type Config struct {
 
 	// MaxBodyBytes caps the body after decompression; a longer body fails
 	// the fetch with KindTooLarge rather than being parsed truncated.
-	// Default 10 MiB.
-	MaxBodyBytes int64
+	// From 1 KiB to 1 GiB; default 10 MiB.
+	MaxBodyBytes int64 `env:"PORTALWATCH_MAX_BODY_BYTES"`
 
 	// MaxRedirects is how many redirects a fetch follows, at most
 	// MaxMaxRedirects; one more fails it with KindTooManyRedirects. Zero
 	// follows none: the first redirect fails the fetch. WithDefaults leaves
 	// it alone; DefaultMaxRedirects (5) is what the programs use.
-	MaxRedirects int
+	MaxRedirects int `env:"PORTALWATCH_MAX_REDIRECTS"`
 
 	// AllowPrivate, when true, lets the client connect to loopback,
 	// private, link-local and other non-public addresses (see IsPublic).
 	// Keep it false in production: it is what stops users from making the
 	// crawler read internal services or cloud metadata. Default false.
-	AllowPrivate bool
+	AllowPrivate bool `env:"PORTALWATCH_ALLOW_PRIVATE"`
 
 	// IgnoreRobots, when true, skips robots.txt and its Crawl-delay
 	// (MinHostSpacing still applies). Default false: robots.txt is obeyed.
 	// The name is inverted so that the zero value is the polite one.
-	IgnoreRobots bool
+	IgnoreRobots bool `env:"PORTALWATCH_IGNORE_ROBOTS"`
 
 	// MinHostSpacing is the least time between the starts of two fetches
 	// of one origin (scheme, host and port), whatever its robots.txt says;
-	// a longer Crawl-delay wins. Default 0: only Crawl-delay spaces fetches.
-	MinHostSpacing time.Duration
+	// a longer Crawl-delay wins. Default 0: only Crawl-delay spaces fetches;
+	// DefaultMinHostSpacing (1s) is what the programs use.
+	MinHostSpacing time.Duration `env:"PORTALWATCH_HOST_SPACING"`
 
 	// MaxPoliteWait is the longest Fetch sleeps for an origin's next slot
 	// (Crawl-delay or MinHostSpacing); a slot further away fails the fetch
 	// at once with KindDeferred, so a polite wait never holds a worker
-	// long. Default 5s.
-	MaxPoliteWait time.Duration
+	// long. At least 10ms; default 5s.
+	MaxPoliteWait time.Duration `env:"PORTALWATCH_MAX_POLITE_WAIT"`
 
 	// Pacer books the fetch slots of each origin. Default nil: slots are
 	// kept in this Client only, so two processes fetching one origin each
@@ -171,28 +173,20 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// validate refuses what no default can mend: a negative limit, or more
-// redirects than MaxMaxRedirects. It names every bad field at once.
-func (c Config) validate() error {
-	var errs []error
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"Timeout", c.Timeout}, {"HeaderTimeout", c.HeaderTimeout}, {"DialTimeout", c.DialTimeout},
-		{"MinHostSpacing", c.MinHostSpacing}, {"MaxPoliteWait", c.MaxPoliteWait},
-		{"RobotsTTL", c.RobotsTTL}, {"MaxCrawlDelay", c.MaxCrawlDelay},
-	} {
-		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("fetch: %s is %s: want a duration of at least 0", d.name, d.v))
-		}
-	}
-	if c.MaxBodyBytes < 0 || c.RobotsMaxBytes < 0 || c.RobotsCacheSize < 0 {
-		errs = append(errs, fmt.Errorf("fetch: MaxBodyBytes %d, RobotsMaxBytes %d, RobotsCacheSize %d: none may be negative",
-			c.MaxBodyBytes, c.RobotsMaxBytes, c.RobotsCacheSize))
-	}
-	if c.MaxRedirects < 0 || c.MaxRedirects > MaxMaxRedirects {
-		errs = append(errs, fmt.Errorf("fetch: MaxRedirects is %d: want 0 (follow none) to %d", c.MaxRedirects, MaxMaxRedirects))
-	}
-	return errors.Join(errs...)
+// Validate refuses what no default can mend: a limit out of its range, or
+// more redirects than MaxMaxRedirects. It names every bad field at once.
+func (c Config) Validate() error {
+	return errors.Join(
+		config.AtLeast("Timeout", c.Timeout, 100*time.Millisecond),
+		config.AtLeast("HeaderTimeout", c.HeaderTimeout, time.Millisecond),
+		config.AtLeast("DialTimeout", c.DialTimeout, time.Millisecond),
+		config.Between("MaxBodyBytes", c.MaxBodyBytes, 1<<10, 1<<30),
+		config.Between("MaxRedirects", c.MaxRedirects, 0, MaxMaxRedirects),
+		config.AtLeast("MinHostSpacing", c.MinHostSpacing, 0),
+		config.AtLeast("MaxPoliteWait", c.MaxPoliteWait, 10*time.Millisecond),
+		config.AtLeast("RobotsTTL", c.RobotsTTL, 0),
+		config.AtLeast("RobotsMaxBytes", c.RobotsMaxBytes, 0),
+		config.AtLeast("RobotsCacheSize", c.RobotsCacheSize, 0),
+		config.AtLeast("MaxCrawlDelay", c.MaxCrawlDelay, 0),
+	)
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/pacing"
 	"github.com/portalwatch/portalwatch/internal/redisconn"
 )
@@ -52,11 +53,12 @@ const (
 // Config configures a Gate.
 type Config struct {
 	// Prefix starts every key, so instances and tests never collide.
-	Prefix string
+	// Required; the programs use redisconn.DefaultPrefix.
+	Prefix string `env:"PORTALWATCH_REDIS_PREFIX"`
 	// MaxInFlight is how many checks of one origin may be in flight at once
-	// across every crawler sharing the Redis (PORTALWATCH_HOST_MAX_INFLIGHT).
-	// 0 means no cap.
-	MaxInFlight int
+	// across every crawler sharing the Redis, at most 1000. 0 means no cap;
+	// the programs use DefaultMaxInFlight.
+	MaxInFlight int `env:"PORTALWATCH_HOST_MAX_INFLIGHT"`
 	// Timeout bounds each Redis round trip. Default 250ms.
 	Timeout time.Duration
 	// Cooldown is how long the gate keeps to its per-process rules after a
@@ -82,22 +84,15 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// validate names every field that is out of range, in one error.
-func (c Config) validate() error {
-	var errs []error
-	if c.Prefix == "" {
-		errs = append(errs, errors.New("hostgate: Prefix is empty; every key needs the installation's prefix"))
-	}
-	if c.MaxInFlight < 0 {
-		errs = append(errs, fmt.Errorf("hostgate: MaxInFlight = %d, want 0 (no cap) or more", c.MaxInFlight))
-	}
-	if c.Timeout <= 0 || c.Cooldown <= 0 {
-		errs = append(errs, fmt.Errorf("hostgate: Timeout = %s and Cooldown = %s, want positive durations", c.Timeout, c.Cooldown))
-	}
-	if c.LocalSize < 1 {
-		errs = append(errs, fmt.Errorf("hostgate: LocalSize = %d, want at least 1", c.LocalSize))
-	}
-	return errors.Join(errs...)
+// Validate names every field that is out of range, in one error.
+func (c Config) Validate() error {
+	return errors.Join(
+		config.Name("Prefix", c.Prefix),
+		config.Between("MaxInFlight", c.MaxInFlight, 0, 1000),
+		config.AtLeast("Timeout", c.Timeout, time.Nanosecond),
+		config.AtLeast("Cooldown", c.Cooldown, time.Nanosecond),
+		config.AtLeast("LocalSize", c.LocalSize, 1),
+	)
 }
 
 // Gate is the fleet-wide gate of every origin. It is safe for concurrent
@@ -124,7 +119,7 @@ func Open(url string, cfg Config, log *slog.Logger) (*Gate, error) {
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	// Without retries (redisconn sets none): a retry would double the time a

@@ -15,6 +15,7 @@ import (
 
 	gomail "github.com/wneessen/go-mail"
 
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -29,12 +30,33 @@ type EmailConfig struct {
 	// from the first byte; port 465 by default). User and password are
 	// optional; with them the client authenticates with the best mechanism
 	// the server offers, sending a password in clear (PLAIN, LOGIN) only
-	// over TLS or to a relay on loopback.
-	URL string
-	// From is the sender's address.
-	From string
-	// Timeout bounds one SMTP session; zero means DefaultSMTPTimeout.
-	Timeout time.Duration
+	// over TLS or to a relay on loopback. Empty: no e-mail; the programs
+	// then fail e-mail deliveries until it is set.
+	URL string `env:"PORTALWATCH_SMTP_URL"`
+	// From is the sender's address, such as portalwatch <watch@example.com>;
+	// required with URL.
+	From string `env:"PORTALWATCH_SMTP_FROM"`
+	// Timeout bounds one SMTP session, at least 100ms; zero means
+	// DefaultSMTPTimeout.
+	Timeout time.Duration `env:"PORTALWATCH_SMTP_TIMEOUT"`
+}
+
+// Validate checks the settings NewEmailSender would refuse, naming every
+// bad field; its errors never show the URL's password.
+func (c EmailConfig) Validate() error {
+	errs := []error{config.AtLeast("Timeout", c.Timeout, 100*time.Millisecond)}
+	if c.URL != "" {
+		errs = append(errs, config.URL("URL", c.URL, "smtp", "smtps"))
+		if c.From == "" {
+			errs = append(errs, config.Invalid("From", c.From, "set the sender address of e-mail, such as portalwatch <watch@example.com>"))
+		}
+	}
+	if c.From != "" {
+		if _, err := mail.ParseAddress(c.From); err != nil {
+			errs = append(errs, config.Invalid("From", c.From, fmt.Sprintf("not an e-mail address (%v)", err)))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // EmailSender sends updates as multipart text and HTML e-mail, grouped by

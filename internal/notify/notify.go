@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -48,24 +49,25 @@ const (
 
 // Config configures a Service. Zero fields take their defaults.
 type Config struct {
-	// Concurrency is how many deliveries one notifier runs at once.
-	// Default 8.
-	Concurrency int
+	// Concurrency is how many deliveries one notifier runs at once, at
+	// most 1000. Default 8.
+	Concurrency int `env:"PORTALWATCH_NOTIFIER_CONCURRENCY"`
 	// PollInterval is how long the notifier waits for new updates after a
-	// look found nothing to deliver. Default 1s.
-	PollInterval time.Duration
+	// look found nothing to deliver, at least 10ms. Default 1s.
+	PollInterval time.Duration `env:"PORTALWATCH_NOTIFIER_POLL"`
 	// Lease is how long a claimed subscription is kept from other
 	// notifiers; it must exceed the longest delivery (webhook or SMTP
-	// timeout). A notifier that dies holds its subscriptions this long.
-	// Default 2m.
-	Lease time.Duration
+	// timeout; the programs want twice that). A notifier that dies holds
+	// its subscriptions this long. At least 1s; default 2m.
+	Lease time.Duration `env:"PORTALWATCH_NOTIFIER_LEASE"`
 	// RetryMin and RetryMax bound the wait before retry n, a random
-	// duration in [d/2, d] with d = RetryMin·2^n capped at RetryMax.
-	// Defaults 10s and 24h.
-	RetryMin, RetryMax time.Duration
+	// duration in [d/2, d] with d = RetryMin·2^n capped at RetryMax, from
+	// 10ms to 24h, RetryMin at most RetryMax. Defaults 10s and 24h.
+	RetryMin time.Duration `env:"PORTALWATCH_NOTIFY_RETRY_MIN"`
+	RetryMax time.Duration `env:"PORTALWATCH_NOTIFY_RETRY_MAX"`
 	// PauseAfter is how long a subscription may keep failing before it is
-	// paused. Default 72h.
-	PauseAfter time.Duration
+	// paused with its last error, at least 1s. Default 72h.
+	PauseAfter time.Duration `env:"PORTALWATCH_NOTIFY_PAUSE_AFTER"`
 	// MaxBatch caps the updates in one message; a check with more is sent
 	// in several. Default 500.
 	MaxBatch int
@@ -96,6 +98,22 @@ func (c Config) WithDefaults() Config {
 	def(&c.PauseAfter, DefaultPauseAfter)
 	def(&c.DrainTimeout, DefaultDrainTimeout)
 	return c
+}
+
+// Validate names every field out of range.
+func (c Config) Validate() error {
+	errs := []error{
+		config.Between("Concurrency", c.Concurrency, 1, 1000),
+		config.AtLeast("PollInterval", c.PollInterval, 10*time.Millisecond),
+		config.AtLeast("Lease", c.Lease, time.Second),
+		config.Between("RetryMin", c.RetryMin, 10*time.Millisecond, 24*time.Hour),
+		config.Between("RetryMax", c.RetryMax, 10*time.Millisecond, 24*time.Hour),
+		config.AtLeast("PauseAfter", c.PauseAfter, time.Second),
+	}
+	if c.RetryMin > c.RetryMax {
+		errs = append(errs, config.Invalid("RetryMin", c.RetryMin, "want at most {RetryMax}"))
+	}
+	return errors.Join(errs...)
 }
 
 // Result is the outcome of one attempt to send a message.
@@ -183,7 +201,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer cut()
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, s.cfg.Concurrency)
-	policy := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second}
+	policy := backoff.Default
 	failures := 0
 	var advanced time.Time // at start, then every advanceEvery
 	for ctx.Err() == nil {

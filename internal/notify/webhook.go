@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -115,16 +116,22 @@ func body(typ string, b watch.Batch) ([]byte, error) {
 // WebhookConfig configures a WebhookSender.
 type WebhookConfig struct {
 	// Timeout bounds one request from the dial to the end of the kept
-	// response. Zero means DefaultWebhookTimeout.
-	Timeout time.Duration
+	// response, at least 100ms. Zero means DefaultWebhookTimeout.
+	Timeout time.Duration `env:"PORTALWATCH_WEBHOOK_TIMEOUT"`
 	// DialControl vets every address a request dials, after name
 	// resolution, so neither a redirecting name nor DNS rebinding reaches
 	// what it refuses. The program passes the crawler's guard
 	// (fetch.DialGuard with PORTALWATCH_ALLOW_PRIVATE); nil dials anything,
 	// which only a test wants.
 	DialControl func(network, address string, c syscall.RawConn) error
-	// UserAgent is sent with every request; empty sends "portalwatch".
-	UserAgent string
+	// UserAgent is sent with every request; empty sends "portalwatch". The
+	// programs send the crawler's.
+	UserAgent string `env:"PORTALWATCH_USER_AGENT"`
+}
+
+// Validate names every field out of range.
+func (c WebhookConfig) Validate() error {
+	return config.AtLeast("Timeout", c.Timeout, 100*time.Millisecond)
 }
 
 // WebhookSender posts signed messages to webhook URLs. It never follows a

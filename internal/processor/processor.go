@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -42,11 +43,13 @@ type SeenSet interface {
 type Config struct {
 	// CodeLength is the length of the short codes, from MinCodeLength to
 	// MaxCodeLength. Default shortlink.DefaultLength.
-	CodeLength int
+	CodeLength int `env:"PORTALWATCH_CODE_LENGTH"`
 	// Backoff spaces retries while the database is unavailable.
 	Backoff backoff.Policy
-	// Caps bound the new links one check of a page records; zero fields
-	// mean no cap (the zero value). The programs use DefaultCaps. What is cut shows on the page (watch.Page.LastCut).
+	// Caps bound the new links one check of a page records, PerCheck at
+	// most 1,000,000 and PerDay 100,000,000; zero fields mean no cap (the
+	// zero value). The programs use DefaultCaps. What is cut shows on the
+	// page (watch.Page.LastCut).
 	Caps watch.Caps
 	// LinkRefresh is how often a page's links' last-seen times are refreshed
 	// from a whole link set, which link retention needs; zero never. One
@@ -54,11 +57,11 @@ type Config struct {
 	// it runs once per period per page, not on every check.
 	LinkRefresh time.Duration
 	// Burst says when a check's new links are a redesign flood; the zero
-	// Burst flags none.
+	// Burst flags none. With a Share, Min is 1 to 1,000,000.
 	Burst watch.Burst
 	// RemovalChecks is how many successful checks in a row a link must be
-	// absent to be recorded as removed; 0 records no removals.
-	RemovalChecks int
+	// absent to be recorded as removed, at most 100; 0 records no removals.
+	RemovalChecks int `env:"PORTALWATCH_REMOVAL_CHECKS"`
 	// RemovalSweep is how often RunRemovalSweep records the due removals
 	// that no claim has recorded yet, which reads every page's row.
 	// Default 1h.
@@ -74,6 +77,10 @@ const (
 // DefaultCaps are the caps the programs use: a page that suddenly shows a
 // thousand new links is more likely rebuilt than newsworthy.
 var DefaultCaps = watch.Caps{PerCheck: 1000, PerDay: 20000}
+
+// DefaultBurst is the burst rule the programs use: a check is a redesign
+// when more than half of its links, and at least 20, are new.
+var DefaultBurst = watch.Burst{Share: DefaultBurstShare, Min: DefaultBurstMin}
 
 // The removal count and burst rule the programs use; a zero Config has
 // neither (zero means off).
@@ -102,24 +109,19 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// validate refuses what no default can mend, naming every bad field.
-func (c Config) validate() error {
-	var errs []error
-	if c.RemovalChecks < 0 || c.Burst.Share < 0 || c.Burst.Share > 1 || c.Burst.Min < 0 {
-		errs = append(errs, fmt.Errorf("processor: RemovalChecks %d, Burst.Share %g, Burst.Min %d: want counts of 0 or more and a share from 0 to 1",
-			c.RemovalChecks, c.Burst.Share, c.Burst.Min))
+// Validate refuses what no default can mend, naming every bad field.
+func (c Config) Validate() error {
+	errs := []error{
+		config.Between("CodeLength", c.CodeLength, MinCodeLength, MaxCodeLength),
+		config.Between("Caps.PerCheck", c.Caps.PerCheck, 0, 1_000_000),
+		config.Between("Caps.PerDay", c.Caps.PerDay, 0, 100_000_000),
+		config.AtLeast("LinkRefresh", c.LinkRefresh, 0),
+		config.Between("Burst.Share", c.Burst.Share, 0, 1),
+		config.Between("RemovalChecks", c.RemovalChecks, 0, 100),
+		config.AtLeast("RemovalSweep", c.RemovalSweep, 0),
 	}
-	if c.CodeLength < MinCodeLength || c.CodeLength > MaxCodeLength {
-		errs = append(errs, fmt.Errorf("processor: CodeLength is %d: want %d to %d", c.CodeLength, MinCodeLength, MaxCodeLength))
-	}
-	if c.Caps.PerCheck < 0 || c.Caps.PerDay < 0 {
-		errs = append(errs, fmt.Errorf("processor: Caps %+v: want 0 (no cap) or more", c.Caps))
-	}
-	if c.LinkRefresh < 0 {
-		errs = append(errs, fmt.Errorf("processor: LinkRefresh is %s: want 0 (never) or more", c.LinkRefresh))
-	}
-	if c.RemovalSweep < 0 {
-		errs = append(errs, fmt.Errorf("processor: RemovalSweep is %s: want more than 0", c.RemovalSweep))
+	if c.Burst.Share > 0 {
+		errs = append(errs, config.Between("Burst.Min", c.Burst.Min, 1, 1_000_000))
 	}
 	return errors.Join(errs...)
 }
@@ -160,8 +162,8 @@ type metrics struct {
 // field of cfg out of range.
 func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
 	}
 	m := metrics{
 		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{

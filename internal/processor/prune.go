@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -21,17 +22,22 @@ type Pruning interface {
 type RetentionConfig struct {
 	// Updates drops the weekly partitions of updates whose whole week is
 	// older than this, so an update is kept between Updates and Updates plus
-	// a week, and deletes removals older than this; zero keeps them forever.
-	Updates time.Duration
+	// a week, and deletes removals older than this; zero keeps them forever,
+	// anything else is at least an hour, so that a typo such as 90s cannot
+	// empty a table.
+	Updates time.Duration `env:"PORTALWATCH_UPDATES_RETENTION"`
 	// Links forgets links absent from their page for this long; zero keeps
-	// them forever. The processor must refresh links at LinkRefreshFor(Links).
-	Links time.Duration
-	// Interval is the pause between rounds. Default DefaultPruneInterval,
-	// 10m.
-	Interval time.Duration
+	// them forever, anything else is at least an hour. The processor must
+	// refresh links at LinkRefreshFor(Links). The programs use
+	// DefaultLinksRetention.
+	Links time.Duration `env:"PORTALWATCH_LINKS_RETENTION"`
+	// Interval is the pause between rounds, at least 1s. Default
+	// DefaultPruneInterval, 10m.
+	Interval time.Duration `env:"PORTALWATCH_PRUNE_INTERVAL"`
 	// Batch is how many rows one statement deletes, so no statement holds
-	// many locks or runs long. Default DefaultPruneBatch, 1000.
-	Batch int
+	// many locks or runs long, at most 100,000. Default DefaultPruneBatch,
+	// 1000.
+	Batch int `env:"PORTALWATCH_PRUNE_BATCH"`
 	// MaxBatches bounds the link statements of one round, so a backlog is
 	// worked off over several rounds instead of in one long burst.
 	// Default DefaultPruneMaxBatches, 100.
@@ -48,6 +54,8 @@ const (
 	DefaultPruneBatch      = 1000
 	DefaultPruneMaxBatches = 100
 	DefaultPartitionsAhead = 3
+	// DefaultLinksRetention is the programs' Links: 90 days.
+	DefaultLinksRetention = 90 * 24 * time.Hour
 )
 
 // WithDefaults returns a copy of c with every unset (zero) field given its
@@ -69,16 +77,23 @@ func (c RetentionConfig) WithDefaults() RetentionConfig {
 	return c
 }
 
-// validate refuses what no default can mend, naming every bad field.
-func (c RetentionConfig) validate() error {
-	var errs []error
-	if c.Updates < 0 || c.Links < 0 || c.Interval < 0 {
-		errs = append(errs, fmt.Errorf("pruner: Updates %s, Links %s, Interval %s: none may be negative", c.Updates, c.Links, c.Interval))
+// Validate refuses what no default can mend, naming every bad field.
+func (c RetentionConfig) Validate() error {
+	return errors.Join(
+		retention("Updates", c.Updates),
+		retention("Links", c.Links),
+		config.AtLeast("Interval", c.Interval, time.Second),
+		config.Between("Batch", c.Batch, 1, 100_000),
+		config.AtLeast("MaxBatches", c.MaxBatches, 1),
+		config.AtLeast("PartitionsAhead", c.PartitionsAhead, 1),
+	)
+}
+
+func retention(field string, d time.Duration) error {
+	if d == 0 || d >= time.Hour {
+		return nil
 	}
-	if c.Batch < 0 || c.MaxBatches < 0 || c.PartitionsAhead < 0 {
-		errs = append(errs, fmt.Errorf("pruner: Batch %d, MaxBatches %d, PartitionsAhead %d: want at least 1", c.Batch, c.MaxBatches, c.PartitionsAhead))
-	}
-	return errors.Join(errs...)
+	return config.Invalid(field, d, "want 0 (keep forever) or a duration of at least 1h, such as 720h")
 }
 
 // Pruner keeps the weekly partitions of updates, made ahead and dropped past
@@ -96,8 +111,8 @@ type Pruner struct {
 // of range.
 func NewPruner(cfg RetentionConfig, st Pruning, log *slog.Logger) (*Pruner, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("pruner: %w", err)
 	}
 	return &Pruner{cfg: cfg, st: st, log: log}, nil
 }

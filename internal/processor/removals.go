@@ -25,6 +25,24 @@ func (s *Service) removals(task watch.Task, check watch.Check, keys []uint64) wa
 	return r
 }
 
+// Run handles tasks through consume (a queue consumer's Run, which calls
+// Handle) and runs the removal sweep beside it until consume returns,
+// because ctx ended or on its own failure (a broker it cannot reach); it
+// returns consume's error. Due removals wait in their pages' rows for the
+// claims of the pages' next checks, so the stop leaves none behind.
+func (s *Service) Run(ctx context.Context, consume func(context.Context) error) error {
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		s.RunRemovalSweep(sweepCtx) //nolint:errcheck // it returns nil when stopped
+	}()
+	err := consume(ctx)
+	stopSweep()
+	<-swept
+	return err
+}
+
 // RunRemovalSweep records, at its start and every Config.RemovalSweep
 // until ctx ends, the due removals of pages that no claim reaches soon.
 // The claim of a page's next check records what its last check made due

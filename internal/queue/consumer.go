@@ -69,9 +69,10 @@ func (c ConsumerConfig) WithDefaults() ConsumerConfig {
 	return c
 }
 
-// validate refuses what no default can mend, naming every bad field.
-func (c ConsumerConfig) validate() error {
-	errs := []error{c.Config.validate()}
+// Validate refuses what no default can mend, naming every bad field, its
+// Config's included.
+func (c ConsumerConfig) Validate() error {
+	errs := []error{c.Config.Validate()}
 	if c.Queue == "" {
 		errs = append(errs, errors.New("queue: ConsumerConfig.Queue is empty: name the queue to consume"))
 	}
@@ -103,7 +104,7 @@ const consumerTag = "portalwatch"
 // every field of cfg out of range.
 func NewConsumer(cfg ConsumerConfig, log *slog.Logger, handle Handler, deadLetter *Publisher) (*Consumer, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	log = log.With("component", "amqp_consumer", "queue", cfg.Queue)

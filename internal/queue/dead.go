@@ -1,10 +1,12 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,7 +37,7 @@ type Dead struct {
 // field of cfg out of range.
 func NewDead(cfg Config) (*Dead, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &Dead{cfg: cfg}, nil
@@ -56,6 +58,52 @@ func (d *Dead) channel() (*amqp.Connection, *amqp.Channel, error) {
 		return nil, nil, fmt.Errorf("open channel: %w", err)
 	}
 	return conn, ch, nil
+}
+
+// DeadReport is what one dead-letter queue holds.
+type DeadReport struct {
+	// Queue is the dead-letter queue's name.
+	Queue string
+	// Count is how many messages it holds.
+	Count int
+	// Letters are the first of them, up to the sample Inspect was asked
+	// for.
+	Letters []DeadLetter
+}
+
+// ReasonCount is how many of a report's letters died for one reason.
+type ReasonCount struct {
+	Reason string
+	Count  int
+}
+
+// Reasons counts the report's letters by reason, most frequent first, then
+// by reason.
+func (r DeadReport) Reasons() []ReasonCount {
+	counts := map[string]int{}
+	for _, l := range r.Letters {
+		counts[l.Reason]++
+	}
+	out := make([]ReasonCount, 0, len(counts))
+	for reason, n := range counts {
+		out = append(out, ReasonCount{Reason: reason, Count: n})
+	}
+	slices.SortFunc(out, func(a, b ReasonCount) int {
+		return cmp.Or(b.Count-a.Count, strings.Compare(a.Reason, b.Reason))
+	})
+	return out
+}
+
+// Inspect returns the count of queue's dead-letter queue and up to sample
+// of its first messages, which stay where they are (see List).
+func (d *Dead) Inspect(queue string, sample int) (DeadReport, error) {
+	r := DeadReport{Queue: DeadLetterQueue(queue)}
+	var err error
+	if r.Count, err = d.Count(queue); err != nil || r.Count == 0 || sample <= 0 {
+		return r, err
+	}
+	r.Letters, err = d.List(queue, sample)
+	return r, err
 }
 
 // Count returns how many messages queue's dead-letter queue holds; 0 if it

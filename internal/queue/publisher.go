@@ -30,7 +30,7 @@ type Publisher struct {
 // error naming every field of cfg out of range.
 func NewPublisher(cfg Config, log *slog.Logger, queues ...string) (*Publisher, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	log = log.With("component", "amqp_publisher")

@@ -17,39 +17,44 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
+	"github.com/portalwatch/portalwatch/internal/config"
 )
 
 // Config holds what both publishers and consumers need.
 type Config struct {
 	// URL is the broker's AMQP URL, or a comma-separated list of the URLs of
-	// a cluster's nodes ("amqp://u:p@mq1:5672/,amqp://u:p@mq2:5672/"). Each
-	// connection starts at a random node and, when that node is lost or
-	// refuses, moves on to the next one in the list. Required.
-	URL string
+	// a cluster's nodes ("amqp://u:p@mq1:5672/,amqp://u:p@mq2:5672/"), each
+	// amqp:// or amqps:// with a host. Each connection starts at a random
+	// node and, when that node is lost or refuses, moves on to the next one
+	// in the list. Default DefaultURL.
+	URL string `env:"AMQP_URL"`
 	// Name identifies the process in the broker's connection list.
 	Name string
 	// DeliveryLimit is how many times a message may be returned to a work
-	// queue before RabbitMQ dead-letters it. It is a queue argument, fixed
-	// when the queue is first declared. Default 20.
-	DeliveryLimit int
+	// queue before RabbitMQ dead-letters it, 1 to 1000. It is a queue
+	// argument, fixed when the queue is first declared. Default 20.
+	DeliveryLimit int `env:"PORTALWATCH_DELIVERY_LIMIT"`
 	// Heartbeat is the AMQP heartbeat interval; a dead broker is noticed after
 	// about two of them. Default 10s.
 	Heartbeat time.Duration
 	// ConfirmTimeout bounds the wait for the broker's confirm of a publish
 	// before the connection is considered broken. Default 30s.
 	ConfirmTimeout time.Duration
-	// Backoff spaces reconnection attempts. Default 100ms up to 10s.
+	// Backoff spaces reconnection attempts. Default backoff.Default.
 	Backoff backoff.Policy
 }
 
 // Defaults of Config, applied by WithDefaults.
 const (
+	DefaultURL            = "amqp://guest:guest@127.0.0.1:5672/"
 	DefaultDeliveryLimit  = 20
 	DefaultHeartbeat      = 10 * time.Second
 	DefaultConfirmTimeout = 30 * time.Second
@@ -58,6 +63,9 @@ const (
 
 // WithDefaults returns c with its zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
+	if c.URL == "" {
+		c.URL = DefaultURL
+	}
 	if c.DeliveryLimit == 0 {
 		c.DeliveryLimit = DefaultDeliveryLimit
 	}
@@ -70,18 +78,87 @@ func (c Config) WithDefaults() Config {
 	if c.Name == "" {
 		c.Name = DefaultName
 	}
+	if c.Backoff == (backoff.Policy{}) {
+		c.Backoff = backoff.Default
+	}
 	return c
 }
 
-// validate refuses what no default can mend, naming every bad field. The
-// URL is checked when a connection is dialled (Run and Publish say so).
-func (c Config) validate() error {
+// Validate refuses what no default can mend, naming every bad field. Its
+// errors never show a password of the URL.
+func (c Config) Validate() error {
+	return errors.Join(
+		validURLs(c.URL),
+		config.Between("DeliveryLimit", c.DeliveryLimit, 1, 1000),
+		config.AtLeast("Heartbeat", c.Heartbeat, 0),
+		config.AtLeast("ConfirmTimeout", c.ConfirmTimeout, 0),
+	)
+}
+
+// Named returns c with Name set for a process of program, as the broker's
+// connection list shows it: "portalwatch crawler pid 4242".
+func (c Config) Named(program string) Config {
+	c.Name = fmt.Sprintf("portalwatch %s pid %d", program, os.Getpid())
+	return c
+}
+
+// validURLs checks the comma-separated node URLs one by one, naming a bad
+// entry by its position so that a person finds it in a long list.
+func validURLs(list string) error {
+	parts := strings.Split(list, ",")
 	var errs []error
-	if c.DeliveryLimit < 0 {
-		errs = append(errs, fmt.Errorf("queue: DeliveryLimit is %d: want at least 1", c.DeliveryLimit))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		entry := ""
+		if len(parts) > 1 {
+			entry = fmt.Sprintf("entry %d: ", i+1)
+		}
+		if p == "" {
+			errs = append(errs, config.Invalid("URL", list, entry+"empty: separate node URLs with single commas"))
+			continue
+		}
+		if err := config.URL("URL", p, "amqp", "amqps"); err != nil {
+			var fe *config.FieldError
+			if errors.As(err, &fe) {
+				fe.Want = entry + fe.Want
+			}
+			errs = append(errs, err)
+			continue
+		}
+		if u, _ := url.Parse(p); u.Host == "" {
+			errs = append(errs, config.Invalid("URL", u.Redacted(), entry+"want a host, as in amqp://user:password@host:5672/"))
+		}
 	}
-	if c.Heartbeat < 0 || c.ConfirmTimeout < 0 {
-		errs = append(errs, fmt.Errorf("queue: Heartbeat %s, ConfirmTimeout %s: neither may be negative", c.Heartbeat, c.ConfirmTimeout))
+	return errors.Join(errs...)
+}
+
+// Names are the work queues' names. Their dead-letter queues are the same
+// names plus ".dlq".
+type Names struct {
+	// Jobs is the job queue, from the scheduler to the crawlers. Default
+	// job_queue.
+	Jobs string `env:"PORTALWATCH_JOB_QUEUE"`
+	// Tasks is the task queue, from the crawlers to the processors. Default
+	// task_queue.
+	Tasks string `env:"PORTALWATCH_TASK_QUEUE"`
+}
+
+// WithDefaults returns n with each unset name given its default.
+func (n Names) WithDefaults() Names {
+	if n.Jobs == "" {
+		n.Jobs = "job_queue"
+	}
+	if n.Tasks == "" {
+		n.Tasks = "task_queue"
+	}
+	return n
+}
+
+// Validate checks each name and that they differ.
+func (n Names) Validate() error {
+	errs := []error{config.Name("Jobs", n.Jobs), config.Name("Tasks", n.Tasks)}
+	if n.Jobs == n.Tasks {
+		errs = append(errs, config.Invalid("Tasks", n.Tasks, "want a name other than {Jobs}'s: the two queues must differ"))
 	}
 	return errors.Join(errs...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -32,18 +33,19 @@ type Config struct {
 	// Queue is the job queue.
 	Queue string
 	// PollInterval is the pause after a round that found fewer than
-	// BatchSize due pages. Default DefaultPollInterval, 1s.
-	PollInterval time.Duration
-	// BatchSize is how many pages one round claims. Default
+	// BatchSize due pages. At least 10ms; default DefaultPollInterval, 1s.
+	PollInterval time.Duration `env:"PORTALWATCH_SCHEDULER_POLL"`
+	// BatchSize is how many pages one round claims, at most 10,000. Default
 	// DefaultBatchSize, 500.
-	BatchSize int
-	// Lease keeps a page with a job in flight from being scheduled again.
-	// Default DefaultLease, 10m.
-	Lease time.Duration
+	BatchSize int `env:"PORTALWATCH_SCHEDULER_BATCH"`
+	// Lease keeps a page with a job in flight from being scheduled again
+	// unless its task comes back first. At least 1s; default DefaultLease,
+	// 10m.
+	Lease time.Duration `env:"PORTALWATCH_LEASE"`
 	// Jitter is the largest share of a page's interval added at random to
 	// its next check, from 0 (none, the zero value) to 1. The programs use
 	// DefaultJitter, 0.1.
-	Jitter float64
+	Jitter float64 `env:"PORTALWATCH_JITTER"`
 	// PublishTimeout bounds one round's publishing; the claim rolls back
 	// after it. Default DefaultPublishTimeout, 30s.
 	PublishTimeout time.Duration
@@ -51,8 +53,8 @@ type Config struct {
 	Backoff backoff.Policy
 	// Workers is how many rounds run at once. While one round waits for the
 	// broker's confirms, another claims the next batch (SKIP LOCKED keeps
-	// them apart). Default DefaultWorkers, 2.
-	Workers int
+	// them apart). At most 64; default DefaultWorkers, 2.
+	Workers int `env:"PORTALWATCH_SCHEDULER_WORKERS"`
 }
 
 // Defaults of Config, applied by WithDefaults.
@@ -86,20 +88,16 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// validate refuses what no default can mend, naming every bad field.
-func (c Config) validate() error {
-	var errs []error
-	if c.PollInterval < 0 || c.Lease < 0 || c.PublishTimeout < 0 {
-		errs = append(errs, fmt.Errorf("scheduler: PollInterval %s, Lease %s, PublishTimeout %s: none may be negative",
-			c.PollInterval, c.Lease, c.PublishTimeout))
-	}
-	if c.BatchSize < 0 || c.Workers < 0 {
-		errs = append(errs, fmt.Errorf("scheduler: BatchSize %d, Workers %d: want at least 1", c.BatchSize, c.Workers))
-	}
-	if c.Jitter < 0 || c.Jitter > 1 || c.Jitter != c.Jitter {
-		errs = append(errs, fmt.Errorf("scheduler: Jitter is %v: want a share from 0 to 1", c.Jitter))
-	}
-	return errors.Join(errs...)
+// Validate refuses what no default can mend, naming every bad field.
+func (c Config) Validate() error {
+	return errors.Join(
+		config.AtLeast("PollInterval", c.PollInterval, 10*time.Millisecond),
+		config.Between("BatchSize", c.BatchSize, 1, 10_000),
+		config.AtLeast("Lease", c.Lease, time.Second),
+		config.Between("Jitter", c.Jitter, 0, 1),
+		config.AtLeast("PublishTimeout", c.PublishTimeout, 0),
+		config.Between("Workers", c.Workers, 1, 64),
+	)
 }
 
 // Service is the scheduler.
@@ -122,8 +120,8 @@ type metrics struct {
 // field of cfg out of range.
 func New(cfg Config, st Claimer, pub Publisher, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	m := metrics{
 		published: prometheus.NewCounter(prometheus.CounterOpts{

@@ -30,6 +30,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/redisconn"
 )
 
@@ -49,7 +50,8 @@ const (
 // Config configures a Set.
 type Config struct {
 	// Prefix starts every key, so instances and tests never collide.
-	Prefix string
+	// Required; the programs use redisconn.DefaultPrefix.
+	Prefix string `env:"PORTALWATCH_REDIS_PREFIX"`
 	// Epoch is the database's epoch (store.Epoch): a cache filled for another
 	// incarnation of the database is never read.
 	Epoch string
@@ -60,7 +62,7 @@ type Config struct {
 	// set is written during its generation only and expires one TTL after it
 	// ends, so codes live at most two TTLs; then the page rebuilds its cache
 	// from PostgreSQL, one lookup per link.
-	TTL time.Duration
+	TTL time.Duration `env:"PORTALWATCH_SEEN_TTL"`
 	// MaxPerBucket caps the codes of one set. Default 512, Redis's default
 	// set-max-intset-entries, so that every set stays in the compact intset
 	// encoding (8 bytes per code instead of about 52). Codes past it are not
@@ -94,25 +96,15 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// validate names every field that is out of range, in one error.
-func (c Config) validate() error {
-	var errs []error
-	if c.Prefix == "" {
-		errs = append(errs, errors.New("seen: Prefix is empty; every key needs the installation's prefix"))
-	}
-	if c.Buckets < 1 {
-		errs = append(errs, fmt.Errorf("seen: Buckets = %d, want at least 1", c.Buckets))
-	}
-	if c.TTL < time.Minute {
-		errs = append(errs, fmt.Errorf("seen: TTL = %s, want at least 1m", c.TTL))
-	}
-	if c.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("seen: Timeout = %s, want a positive duration", c.Timeout))
-	}
-	if c.MaxPerBucket < 1 {
-		errs = append(errs, fmt.Errorf("seen: MaxPerBucket = %d, want at least 1", c.MaxPerBucket))
-	}
-	return errors.Join(errs...)
+// Validate names every field that is out of range, in one error.
+func (c Config) Validate() error {
+	return errors.Join(
+		config.Name("Prefix", c.Prefix),
+		config.AtLeast("Buckets", c.Buckets, 1),
+		config.AtLeast("TTL", c.TTL, time.Minute),
+		config.AtLeast("Timeout", c.Timeout, time.Nanosecond),
+		config.AtLeast("MaxPerBucket", c.MaxPerBucket, 1),
+	)
 }
 
 // Set is the seen-set of every page. It is safe for concurrent use.
@@ -131,7 +123,7 @@ func Open(url string, cfg Config) (*Set, error) {
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	// A cache that is down must not hold a task back with retries of its own
@@ -158,6 +150,13 @@ func (s *Set) Ping(ctx context.Context) error {
 		return fmt.Errorf("ping Redis: %w", err)
 	}
 	return nil
+}
+
+// HealthCheck pings Redis within a second, for /healthz.
+func (s *Set) HealthCheck() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return s.Ping(ctx)
 }
 
 // generation returns the page's current generation and the time its sets

@@ -52,10 +52,10 @@ type Burst struct {
 	// Share is the part of the page's links, from 0 to 1, that new links
 	// must exceed (PORTALWATCH_BURST_SHARE, default 0.5); 0 turns
 	// detection off.
-	Share float64
+	Share float64 `env:"PORTALWATCH_BURST_SHARE"`
 	// Min is the fewest new links a burst has (PORTALWATCH_BURST_MIN,
 	// default 20).
-	Min int
+	Min int `env:"PORTALWATCH_BURST_MIN"`
 }
 
 // Removals says how a successful check follows the links that leave its
@@ -83,10 +83,12 @@ type Removals struct {
 // leaving some out would report them as new later. A new link that is cut is
 // not recorded at all, so a later check may record it if it is still there.
 type Caps struct {
-	// PerCheck caps the new links of one check.
-	PerCheck int
-	// PerDay caps the new links of one page on one UTC day.
-	PerDay int
+	// PerCheck caps the new links of one check
+	// (PORTALWATCH_MAX_NEW_LINKS_PER_CHECK).
+	PerCheck int `env:"PORTALWATCH_MAX_NEW_LINKS_PER_CHECK"`
+	// PerDay caps the new links of one page on one UTC day
+	// (PORTALWATCH_MAX_NEW_LINKS_PER_DAY).
+	PerDay int `env:"PORTALWATCH_MAX_NEW_LINKS_PER_DAY"`
 }
 
 // NewLink is a link to record: its 64-bit key (internal/shortlink), URL, text

@@ -83,8 +83,9 @@ type ReasonCount struct {
 
 // Config holds what the server needs besides its adapters.
 type Config struct {
-	// PublicRead lets anyone read without a token (PORTALWATCH_WEB_PUBLIC_READ).
-	PublicRead bool
+	// PublicRead lets anyone read pages, updates, removals and feeds
+	// without a token; writes and subscriptions always need one.
+	PublicRead bool `env:"PORTALWATCH_WEB_PUBLIC_READ"`
 	// Policy is what registration allows (PORTALWATCH_ALLOW_PRIVATE).
 	Policy registration.Policy
 	// Health and Metrics serve /healthz and /metrics; nil answers 404.
