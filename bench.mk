@@ -1,4 +1,4 @@
-# Benchmarks (issue 5): included from the Makefile. See BENCHMARKS.md.
+# Benchmarks (issue 5): included from the Makefile. See docs/benchmarks.md.
 #
 #   make bench            the whole pipeline on 1,000 synthetic portals (pwbench e2e)
 #   make bench-history    the same, replaying ../shared/corpus/history

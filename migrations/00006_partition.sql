@@ -3,7 +3,7 @@
 --
 -- links is partitioned by HASH (page_id) into 32 partitions. At 10 M pages
 -- of ~300 links it holds 3e9 rows, ~770 GB with its indexes (257 bytes a
--- row, BENCHMARKS.md): 32 partitions keep each near 1e8 rows and 24 GB, a
+-- row, docs/benchmarks.md): 32 partitions keep each near 1e8 rows and 24 GB, a
 -- size autovacuum and an index rebuild get through in minutes, while a
 -- statement that is not keyed by page id (the link pruner's oldest-first
 -- scan) merges only 32 index scans. Every statement of a check names one page_id, so it touches

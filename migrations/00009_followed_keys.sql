@@ -7,7 +7,7 @@
 -- a partitioned table (locks, result relations, the append of every
 -- partition) at each execution of a generic plan, touching rows or not:
 -- perf put 31 % of the database's CPU there, and following cost +43 % per
--- check with no link leaving at all (BENCHMARKS.md).
+-- check with no link leaving at all (docs/benchmarks.md).
 --
 -- followed_keys holds the page's last whole link set, one row per bucket of
 -- the key space (shortlink.KeyBucket; pages.link_buckets keeps the 32

@@ -3,7 +3,7 @@
 -- them. 00009 rewrote the followed_keys row of every bucket whose digest
 -- changed, and on a page that gains stories without losing any, every check
 -- changes some: following cost a third more database time per check with
--- no link ever leaving (BENCHMARKS.md). Now a bucket's followed set is its
+-- no link ever leaving (docs/benchmarks.md). Now a bucket's followed set is its
 -- row's keys and the page's links inserted after the row was written:
 -- links.first_check is the page's check count (pages.ok_checks) at the
 -- check that inserted the link, followed_keys.through the count at the

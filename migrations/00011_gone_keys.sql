@@ -2,7 +2,7 @@
 -- A check that loses links writes no followed_keys row either. 00010 still
 -- rewrote the row of every bucket that lost a link, after reading it and the
 -- bucket's later links: on a front page where stories rotate out, following
--- cost half as much again per check (BENCHMARKS.md). Now the digests tell a
+-- cost half as much again per check (docs/benchmarks.md). Now the digests tell a
 -- bucket that lost or got back exactly one link: pages.link_buckets holds
 -- two words a bucket (shortlink.BucketDigests), the XOR of its keys and the
 -- XOR of their Mix, and a bucket whose stored digests XOR the links the

@@ -4,7 +4,7 @@
 -- changes by comparing them in SQL or by bucket digests, and recorded a
 -- check's due removals inside the check's statement. Each part a statement
 -- has costs PostgreSQL its setup at every execution, so following cost a
--- check whose links rotate a third again (BENCHMARKS.md). Now the
+-- check whose links rotate a third again (docs/benchmarks.md). Now the
 -- scheduler's job carries the page's whole followed set, the processor
 -- computes what the check changes, and the statement only verifies that the
 -- page's state is still the job's (ok_checks; follow_state_changed

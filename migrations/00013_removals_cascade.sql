@@ -3,7 +3,7 @@
 -- store.RecordRemovals, whose statement has already locked each page's row
 -- FOR UPDATE when it inserts the page's removals, so the key's check (a
 -- query a row, FOR KEY SHARE of that same row) proved nothing and was a
--- quarter of recording a removal (BENCHMARKS.md). A trigger on pages now
+-- quarter of recording a removal (docs/benchmarks.md). A trigger on pages now
 -- deletes the removals of deleted pages, as ON DELETE CASCADE did.
 --
 -- No removal outlives its page: a delete that waits for a batch's row lock

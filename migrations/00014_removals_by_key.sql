@@ -6,7 +6,7 @@
 -- every second, which also rewrote each page's row to empty its due_keys:
 -- the lookup, the row and the statement's setup were two thirds of
 -- recording a removal, which cost a page whose links rotate as much as its
--- new links did (BENCHMARKS.md). Now the claim that schedules the page's next
+-- new links did (docs/benchmarks.md). Now the claim that schedules the page's next
 -- check, which locks and rewrites the row anyway, moves its due_keys into
 -- removals as (page_id, link_key) rows, and readers take the URL and text
 -- from links, where they stay: a link's row is never rewritten, and a link

@@ -3,7 +3,7 @@
 -- the set (sorted), as jobs already carry it (watch.Keys' JSON). Every
 -- claim of a followed page sends its base to the scheduler, and as a
 -- bigint[] PostgreSQL sends it one element at a time through int8send: 22
--- of the 28 µs a claim spent reading a 356-key base (BENCHMARKS.md), where
+-- of the 28 µs a claim spent reading a 356-key base (docs/benchmarks.md), where
 -- bytes are one copy. SQL that needs the keys themselves (a truncated check
 -- folding its additions into the base) reads them with follow_keys and
 -- writes them with follow_bytes. The table is rewritten: on a large

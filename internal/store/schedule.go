@@ -79,7 +79,7 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(
 // for the removal count, into removals. The claim rewrites the page's row
 // anyway and is one statement for a whole batch of pages, so a removal costs
 // only its row here, where a statement of its own cost the row's rewrite
-// and the statement's setup again (BENCHMARKS.md). due holds the row
+// and the statement's setup again (docs/benchmarks.md). due holds the row
 // locked, so a check of the page that adds due keys meanwhile waits for the
 // claim and adds them to the emptied array; each removal is so recorded
 // once. A removal is recorded one interval after the check that made it
