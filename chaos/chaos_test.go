@@ -25,8 +25,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/portalwatch/portalwatch/internal/systest"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 var binDir string
@@ -44,27 +44,64 @@ func envInt(name string, def int) int {
 type world struct {
 	t     *testing.T
 	pg    *testsvc.PrivatePostgres
-	redis *testsvc.PrivateRedis
+	redis *testsvc.PrivateRedis // nil with a Redis cluster or the shared Redis
 	mq    *testsvc.PrivateRabbitMQ
-	sys   *systest.System
-	fleet *fleet
-	log   *faultLog
+	// rabbits and redises are the private clusters a world may run
+	// instead of one server.
+	rabbits *testsvc.PrivateRabbitCluster
+	redises *testsvc.PrivateRedisCluster
+	sys     *systest.System
+	fleet   *fleet
+	log     *faultLog
 }
 
-func newWorld(t *testing.T, extraEnv ...string) *world {
+// servers says what a world runs besides its private PostgreSQL: by
+// default a private Redis and a private RabbitMQ.
+type servers struct {
+	rabbitNodes  int  // a private RabbitMQ cluster of this many nodes
+	redisMasters int  // a private Redis Cluster of this many masters
+	sharedQueues bool // the machine's RabbitMQ and Redis, for tests that fault neither
+}
+
+// newWorld starts the world's servers at once, then the system under test
+// on them, its programs logging at info and given extraEnv.
+func newWorld(t *testing.T, s servers, extraEnv ...string) *world {
 	t.Helper()
 	w := &world{t: t, log: &faultLog{start: time.Now()}}
 	var wg sync.WaitGroup
 	wg.Go(func() { w.pg = testsvc.StartPostgres(t) })
-	wg.Go(func() { w.redis = testsvc.StartRedis(t) })
-	wg.Go(func() { w.mq = testsvc.StartRabbitMQ(t) })
+	switch {
+	case s.sharedQueues:
+	case s.redisMasters > 0:
+		wg.Go(func() { w.redises = testsvc.StartRedisCluster(t, s.redisMasters) })
+	default:
+		wg.Go(func() { w.redis = testsvc.StartRedis(t) })
+	}
+	switch {
+	case s.sharedQueues:
+	case s.rabbitNodes > 0:
+		wg.Go(func() { w.rabbits = testsvc.StartRabbitCluster(t, s.rabbitNodes) })
+	default:
+		wg.Go(func() { w.mq = testsvc.StartRabbitMQ(t) })
+	}
 	wg.Wait()
 	if t.Failed() {
 		t.FailNow()
 	}
-	w.sys = systest.New(t, binDir, systest.Services{
-		PostgresAdminURL: w.pg.AdminURL(), AMQPURL: w.mq.URL(), RedisURL: w.redis.URL(),
-	}, append([]string{"PORTALWATCH_LOG_LEVEL=info"}, extraEnv...)...)
+	svc := systest.Services{PostgresAdminURL: w.pg.AdminURL(), AMQPURL: testsvc.AMQPURL(), RedisURL: testsvc.RedisURL()}
+	switch {
+	case w.rabbits != nil:
+		svc.AMQPURL = w.rabbits.URL()
+	case w.mq != nil:
+		svc.AMQPURL = w.mq.URL()
+	}
+	switch {
+	case w.redises != nil:
+		svc.RedisURL = w.redises.URL()
+	case w.redis != nil:
+		svc.RedisURL = w.redis.URL()
+	}
+	w.sys = systest.New(t, binDir, svc, append([]string{"PORTALWATCH_LOG_LEVEL=info"}, extraEnv...)...)
 	return w
 }
 
@@ -314,7 +351,7 @@ func TestChaos(t *testing.T) {
 	seed := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1e9)))
 	t.Logf("chaos: %d pages, %d rounds, seed %d (CHAOS_SEED=%d reproduces the fault schedule)", pages, rounds, seed, seed)
 
-	w := newWorld(t, "PORTALWATCH_CRAWLER_CONCURRENCY=8", "PORTALWATCH_PROCESSOR_CONCURRENCY=4",
+	w := newWorld(t, servers{}, "PORTALWATCH_CRAWLER_CONCURRENCY=8", "PORTALWATCH_PROCESSOR_CONCURRENCY=4",
 		fmt.Sprintf("PORTALWATCH_REMOVAL_CHECKS=%d", removalChecks))
 	farm := systest.NewFarm(t, pages)
 	farm.QuietAfter(rounds)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/queue"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -246,16 +246,13 @@ func TestClusterSurvivesEachNodeStopped(t *testing.T) {
 
 	// Every confirmed message is handled, eventually.
 	total := int(next.Load())
-	deadline := time.Now().Add(time.Minute)
-	for {
+	err = testsvc.Poll(context.Background(), time.Minute, testsvc.PollInterval, func() (bool, string, error) {
 		missing := ledger.missing(total)
-		if len(missing) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d confirmed messages never handled, e.g. %v", len(missing), total, missing[:min(10, len(missing))])
-		}
-		ledger.waitSeen(total, time.Now().Add(time.Second)) //nolint:errcheck // only paces the check
+		return len(missing) == 0, fmt.Sprintf("%d of %d confirmed messages never handled, e.g. %v",
+			len(missing), total, missing[:min(10, len(missing))]), nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	ledger.mu.Lock()

@@ -20,8 +20,8 @@ import (
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/systest"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -34,7 +34,7 @@ import (
 // PostgreSQL commits them, then crashes in between for some tasks: the
 // redelivered task finds every link "seen" and records nothing.
 func TestNegativeControlRedisBeforeCommit(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, servers{})
 	farm := systest.NewFarm(t, 20)
 	ids, err := farm.Register(w.sys)
 	if err != nil {
@@ -131,7 +131,7 @@ func TestNegativeControlRedisBeforeCommit(t *testing.T) {
 // and crashes before publishing the task for some: those checks vanish, the
 // pages stay leased, and their transient links are never seen.
 func TestNegativeControlAckBeforeConfirm(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, servers{})
 	farm := systest.NewFarm(t, 20)
 	ids, err := farm.Register(w.sys)
 	if err != nil {

@@ -21,11 +21,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/portalwatch/portalwatch/internal/notify"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/systest"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
+	"github.com/portalwatch/portalwatch/internal/webhook"
 )
 
 // The notifier's fault proof: notifiers SIGKILLed at random and PostgreSQL
@@ -85,7 +85,7 @@ func (rc *flakyReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	var msg notify.Body
+	var msg webhook.Body
 	if err := json.Unmarshal(body, &msg); err != nil {
 		rc.t.Errorf("undecodable body: %v", err)
 		return
@@ -128,7 +128,7 @@ func verifySignature(secret string, h http.Header, body []byte) bool {
 	if err != nil || time.Since(time.Unix(ts, 0)).Abs() > 5*time.Minute {
 		return false
 	}
-	want, err := notify.Sign(secret, h.Get("webhook-id"), ts, body)
+	want, err := webhook.Sign(secret, h.Get("webhook-id"), ts, body)
 	if err != nil {
 		return false
 	}
@@ -243,11 +243,7 @@ func truth(t *testing.T, db *pgxpool.Pool, s notifyScope) []int64 {
 
 func TestNotifierUnderFaults(t *testing.T) {
 	const webhookTimeout = 300 * time.Millisecond
-	w := &world{t: t, log: &faultLog{start: time.Now()}}
-	w.pg = testsvc.StartPostgres(t)
-	w.sys = systest.New(t, binDir, systest.Services{
-		PostgresAdminURL: w.pg.AdminURL(), AMQPURL: testsvc.AMQPURL(), RedisURL: testsvc.RedisURL(),
-	}, "PORTALWATCH_LOG_LEVEL=info",
+	w := newWorld(t, servers{sharedQueues: true},
 		"PORTALWATCH_WEBHOOK_TIMEOUT="+webhookTimeout.String(), "PORTALWATCH_SMTP_TIMEOUT=500ms",
 		"PORTALWATCH_NOTIFIER_LEASE=2s", "PORTALWATCH_NOTIFIER_POLL=50ms",
 		"PORTALWATCH_NOTIFY_RETRY_MIN=50ms", "PORTALWATCH_NOTIFY_RETRY_MAX=1s")
@@ -323,11 +319,7 @@ func TestNotifierUnderFaults(t *testing.T) {
 func TestNotifierNegativeControlCursorFirst(t *testing.T) {
 	// A private server: on the shared one, other tests' open transactions
 	// hold the horizon back for seconds.
-	w := &world{t: t, log: &faultLog{start: time.Now()}}
-	w.pg = testsvc.StartPostgres(t)
-	w.sys = systest.New(t, binDir, systest.Services{
-		PostgresAdminURL: w.pg.AdminURL(), AMQPURL: testsvc.AMQPURL(), RedisURL: testsvc.RedisURL(),
-	})
+	w := newWorld(t, servers{sharedQueues: true})
 	rc := newFlakyReceiver(t, time.Second, 0, 0)
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
@@ -344,43 +336,38 @@ func TestNotifierNegativeControlCursorFirst(t *testing.T) {
 	writing, stop := context.WithTimeout(ctx, 5*time.Second)
 	defer stop()
 	go writeChecks(writing, w.sys.DB, pages, 2, 100*time.Millisecond)
-	hooks := notify.NewWebhookSender(notify.WebhookConfig{})
+	hooks := webhook.New(webhook.Config{})
 	crashes := 0
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	// One claim a round, at the notifier's poll, until nothing is pending
+	// after the last check.
+	err = testsvc.Poll(ctx, 30*time.Second, 20*time.Millisecond, func() (bool, string, error) {
 		leases, err := st.ClaimSubscriptions(ctx, 1, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(leases) == 0 {
+		if err != nil || len(leases) == 0 {
 			var settled bool
-			err := w.sys.DB.QueryRow(ctx, `SELECT coalesce(max(xact) < pg_snapshot_xmin(pg_current_snapshot()), true) FROM updates`).Scan(&settled)
-			if err != nil {
-				t.Fatal(err)
+			if err == nil {
+				err = w.sys.DB.QueryRow(ctx, `SELECT coalesce(max(xact) < pg_snapshot_xmin(pg_current_snapshot()), true) FROM updates`).Scan(&settled)
 			}
-			if writing.Err() != nil && settled {
-				break // nothing pending after the last check
-			}
-			time.Sleep(20 * time.Millisecond) // poll, as the notifier does
-			continue
+			return writing.Err() != nil && settled, "", err
 		}
 		l := leases[0]
 		b, err := st.PendingBatch(ctx, l, 500)
 		if err != nil {
-			t.Fatal(err)
+			return false, "", err
 		}
 		// The wrong order: the cursor moves first...
 		if err := st.CompleteDelivery(ctx, l, b, watch.Attempt{}); err != nil {
-			t.Fatal(err)
+			return false, "", err
 		}
 		// ...and a crash before the delivery loses the batch.
 		if rand.IntN(5) == 0 {
 			crashes++
-			continue
+			return false, "", nil
 		}
-		if res := hooks.Send(ctx, l.Subscription, notify.TypeUpdatesCreated, b); res.Err != nil {
-			t.Fatal(res.Err)
-		}
+		res := hooks.Send(ctx, l.Subscription, watch.TypeUpdatesCreated, b)
+		return false, fmt.Sprintf("%d crashes", crashes), res.Err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	got, want := rc.ids(scope.path), truth(t, w.sys.DB, scope)
 	t.Logf("cursor-first control: %d crashes, %d of %d updates delivered", crashes, len(got), len(want))

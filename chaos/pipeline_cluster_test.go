@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/systest"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // Pipeline-on-a-cluster run: pipelineClusterPages pages through
@@ -36,7 +36,7 @@ const (
 	rolePrograms    = "programs' connections"
 	roleJobLeader   = "job queue leader"
 	roleTaskLeader  = "task queue leader"
-	programConnName = "portalwatch " // every program's connection name starts so (proc.QueueConfig)
+	programConnName = "portalwatch " // every program's connection name starts so (queue.Config.Named)
 )
 
 // TestPipelineOnRabbitCluster runs the real pipeline (a scheduler, two
@@ -48,20 +48,9 @@ const (
 // once the node was down must be recorded within 15 s, and at the end the
 // updates and removals must equal the farm's truth.
 func TestPipelineOnRabbitCluster(t *testing.T) {
-	w := &world{t: t, log: &faultLog{start: time.Now()}}
-	var cluster *testsvc.PrivateRabbitCluster
-	var wg sync.WaitGroup
-	wg.Go(func() { w.pg = testsvc.StartPostgres(t) })
-	wg.Go(func() { w.redis = testsvc.StartRedis(t) })
-	wg.Go(func() { cluster = testsvc.StartRabbitCluster(t, 3) })
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	w.sys = systest.New(t, binDir, systest.Services{
-		PostgresAdminURL: w.pg.AdminURL(), AMQPURL: cluster.URL(), RedisURL: w.redis.URL(),
-	}, "PORTALWATCH_LOG_LEVEL=info", "PORTALWATCH_CRAWLER_CONCURRENCY=8", "PORTALWATCH_PROCESSOR_CONCURRENCY=4",
+	w := newWorld(t, servers{rabbitNodes: 3}, "PORTALWATCH_CRAWLER_CONCURRENCY=8", "PORTALWATCH_PROCESSOR_CONCURRENCY=4",
 		fmt.Sprintf("PORTALWATCH_REMOVAL_CHECKS=%d", removalChecks))
+	cluster := w.rabbits
 
 	farm := systest.NewFarm(t, pipelineClusterPages)
 	farm.QuietAfter(pipelineClusterRounds)

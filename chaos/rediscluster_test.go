@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/portalwatch/portalwatch/internal/systest"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // Redis Cluster run: redisClusterPages pages through redisClusterRounds
@@ -34,19 +34,8 @@ const (
 // cache misses and the crawlers' per-process politeness, never a check: the
 // updates must match the farm's truth exactly.
 func TestRedisClusterLosesAMaster(t *testing.T) {
-	w := &world{t: t, log: &faultLog{start: time.Now()}}
-	var cluster *testsvc.PrivateRedisCluster
-	var wg sync.WaitGroup
-	wg.Go(func() { w.pg = testsvc.StartPostgres(t) })
-	wg.Go(func() { w.mq = testsvc.StartRabbitMQ(t) })
-	wg.Go(func() { cluster = testsvc.StartRedisCluster(t, 3) })
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	w.sys = systest.New(t, binDir, systest.Services{
-		PostgresAdminURL: w.pg.AdminURL(), AMQPURL: w.mq.URL(), RedisURL: cluster.URL(),
-	}, "PORTALWATCH_LOG_LEVEL=info", "PORTALWATCH_CRAWLER_CONCURRENCY=8", "PORTALWATCH_PROCESSOR_CONCURRENCY=4")
+	w := newWorld(t, servers{redisMasters: 3}, "PORTALWATCH_CRAWLER_CONCURRENCY=8", "PORTALWATCH_PROCESSOR_CONCURRENCY=4")
+	cluster := w.redises
 
 	farm := systest.NewFarm(t, redisClusterPages)
 	ids, err := farm.Register(w.sys)

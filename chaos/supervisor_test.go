@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/systest"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // supervisor runs supervisord with the project's own config, moved to a

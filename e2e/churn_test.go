@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // churnPage serves a portal homepage that says the same thing on every

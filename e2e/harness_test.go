@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/portalwatch/portalwatch/internal/systest"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // binDir holds the programs, built once with the race detector.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/portalwatch/portalwatch/internal/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
 )
 
 // TestREADMEListsEverySetting holds README's table of variables against

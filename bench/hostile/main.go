@@ -38,8 +38,8 @@ import (
 	"github.com/andybalholm/brotli"
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/testkit/corpus"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 

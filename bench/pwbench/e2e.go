@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/portalwatch/portalwatch/internal/shortlink"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // e2eConfig configures "pwbench e2e".

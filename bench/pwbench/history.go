@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/testkit/corpus"
 )
 
 // corpusDir is ../shared/corpus next to the repository at repo.

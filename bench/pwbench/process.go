@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
 )
 
 // process is one program pwbench started, with what the benchmark reads of

@@ -12,7 +12,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // redisMemory is the memory the seen-set costs per link.

@@ -21,7 +21,7 @@
 // main: the benchmark lives outside cmd/, which holds only what is deployed,
 // and shares its harness (building the programs, running them as processes,
 // each run's database, queues and Redis prefix) with the end-to-end tests
-// through internal/systest.
+// through internal/testkit/systest.
 package pwbench
 
 import (

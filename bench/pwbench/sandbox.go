@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/portalwatch/portalwatch/internal/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
 )
 
 // services says where the real servers are. Every URL must point at
@@ -64,7 +64,7 @@ func newID() string {
 }
 
 // harness is what every benchmark run stands on, from the harness the
-// end-to-end tests use (internal/systest): the programs freshly built from
+// end-to-end tests use (internal/testkit/systest): the programs freshly built from
 // the module at repo, and a migrated sandbox named pwbench_<id>.
 type harness struct {
 	binDir string

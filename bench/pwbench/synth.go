@@ -7,7 +7,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/portalwatch/portalwatch/internal/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
 )
 
 // synthConfig shapes the synthetic portals.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/corpus"
+	"github.com/portalwatch/portalwatch/internal/testkit/corpus"
 )
 
 // synthFarm serves n synthetic pages on one loopback listener.

@@ -1,5 +1,5 @@
 // Command notifier delivers new updates to their subscribers: signed
-// webhooks and e-mail (see internal/notify). It reads PostgreSQL only, never
+// webhooks and e-mail (see internal/notifier). It reads PostgreSQL only, never
 // a queue; several notifiers may run at once. It is configured from the
 // environment (`notifier --help` lists the variables; README.md explains
 // them); /healthz and /metrics are served on PORTALWATCH_HTTP_ADDR,
@@ -18,10 +18,12 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/notifier"
 	"github.com/portalwatch/portalwatch/internal/ops"
+	"github.com/portalwatch/portalwatch/internal/senders"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
+	"github.com/portalwatch/portalwatch/internal/webhook"
 )
 
 func main() {
@@ -40,8 +42,8 @@ type settings struct {
 	// it lets the crawler fetch them.
 	AllowPrivate bool `env:"PORTALWATCH_ALLOW_PRIVATE"`
 	Database     store.Config
-	Notifier     notify.Config
-	Senders      notify.SendersConfig
+	Notifier     notifier.Config
+	Senders      senders.Config
 }
 
 func defaults() settings {
@@ -49,8 +51,8 @@ func defaults() settings {
 		Ops:      ops.Config{}.WithDefaults(),
 		Listen:   ops.Listen{Addr: "127.0.0.1:9104"},
 		Database: store.Config{}.WithDefaults(),
-		Notifier: notify.Config{}.WithDefaults(),
-		Senders:  notify.SendersConfig{Webhook: notify.WebhookConfig{UserAgent: fetch.DefaultUserAgent}}.WithDefaults(),
+		Notifier: notifier.Config{}.WithDefaults(),
+		Senders:  senders.Config{Webhook: webhook.Config{UserAgent: fetch.DefaultUserAgent}}.WithDefaults(),
 	}
 }
 
@@ -77,7 +79,7 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Wri
 // ends.
 func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	health, reg := ops.NewHealth(), ops.NewRegistry()
-	senders, closeSenders, err := notify.NewSenders(cfg.Senders, fetch.DialGuard(cfg.AllowPrivate))
+	senders, closeSenders, err := senders.New(cfg.Senders, fetch.DialGuard(cfg.AllowPrivate))
 	if err != nil {
 		return err
 	}
@@ -92,8 +94,8 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	notifier := cfg.Notifier
-	notifier.DrainTimeout = cfg.Ops.ShutdownTimeout
+	service := cfg.Notifier
+	service.DrainTimeout = cfg.Ops.ShutdownTimeout
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ops.Serve(ctx, cfg.Listen.Addr, health, reg, log) })
@@ -101,7 +103,7 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 		if err := st.WaitReady(ctx, store.Migrated, log, health.Track("postgres", st.HealthCheck)); err != nil {
 			return nil // stopped while waiting
 		}
-		return notify.New(notifier, st, senders, log, reg).Run(ctx)
+		return notifier.New(service, st, senders, log, reg).Run(ctx)
 	})
 	return g.Wait()
 }

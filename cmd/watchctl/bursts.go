@@ -61,10 +61,10 @@ func printUpdates(w io.Writer, updates []watch.Update, expand bool) error {
 	return tw.Flush()
 }
 
-// printRemovals prints the links removed from their pages that q selects,
+// printRemovals prints the links removed from their pages that f selects,
 // newest first.
-func (u *updatesCmd) printRemovals(c *cli, st *store.Store, q store.UpdatesQuery) error {
-	removals, err := st.Removals(c.ctx, q)
+func (u *updatesCmd) printRemovals(c *cli, st *store.Store, f watch.RemovalFilter) error {
+	removals, err := st.Removals(c.ctx, f)
 	if err != nil {
 		return err
 	}

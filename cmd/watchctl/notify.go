@@ -7,8 +7,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/notifier"
 	"github.com/portalwatch/portalwatch/internal/registration"
+	"github.com/portalwatch/portalwatch/internal/senders"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -58,7 +59,7 @@ type notifyAddWebhookCmd struct {
 }
 
 func (a *notifyAddWebhookCmd) Run(c *cli) error {
-	sub := watch.Subscription{Channel: watch.Webhook, Secret: notify.NewSecret(), Digest: watch.DigestNone}
+	sub := watch.Subscription{Channel: watch.Webhook, Secret: watch.NewWebhookSecret(), Digest: watch.DigestNone}
 	if err := a.apply(&sub); err != nil {
 		return err
 	}
@@ -217,12 +218,12 @@ func (r *notifyTestCmd) Run(c *cli) error {
 	if err != nil {
 		return notFound(err, id)
 	}
-	senders, closeSenders, err := notify.NewSenders(c.cfg.Senders, fetch.DialGuard(c.cfg.AllowPrivate))
+	senders, closeSenders, err := senders.New(c.cfg.Senders, fetch.DialGuard(c.cfg.AllowPrivate))
 	if err != nil {
 		return err
 	}
 	defer closeSenders()
-	res := notify.SendTest(c.ctx, senders, sub)
+	res := notifier.SendTest(c.ctx, senders, sub)
 	if res.Err != nil {
 		return fmt.Errorf("test message to subscription %d not delivered: %w", id, res.Err)
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -60,7 +59,7 @@ func TestUpdatesShowsABurstAsOneLineAndListsRemovals(t *testing.T) {
 	t.Parallel()
 	e, st := migrated(t)
 	ctx := context.Background()
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://zeitung.example/"})
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://zeitung.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}

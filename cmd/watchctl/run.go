@@ -18,11 +18,12 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/notify"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/registration"
+	"github.com/portalwatch/portalwatch/internal/senders"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
+	"github.com/portalwatch/portalwatch/internal/webhook"
 )
 
 // Exit statuses.
@@ -64,7 +65,7 @@ type settings struct {
 	Database     store.Config
 	Broker       queue.Config
 	Queues       queue.Names
-	Senders      notify.SendersConfig
+	Senders      senders.Config
 }
 
 func defaults() settings {
@@ -72,7 +73,7 @@ func defaults() settings {
 		Database: store.Config{}.WithDefaults(),
 		Broker:   queue.Config{}.WithDefaults(),
 		Queues:   queue.Names{}.WithDefaults(),
-		Senders:  notify.SendersConfig{Webhook: notify.WebhookConfig{UserAgent: fetch.DefaultUserAgent}}.WithDefaults(),
+		Senders:  senders.Config{Webhook: webhook.Config{UserAgent: fetch.DefaultUserAgent}}.WithDefaults(),
 	}
 }
 
@@ -150,7 +151,7 @@ func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, s
 	if err := kctx.Run(c); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", kctx.Selected().FullPath(), err)
 		var ue usageError
-		var refused *registration.RefusedError
+		var refused *watch.RefusedError
 		if errors.As(err, &ue) || errors.As(err, &refused) {
 			return exitUsage
 		}
@@ -284,10 +285,9 @@ type addCmd struct {
 func (a *addCmd) Run(c *cli) error {
 	opts := a.options()
 	opts.SameSiteOnly, opts.Ignore = a.SameSite, a.Ignore
-	p, err := c.policy.CheckPage(c.ctx, registration.Page{
-		URL: a.URL, Interval: a.Interval,
-		Options: opts,
-		Name:    a.Name, Tags: a.Tag,
+	p, err := c.policy.CheckPage(c.ctx, watch.PageSpec{
+		URL: a.URL, Interval: a.Interval, Options: opts, Name: a.Name, Tags: a.Tag,
+		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection,
 	})
 	if err != nil {
 		return err
@@ -297,8 +297,7 @@ func (a *addCmd) Run(c *cli) error {
 		return err
 	}
 	defer st.Close()
-	page, err := st.CreatePage(c.ctx, watch.PageSpec{URL: p.URL, Interval: p.Interval, Options: p.Options, Name: p.Name, Tags: p.Tags,
-		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection})
+	page, err := st.CreatePage(c.ctx, p)
 	if errors.Is(err, watch.ErrDuplicatePage) {
 		return usagef("%s is already watched (see `watchctl list`)", p.URL)
 	}
@@ -418,7 +417,8 @@ func (s *setCmd) Run(c *cli) error {
 		list := s.Tag
 		change.Tags = &list
 	}
-	if _, err = registration.CheckEdit(change); err != nil {
+	// Each setting on its own, before the database is asked.
+	if _, err = change.Normalize(); err != nil {
 		return err
 	}
 	if change.IsZero() {
@@ -437,7 +437,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	// The caps that span the lists need the options as they will be stored.
-	if change, err = registration.CheckEditOf(before.Options, change); err != nil {
+	if change, err = registration.CheckEdit(change, before.Options); err != nil {
 		return err
 	}
 	page, err := st.EditPage(c.ctx, id, change)
@@ -483,7 +483,7 @@ type updatesCmd struct {
 	Page  string `placeholder:"ID" help:"Only this page's updates."`
 	Since string `placeholder:"WHEN" help:"Only updates newer than this: a duration back from now (90s, 1h, 2d) or an RFC 3339 time."`
 	Limit int    `default:"100" help:"Print at most this many."`
-	JSON  bool   `name:"json" help:"One JSON object per line: page_id, url, text, summary, burst, discovered_at, id, code."`
+	JSON  bool   `name:"json" help:"One JSON object per line, the API's update object: id, page_id, page_name, url, text, code, discovered_at, summary, burst."`
 	// Expand lists the links of a redesign flood under its one line.
 	Expand  bool `help:"List the new links of each redesign (a check flagged burst) under its line."`
 	Removed bool `help:"List links removed from their pages instead of new ones."`
@@ -493,15 +493,18 @@ func (u *updatesCmd) Run(c *cli) error {
 	if u.Limit <= 0 {
 		return usagef("--limit %d: want a positive number", u.Limit)
 	}
-	q := store.UpdatesQuery{Limit: u.Limit}
-	var err error
+	var (
+		pageID int64
+		since  time.Time
+		err    error
+	)
 	if u.Page != "" {
-		if q.PageID, err = parseID(u.Page); err != nil {
+		if pageID, err = parseID(u.Page); err != nil {
 			return err
 		}
 	}
 	if u.Since != "" {
-		if q.Since, err = parseSince(u.Since, time.Now()); err != nil {
+		if since, err = parseSince(u.Since, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -511,9 +514,12 @@ func (u *updatesCmd) Run(c *cli) error {
 	}
 	defer st.Close()
 	if u.Removed {
-		return u.printRemovals(c, st, q)
+		if u.Limit > watch.MaxUpdatesLimit {
+			return usagef("--limit %d: with --removed, at most %d", u.Limit, watch.MaxUpdatesLimit)
+		}
+		return u.printRemovals(c, st, watch.RemovalFilter{PageID: pageID, Since: since, Limit: u.Limit})
 	}
-	updates, err := st.Updates(c.ctx, q)
+	updates, err := queryUpdates(c.ctx, st, watch.UpdateFilter{PageID: pageID, Since: since}, u.Limit)
 	if err != nil {
 		return err
 	}
@@ -521,8 +527,7 @@ func (u *updatesCmd) Run(c *cli) error {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetEscapeHTML(false)
 		for _, u := range updates {
-			if err := enc.Encode(updateJSON{PageID: u.PageID, URL: u.URL, Text: u.Text, Summary: u.Summary, Burst: u.Burst,
-				DiscoveredAt: u.DiscoveredAt.UTC(), ID: u.ID, Code: u.Code}); err != nil {
+			if err := enc.Encode(u.Published()); err != nil {
 				return err
 			}
 		}
@@ -531,15 +536,23 @@ func (u *updatesCmd) Run(c *cli) error {
 	return printUpdates(c.stdout, updates, u.Expand)
 }
 
-type updateJSON struct {
-	PageID       int64     `json:"page_id"`
-	URL          string    `json:"url"`
-	Text         string    `json:"text"`
-	Summary      string    `json:"summary"`
-	Burst        bool      `json:"burst"`
-	DiscoveredAt time.Time `json:"discovered_at"`
-	ID           int64     `json:"id"`
-	Code         string    `json:"code"`
+// queryUpdates reads up to limit updates f selects, newest first, in
+// pages of watch.MaxUpdatesLimit.
+func queryUpdates(ctx context.Context, st *store.Store, f watch.UpdateFilter, limit int) ([]watch.Update, error) {
+	var all []watch.Update
+	for len(all) < limit {
+		f.Limit = min(limit-len(all), watch.MaxUpdatesLimit)
+		page, err := st.QueryUpdates(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < f.Limit {
+			break
+		}
+		f.After = watch.CursorOf(page[len(page)-1])
+	}
+	return all, nil
 }
 
 // parseSince reads "90s", "1h", "2d" (back from now) or an RFC 3339 time.

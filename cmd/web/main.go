@@ -23,13 +23,15 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/notifier"
 	"github.com/portalwatch/portalwatch/internal/ops"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/registration"
+	"github.com/portalwatch/portalwatch/internal/senders"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 	"github.com/portalwatch/portalwatch/internal/web"
+	"github.com/portalwatch/portalwatch/internal/webhook"
 )
 
 func main() {
@@ -59,7 +61,7 @@ type settings struct {
 	Broker  queue.Config
 	Queues  queue.Names
 	Web     web.Config
-	Senders notify.SendersConfig
+	Senders senders.Config
 }
 
 func defaults() settings {
@@ -69,7 +71,7 @@ func defaults() settings {
 		Database: store.Config{}.WithDefaults(),
 		Broker:   queue.Config{}.WithDefaults(),
 		Queues:   queue.Names{}.WithDefaults(),
-		Senders:  notify.SendersConfig{Webhook: notify.WebhookConfig{UserAgent: fetch.DefaultUserAgent}}.WithDefaults(),
+		Senders:  senders.Config{Webhook: webhook.Config{UserAgent: fetch.DefaultUserAgent}}.WithDefaults(),
 	}
 }
 
@@ -123,7 +125,7 @@ func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger)
 	}
 	// Test messages go out as the notifier's would: same senders, same
 	// dial guard.
-	senders, closeSenders, err := notify.NewSenders(cfg.Senders, fetch.DialGuard(cfg.AllowPrivate))
+	senders, closeSenders, err := senders.New(cfg.Senders, fetch.DialGuard(cfg.AllowPrivate))
 	if err != nil {
 		return fmt.Errorf("notification senders: %w", err)
 	}
@@ -155,8 +157,8 @@ func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger)
 }
 
 // testSender sends test messages through the notifier's senders.
-type testSender map[watch.Channel]notify.Sender
+type testSender map[watch.Channel]notifier.Sender
 
-func (t testSender) SendTest(ctx context.Context, sub watch.Subscription) notify.Result {
-	return notify.SendTest(ctx, t, sub)
+func (t testSender) SendTest(ctx context.Context, sub watch.Subscription) watch.SendResult {
+	return notifier.SendTest(ctx, t, sub)
 }

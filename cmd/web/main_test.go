@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 func TestServesUntilStoppedAndWaitsForTheSchema(t *testing.T) {
@@ -64,21 +65,16 @@ func TestServesUntilStoppedAndWaitsForTheSchema(t *testing.T) {
 	if _, err := st.Migrate(ctx, testsvc.Logger(t)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, _ := get("/healthz")
-		if code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("healthz still %d 30 s after the migration", code)
-		}
+	// The program backs off on its own clock: poll until it looks again.
+	testsvc.Eventually(t, 30*time.Second, "/healthz to answer 200 after the migration", func() (bool, error) {
 		select {
-		case <-time.After(100 * time.Millisecond): // poll: the program backs off on its own clock
 		case err := <-done:
-			t.Fatalf("the program stopped: %v", err)
+			return false, fmt.Errorf("the program stopped: %v", err)
+		default:
 		}
-	}
+		code, _ := get("/healthz")
+		return code == 200, nil
+	})
 	if code, body := get("/api/v1/pages"); code != 200 || !strings.Contains(body, `"pages":[]`) {
 		t.Errorf("pages: %d %s", code, body)
 	}

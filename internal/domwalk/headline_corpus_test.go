@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/net/html/charset"
 
-	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
+	"github.com/portalwatch/portalwatch/internal/testkit/corpus"
 )
 
 // minHeadlineAgreement is the share of labelled new links whose recorded

@@ -3,28 +3,12 @@ package domwalk
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/andybalholm/cascadia"
 	"golang.org/x/net/html"
-)
 
-// Caps on a page's region selectors (LinkOptions.Within and Exclude). Every
-// element of every check is matched against every selector, so, as for
-// ignore patterns, the caps keep a page's selectors cheap.
-const (
-	// MaxRegionSelectors is the most selectors one page may have, Within
-	// and Exclude together.
-	MaxRegionSelectors = 10
-	// MaxSelectorBytes is the longest selector, in bytes.
-	MaxSelectorBytes = 256
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
-
-// costlyPseudoClasses are the selector extensions of cascadia that are
-// refused: :has and :haschild search the element's subtree, so matching
-// them at every element costs the square of the page's size; :contains and
-// :matches read and match the element's whole text.
-var costlyPseudoClasses = [...]string{":has", ":contains", ":matches"}
 
 // ErrRegionsNeedTree is returned when a page with regions is too large or
 // too deep to be parsed into a tree (Stats.Flattened): its links are read
@@ -45,17 +29,18 @@ type Regions struct {
 
 // CompileRegions compiles a page's Within and Exclude selectors (CSS, as
 // cascadia reads them: type, class, id, attribute selectors, combinators,
-// :not, :nth-child and the like, comma-separated groups). It refuses more
-// than MaxRegionSelectors of them, one longer than MaxSelectorBytes, one
-// that does not parse, and one using :has, :haschild, :contains or :matches
-// (see costlyPseudoClasses). The error is one line naming the selector and
-// the reason. It returns nil and no error when both lists are empty.
+// :not, :nth-child and the like, comma-separated groups). It refuses what
+// watch.CheckRegions refuses (more than watch.MaxRegionSelectors, one
+// longer than watch.MaxSelectorBytes, one using :has, :haschild, :contains
+// or :matches) and one that does not parse. The error is one line naming the
+// selector and the reason. It returns nil and no error when both lists are
+// empty.
 func CompileRegions(within, exclude []string) (*Regions, error) {
 	if len(within)+len(exclude) == 0 {
 		return nil, nil
 	}
-	if n := len(within) + len(exclude); n > MaxRegionSelectors {
-		return nil, fmt.Errorf("%d region selectors (within and exclude); at most %d are allowed", n, MaxRegionSelectors)
+	if err := watch.CheckRegions(within, exclude); err != nil {
+		return nil, err
 	}
 	r := &Regions{}
 	var err error
@@ -71,18 +56,6 @@ func CompileRegions(within, exclude []string) (*Regions, error) {
 func compileSelectors(kind string, sels []string) ([]cascadia.Sel, error) {
 	var out []cascadia.Sel
 	for _, s := range sels {
-		if strings.TrimSpace(s) == "" {
-			return nil, fmt.Errorf("%s selector %q is empty", kind, s)
-		}
-		if len(s) > MaxSelectorBytes {
-			return nil, fmt.Errorf("%s selector %.60q... is %d bytes long; the longest allowed is %d", kind, s, len(s), MaxSelectorBytes)
-		}
-		lower := strings.ToLower(s)
-		for _, pc := range costlyPseudoClasses {
-			if strings.Contains(lower, pc) {
-				return nil, fmt.Errorf("%s selector %q uses %s, which is not allowed: it costs a search of the element's subtree or text at every element", kind, s, pc)
-			}
-		}
 		group, err := cascadia.ParseGroup(s)
 		if err != nil {
 			return nil, fmt.Errorf("%s selector %q is not a valid CSS selector: %v", kind, s, err)

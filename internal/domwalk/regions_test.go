@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/portalwatch/portalwatch/internal/domwalk"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 const regionsPage = `<html><body>
@@ -96,7 +97,7 @@ func TestRegions(t *testing.T) {
 }
 
 func TestCompileRegionsRefuses(t *testing.T) {
-	many := make([]string, domwalk.MaxRegionSelectors+1)
+	many := make([]string, watch.MaxRegionSelectors+1)
 	for i := range many {
 		many[i] = "div"
 	}
@@ -109,7 +110,7 @@ func TestCompileRegionsRefuses(t *testing.T) {
 		{"left-over bytes", []string{"div )"}, nil, "not a valid CSS selector"},
 		{"pseudo-element", nil, []string{"p::before"}, "not a valid CSS selector"},
 		{"empty", []string{" "}, nil, "is empty"},
-		{"too long", []string{strings.Repeat("div ", domwalk.MaxSelectorBytes/4+1)}, nil, "bytes long"},
+		{"too long", []string{strings.Repeat("div ", watch.MaxSelectorBytes/4+1)}, nil, "bytes long"},
 		{"too many", many[:6], many[6:], "at most 10"},
 		{":has", []string{"article:has(h2)"}, nil, "uses :has"},
 		{":haschild", []string{"div:haschild(a)"}, nil, "uses :has"},

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/hostgate"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // On a Redis Cluster the gates share their bookings as on one server (each

@@ -55,12 +55,10 @@ func FormatOf(name string) (string, error) {
 
 // Row is one page of a list, as read.
 type Row struct {
-	Line    int // where the row starts in the file (CSV line, or OPML outline number)
-	Page    registration.Page
-	Enabled bool
-	// BurstDetection is the page's watch.Page.BurstDetection; true unless
-	// the list turns it off.
-	BurstDetection bool
+	Line int // where the row starts in the file (CSV line, or OPML outline number)
+	// Page is the row's page as the list gives it, its lists split but
+	// not checked: Check does that.
+	Page watch.PageSpec
 	// Err says why the row could not be read (a bad interval, say); Check
 	// reports it with the rows registration refuses.
 	Err error
@@ -334,8 +332,7 @@ type settings struct {
 }
 
 func makeRow(line int, url, name string, tags []string, s settings) (Row, error) {
-	row := Row{Line: line, Enabled: true, BurstDetection: true,
-		Page: registration.Page{URL: url, Name: name, Tags: tags, Interval: watch.DefaultInterval}}
+	row := Row{Line: line, Page: watch.PageSpec{URL: url, Name: name, Tags: tags, Interval: watch.DefaultInterval}}
 	if url == "" {
 		return Row{}, errors.New("no url")
 	}
@@ -347,11 +344,12 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 		row.Page.Interval = d
 	}
 	o := &row.Page.Options
+	enabled, burstDetection := true, true
 	for _, b := range []struct {
 		name, v string
 		dst     *bool
-	}{{"enabled", s.Enabled, &row.Enabled}, {"same_site", s.SameSite, &o.SameSiteOnly},
-		{"burst_detection", s.BurstDetection, &row.BurstDetection}} {
+	}{{"enabled", s.Enabled, &enabled}, {"same_site", s.SameSite, &o.SameSiteOnly},
+		{"burst_detection", s.BurstDetection, &burstDetection}} {
 		if b.v == "" {
 			continue
 		}
@@ -361,6 +359,7 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 		}
 		*b.dst = v
 	}
+	row.Page.Paused, row.Page.BurstDetectionOff = !enabled, !burstDetection
 	// Registration checks the lists' contents; here they are only split.
 	for _, l := range []struct {
 		cell string
@@ -401,7 +400,7 @@ func Check(ctx context.Context, pol registration.Policy, rows []Row, registered 
 			continue
 		}
 		p, err := pol.CheckPage(ctx, row.Page)
-		var refused *registration.RefusedError
+		var refused *watch.RefusedError
 		switch {
 		case errors.As(err, &refused):
 			bad = append(bad, RowError{Line: row.Line, Err: err})
@@ -418,8 +417,7 @@ func Check(ctx context.Context, pol registration.Policy, rows []Row, registered 
 			bad = append(bad, RowError{Line: row.Line, Err: fmt.Errorf("%s is already watched", p.URL)})
 			continue
 		}
-		out = append(out, watch.PageSpec{URL: p.URL, Interval: p.Interval, Options: p.Options, Name: p.Name, Tags: p.Tags,
-			Paused: !row.Enabled, BurstDetectionOff: !row.BurstDetection})
+		out = append(out, p)
 	}
 	if len(bad) > 0 {
 		return nil, &BadRowsError{Rows: bad}

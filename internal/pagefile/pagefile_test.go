@@ -38,10 +38,10 @@ func TestReadCSV(t *testing.T) {
 		t.Fatalf("%d rows, want 5", len(rows))
 	}
 	a := rows[0]
-	if a.Line != 2 || a.Err != nil || a.Enabled || a.Page.Interval != time.Minute || strings.Join(a.Page.Tags, ",") != "x,y" || len(a.Page.Options.Ignore) != 2 {
+	if a.Line != 2 || a.Err != nil || !a.Page.Paused || a.Page.Interval != time.Minute || strings.Join(a.Page.Tags, ",") != "x,y" || len(a.Page.Options.Ignore) != 2 {
 		t.Errorf("row a: %+v", a)
 	}
-	if b := rows[1]; b.Err != nil || !b.Enabled || b.Page.Interval != watch.DefaultInterval {
+	if b := rows[1]; b.Err != nil || b.Page.Paused || b.Page.Interval != watch.DefaultInterval {
 		t.Errorf("row b takes the defaults: %+v", b)
 	}
 	for i, want := range map[int]string{2: `interval "soon"`, 3: `enabled "maybe"`, 4: "no url"} {
@@ -96,8 +96,8 @@ func TestOPMLRoundTrip(t *testing.T) {
 		for i, p := range pages {
 			r := rows[i]
 			if r.Err != nil || r.Page.URL != p.BaseURL || r.Page.Name != p.Name || strings.Join(r.Page.Tags, ",") != strings.Join(p.Tags, ",") ||
-				r.Page.Interval != p.Interval || r.Enabled != p.Enabled || r.Page.Options.SameSiteOnly != p.Options.SameSiteOnly ||
-				!reflect.DeepEqual(r.Page.Options, p.Options) || r.BurstDetection != p.BurstDetection {
+				r.Page.Interval != p.Interval || r.Page.Paused == p.Enabled || r.Page.Options.SameSiteOnly != p.Options.SameSiteOnly ||
+				!reflect.DeepEqual(r.Page.Options, p.Options) || r.Page.BurstDetectionOff == p.BurstDetection {
 				t.Errorf("%s round trip of %+v gave %+v", format, p, r)
 			}
 		}
@@ -106,12 +106,12 @@ func TestOPMLRoundTrip(t *testing.T) {
 
 func TestCheckNamesEveryBadRow(t *testing.T) {
 	rows := []Row{
-		{Line: 2, Enabled: true, Page: registration.Page{URL: "http://127.0.0.1:9/a", Interval: time.Minute}},
+		{Line: 2, Page: watch.PageSpec{URL: "http://127.0.0.1:9/a", Interval: time.Minute}},
 		{Line: 3, Err: errors.New("interval \"soon\": want a duration")},
-		{Line: 4, Enabled: true, Page: registration.Page{URL: "HTTP://127.0.0.1:9/a", Interval: time.Minute}},
-		{Line: 5, Enabled: true, Page: registration.Page{URL: "http://127.0.0.1:9/old", Interval: time.Minute}},
-		{Line: 6, Enabled: true, Page: registration.Page{URL: "http://127.0.0.1:9/t", Interval: time.Minute, Tags: []string{"no/slash"}}},
-		{Line: 7, Enabled: false, Page: registration.Page{URL: "http://127.0.0.1:9/ok", Interval: time.Minute}},
+		{Line: 4, Page: watch.PageSpec{URL: "HTTP://127.0.0.1:9/a", Interval: time.Minute}},
+		{Line: 5, Page: watch.PageSpec{URL: "http://127.0.0.1:9/old", Interval: time.Minute}},
+		{Line: 6, Page: watch.PageSpec{URL: "http://127.0.0.1:9/t", Interval: time.Minute, Tags: []string{"no/slash"}}},
+		{Line: 7, Page: watch.PageSpec{URL: "http://127.0.0.1:9/ok", Interval: time.Minute, Paused: true}},
 	}
 	pol := registration.Policy{GuardURL: fetch.Guard(true, nil)}
 	_, err := Check(context.Background(), pol, rows, func(u string) bool { return u == "http://127.0.0.1:9/old" })
@@ -144,8 +144,8 @@ func TestReadOlderListsTakeTheDefaults(t *testing.T) {
 			t.Fatalf("%s: %v %v", format, rows, err)
 		}
 		o := rows[0].Page.Options
-		if !rows[0].BurstDetection || o.Within != nil || o.Exclude != nil || o.IncludeText != nil || o.ExcludeURL != nil {
-			t.Errorf("%s: an older list read as %+v, burst detection %t", format, o, rows[0].BurstDetection)
+		if rows[0].Page.BurstDetectionOff || o.Within != nil || o.Exclude != nil || o.IncludeText != nil || o.ExcludeURL != nil {
+			t.Errorf("%s: an older list read as %+v, burst detection off %t", format, o, rows[0].Page.BurstDetectionOff)
 		}
 	}
 	rows, err := Read(strings.NewReader("url,burst_detection\nhttps://a.example/,sometimes\n"), CSV)

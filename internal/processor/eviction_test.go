@@ -11,8 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -43,7 +42,7 @@ func TestEvictedSeenSetsLoseAndDoubleNothing(t *testing.T) {
 	const pages, rounds, perRound = 6, 10, 150
 	ids := []int64{f.page.ID}
 	for i := 1; i < pages; i++ {
-		p, err := f.st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://portal%d.example/", i)})
+		p, err := f.st.CreatePage(ctx, watch.PageSpec{URL: fmt.Sprintf("https://portal%d.example/", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,10 +101,7 @@ func TestEvictedSeenSetsLoseAndDoubleNothing(t *testing.T) {
 	if evicted == 0 {
 		t.Fatal("Redis evicted nothing: the test did not exercise eviction")
 	}
-	ups, err := f.st.Updates(ctx, store.UpdatesQuery{Limit: 100000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ups := allUpdates(t, f.st)
 	got := map[string]int{}
 	for _, u := range ups {
 		got[fmt.Sprintf("%d %s", u.PageID, u.URL)]++

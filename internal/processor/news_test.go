@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/portalwatch/portalwatch/internal/processor"
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -17,7 +16,7 @@ func TestSummaryAndBurstReachTheUpdates(t *testing.T) {
 	news := f.task("/a", "/b")
 	news.Context[1].Summary = "Vier Jahre lang kämpfte Don Leonardo Guerri für …"
 	f.deliver(t, news)
-	ups, err := f.st.Updates(context.Background(), store.UpdatesQuery{})
+	ups, err := f.st.QueryUpdates(context.Background(), watch.UpdateFilter{})
 	if err != nil || len(ups) != 1 || ups[0].Summary != news.Context[1].Summary || ups[0].Burst {
 		t.Fatalf("updates = %+v, %v; want /b with its teaser, no burst", ups, err)
 	}
@@ -28,7 +27,7 @@ func TestSummaryAndBurstReachTheUpdates(t *testing.T) {
 		paths = append(paths, fmt.Sprintf("/neu/%d", i))
 	}
 	f.deliver(t, f.task(paths...))
-	ups, _ = f.st.Updates(context.Background(), store.UpdatesQuery{Limit: 100})
+	ups, _ = f.st.QueryUpdates(context.Background(), watch.UpdateFilter{Limit: 100})
 	bursts := 0
 	for _, u := range ups {
 		if u.Burst {

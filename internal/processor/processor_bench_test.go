@@ -13,13 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/processor"
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/corpus"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -84,7 +84,7 @@ func newBenchProcessorWith(b *testing.B, redisURL string, pages int, cfg process
 	}
 	bp := &benchProcessor{st: st, svc: svc, dsn: dsn}
 	for i := range pages {
-		p, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://portal-%d.example/", i)})
+		p, err := st.CreatePage(ctx, watch.PageSpec{URL: fmt.Sprintf("https://portal-%d.example/", i)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func BenchmarkHandle(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			b.StopTimer()
-			page, err := bp.st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://baseline-%d.example/", n)})
+			page, err := bp.st.CreatePage(ctx, watch.PageSpec{URL: fmt.Sprintf("https://baseline-%d.example/", n)})
 			if err != nil {
 				b.Fatal(err)
 			}

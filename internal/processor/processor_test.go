@@ -15,7 +15,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -58,7 +58,7 @@ func newFixtureWith(t *testing.T, redisURL string, cfg processor.Config) *fixtur
 	opts, _ := redis.ParseURL(liveURL)
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { rdb.Close() })
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://portal.example/"})
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://portal.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func (f *fixture) task(paths ...string) watch.Task {
 
 func (f *fixture) updates(t *testing.T) []string {
 	t.Helper()
-	ups, err := f.st.Updates(context.Background(), store.UpdatesQuery{Limit: 1000})
+	ups, err := f.st.QueryUpdates(context.Background(), watch.UpdateFilter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestHostileTextIsStoredSafely(t *testing.T) {
 	task := f.task("/a")
 	task.Context = append(task.Context, watch.Link{URL: "https://portal.example/nul", Text: "bad\x00text\xff"})
 	f.deliver(t, task)
-	ups, _ := f.st.Updates(context.Background(), store.UpdatesQuery{})
+	ups, _ := f.st.QueryUpdates(context.Background(), watch.UpdateFilter{})
 	if len(ups) != 1 || ups[0].Text != "badtext\uFFFD" {
 		t.Fatalf("updates = %+v, want the NUL removed and the invalid byte replaced", ups)
 	}
@@ -229,5 +229,24 @@ func TestLinkSetDigestTravelsToTheNextJob(t *testing.T) {
 	p, _ := f.st.Page(context.Background(), f.page.ID)
 	if p.LastStatus != 200 || p.LastError != "" || len(f.updates(t)) != 0 {
 		t.Fatalf("after an unchanged check: %+v, updates %v", p, f.updates(t))
+	}
+}
+
+// allUpdates reads every update of the test's database, newest first, a
+// page of results at a time.
+func allUpdates(t *testing.T, st *store.Store) []watch.Update {
+	t.Helper()
+	var all []watch.Update
+	f := watch.UpdateFilter{Limit: watch.MaxUpdatesLimit}
+	for {
+		page, err := st.QueryUpdates(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page...)
+		if len(page) < f.Limit {
+			return all
+		}
+		f.After = watch.CursorOf(page[len(page)-1])
 	}
 }

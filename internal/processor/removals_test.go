@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/processor"
-	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -25,7 +25,7 @@ func (f *fixture) removals(t *testing.T) []string {
 		func(context.Context, []watch.Job) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	rs, err := f.st.Removals(ctx, store.UpdatesQuery{Limit: 100})
+	rs, err := f.st.Removals(ctx, watch.RemovalFilter{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,24 +118,20 @@ func TestRemovalSweepRecordsWhatNoClaimReaches(t *testing.T) {
 	f := newFixtureWith(t, "", cfg)
 	waitRemovals := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			rs, err := f.st.Removals(context.Background(), store.UpdatesQuery{Limit: 100})
+		err := testsvc.Poll(context.Background(), 10*time.Second, testsvc.PollInterval, func() (bool, string, error) {
+			rs, err := f.st.Removals(context.Background(), watch.RemovalFilter{Limit: 100})
 			if err != nil {
-				t.Fatal(err)
+				return false, "", err
 			}
 			var got []string
 			for _, r := range rs {
 				got = append(got, r.URL)
 			}
 			slices.Sort(got)
-			if fmt.Sprint(got) == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("removals %v, want %s", got, want)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return fmt.Sprint(got) == want, fmt.Sprintf("removals %v", got), nil
+		})
+		if err != nil {
+			t.Fatalf("waiting for removals %s: %v", want, err)
 		}
 	}
 	if _, err := f.db.Exec(context.Background(), `UPDATE pages SET enabled = false WHERE id = $1`, f.page.ID); err != nil {

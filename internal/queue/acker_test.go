@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // recordedAcks is an acknowledger that remembers which tags each ack settled,
@@ -88,19 +90,11 @@ func TestAckerSendsPendingAcksAfterTheDelay(t *testing.T) {
 	a := newAcker(r, 10, 5*time.Millisecond, func(err error) { t.Error(err) })
 	a.Ack(1)
 	a.Ack(2)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testsvc.Eventually(t, 5*time.Second, "the acks sent after a 5ms delay", func() (bool, error) {
 		r.mu.Lock()
-		n := len(r.open)
-		r.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d acks still pending 5s after a 5ms delay", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer r.mu.Unlock()
+		return len(r.open) == 0, nil
+	})
 }
 
 func TestAckerWithoutDelayAcksEachAtOnce(t *testing.T) {

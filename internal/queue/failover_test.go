@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/queue"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/queue"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -241,30 +241,17 @@ func getOne(t *testing.T, name string) amqp.Delivery {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		d, ok, err := ch.Get(name, true)
-		if err != nil {
-			t.Fatalf("get from %s: %v", name, err)
-		}
-		if ok {
-			return d
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no message in %s within 10s", name)
-	return amqp.Delivery{}
+	var d amqp.Delivery
+	testsvc.Eventually(t, 10*time.Second, "a message in "+name, func() (ok bool, err error) {
+		d, ok, err = ch.Get(name, true)
+		return ok, err
+	})
+	return d
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testsvc.Eventually(t, 30*time.Second, what, func() (bool, error) { return cond(), nil })
 }
 
 // Handlers finish out of order, some fail once and some permanently, while

@@ -23,11 +23,11 @@ func (pol Policy) CheckWebhook(ctx context.Context, raw string) (string, error) 
 
 // CheckEmail checks an e-mail address and returns its bare form
 // ("desk@example.com" from "Desk <desk@example.com>"); a malformed one
-// gets a *RefusedError.
+// gets a *watch.RefusedError.
 func CheckEmail(raw string) (string, error) {
 	a, err := mail.ParseAddress(raw)
 	if err != nil || !strings.Contains(a.Address, "@") {
-		return "", refused("email", fmt.Errorf("%q is not an e-mail address: want one like desk@example.com", raw))
+		return "", watch.Refused("email", fmt.Errorf("%q is not an e-mail address: want one like desk@example.com", raw))
 	}
 	return a.Address, nil
 }
@@ -35,14 +35,14 @@ func CheckEmail(raw string) (string, error) {
 // CheckTag checks a tag to subscribe to by the rule pages' tags follow
 // (watch.NormalizeTags: lower-cased letters, digits, '-' and '_'), so that
 // a subscription can only name a tag a page can carry, and returns it as
-// pages store it; anything else gets a *RefusedError.
+// pages store it; anything else gets a *watch.RefusedError.
 func CheckTag(tag string) (string, error) {
 	tags, err := watch.NormalizeTags([]string{tag})
 	if err != nil {
-		return "", refused("tag", err)
+		return "", watch.Refused("tag", err)
 	}
 	if len(tags) != 1 {
-		return "", refused("tag", fmt.Errorf("tag %q is empty: name the tag whose pages to follow", tag))
+		return "", watch.Refused("tag", fmt.Errorf("tag %q is empty: name the tag whose pages to follow", tag))
 	}
 	return tags[0], nil
 }

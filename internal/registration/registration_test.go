@@ -24,34 +24,34 @@ func TestCheckPage(t *testing.T) {
 		"db.example":   {netip.MustParseAddr("192.168.1.5")},
 	})}
 	ctx := context.Background()
-	got, err := pol.CheckPage(ctx, Page{URL: "HTTP://News.Example/#top", Interval: time.Minute,
+	got, err := pol.CheckPage(ctx, watch.PageSpec{URL: "HTTP://News.Example/#top", Interval: time.Minute,
 		Options: watch.LinkOptions{Ignore: []string{`\?page=\d+`}}})
 	if err != nil || got.URL != "http://news.example/" {
 		t.Fatalf("CheckPage = %+v, %v; want the URL normalised", got, err)
 	}
 	tests := []struct {
-		page  Page
+		page  watch.PageSpec
 		field string
 		msg   string
 	}{
-		{Page{URL: "http://db.example/", Interval: time.Minute}, "url", "a private address"},
-		{Page{URL: "http://app.localhost/", Interval: time.Minute}, "url", "localhost name"},
-		{Page{URL: "ftp://news.example/", Interval: time.Minute}, "url", "scheme"},
-		{Page{URL: "http://news.example/", Interval: time.Second}, "interval", "shortest is 10s"},
-		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Ignore: []string{`\w{1000}x`}}}, "ignore", "repetitions"},
-		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Within: []string{"main > "}}}, "within", `within selector "main > " is not a valid CSS selector`},
-		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Exclude: []string{"div:has(.ad)"}}}, "exclude", "uses :has"},
-		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Within: many(6, "main"), Exclude: many(5, "nav")}}, "options", "11 region selectors"},
-		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{IncludeText: []string{"(ukraine"}}}, "includeText", "RE2 syntax"},
-		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{ExcludeText: many(21, "ad")}}, "excludeText", "at most 20"},
-		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{IncludeURL: []string{""}}}, "includeUrl", "empty pattern"},
-		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{ExcludeURL: []string{`a{101}`}}}, "excludeUrl", "repetitions"},
-		{Page{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{
+		{watch.PageSpec{URL: "http://db.example/", Interval: time.Minute}, "url", "a private address"},
+		{watch.PageSpec{URL: "http://app.localhost/", Interval: time.Minute}, "url", "localhost name"},
+		{watch.PageSpec{URL: "ftp://news.example/", Interval: time.Minute}, "url", "scheme"},
+		{watch.PageSpec{URL: "http://news.example/", Interval: time.Second}, "interval", "shortest is 10s"},
+		{watch.PageSpec{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Ignore: []string{`\w{1000}x`}}}, "ignore", "repetitions"},
+		{watch.PageSpec{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Within: []string{"main > "}}}, "within", `within selector "main > " is not a valid CSS selector`},
+		{watch.PageSpec{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Exclude: []string{"div:has(.ad)"}}}, "exclude", "uses :has"},
+		{watch.PageSpec{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{Within: many(6, "main"), Exclude: many(5, "nav")}}, "options", "11 region selectors"},
+		{watch.PageSpec{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{IncludeText: []string{"(ukraine"}}}, "includeText", "RE2 syntax"},
+		{watch.PageSpec{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{ExcludeText: many(21, "ad")}}, "excludeText", "at most 20"},
+		{watch.PageSpec{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{IncludeURL: []string{""}}}, "includeUrl", "empty pattern"},
+		{watch.PageSpec{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{ExcludeURL: []string{`a{101}`}}}, "excludeUrl", "repetitions"},
+		{watch.PageSpec{URL: "http://news.example/", Interval: time.Minute, Options: watch.LinkOptions{
 			Ignore: many(3, strings.Repeat("a", watch.MaxPatternInsts-2)), IncludeText: many(3, strings.Repeat("b", watch.MaxPatternInsts-2))}}, "options", "together"},
 	}
 	for _, tt := range tests {
 		_, err := pol.CheckPage(ctx, tt.page)
-		var refused *RefusedError
+		var refused *watch.RefusedError
 		if !errors.As(err, &refused) || refused.Field != tt.field || !strings.Contains(err.Error(), tt.msg) {
 			t.Errorf("CheckPage(%+v) = %v, want a refusal of %s saying %q", tt.page, err, tt.field, tt.msg)
 		}
@@ -59,7 +59,7 @@ func TestCheckPage(t *testing.T) {
 	if _, err := (Policy{}).CheckURL(ctx, "http://news.example/"); err == nil {
 		t.Error("a Policy without GuardURL admitted a URL; it must admit nothing")
 	}
-	if _, err := (Policy{GuardURL: fetch.Guard(true, nil)}).CheckPage(ctx, Page{URL: "http://app.localhost/", Interval: time.Minute}); err != nil {
+	if _, err := (Policy{GuardURL: fetch.Guard(true, nil)}).CheckPage(ctx, watch.PageSpec{URL: "http://app.localhost/", Interval: time.Minute}); err != nil {
 		t.Errorf("localhost with AllowPrivate: %v", err)
 	}
 }
@@ -72,22 +72,31 @@ func many(n int, s string) []string {
 	return l
 }
 
-func TestCheckChange(t *testing.T) {
+// TestCheckEdit: each list an edit sets is checked on its own (the
+// grammar of selectors too), then with the page's other lists.
+func TestCheckEdit(t *testing.T) {
 	short, ok := 5*time.Second, time.Minute
 	bad, good := []string{"("}, []string{`\?p=\d+`}
 	badSel, goodSel := []string{"main["}, []string{"main .latest", "#top-stories"}
-	for _, c := range []Change{{Interval: &short}, {Ignore: &bad}, {Interval: &ok, Ignore: &bad},
+	for _, e := range []watch.PageEdit{{Interval: &short}, {Ignore: &bad}, {Interval: &ok, Ignore: &bad},
 		{Within: &badSel}, {Exclude: &badSel}, {IncludeText: &bad}, {ExcludeText: &bad}, {IncludeURL: &bad}, {ExcludeURL: &bad}} {
-		var refused *RefusedError
-		if err := CheckChange(c); !errors.As(err, &refused) {
-			t.Errorf("CheckChange(%+v) = %v, want a refusal", c, err)
+		var refused *watch.RefusedError
+		if _, err := CheckEdit(e, watch.LinkOptions{}); !errors.As(err, &refused) {
+			t.Errorf("CheckEdit(%+v) = %v, want a refusal", e, err)
 		}
 	}
-	for _, c := range []Change{{}, {Interval: &ok}, {Ignore: &good}, {Ignore: &[]string{}}, {Within: &goodSel}, {Exclude: &goodSel},
+	for _, e := range []watch.PageEdit{{}, {Interval: &ok}, {Ignore: &good}, {Ignore: &[]string{}}, {Within: &goodSel}, {Exclude: &goodSel},
 		{IncludeText: &good}, {ExcludeText: &good}, {IncludeURL: &good}, {ExcludeURL: &good}} {
-		if err := CheckChange(c); err != nil {
-			t.Errorf("CheckChange(%+v) = %v, want nil", c, err)
+		if _, err := CheckEdit(e, watch.LinkOptions{}); err != nil {
+			t.Errorf("CheckEdit(%+v) = %v, want nil", e, err)
 		}
+	}
+	// Six more selectors are fine alone, not beside the page's five.
+	six := many(6, "main")
+	_, err := CheckEdit(watch.PageEdit{Within: &six}, watch.LinkOptions{Exclude: many(5, "nav")})
+	var refused *watch.RefusedError
+	if !errors.As(err, &refused) || refused.Field != "options" {
+		t.Errorf("CheckEdit over the page's selectors = %v, want a refusal of the options", err)
 	}
 }
 
@@ -98,7 +107,7 @@ func TestCheckTagFollowsPagesTagRule(t *testing.T) {
 		t.Errorf("CheckTag(Politik) = %q, %v; want politik", got, err)
 	}
 	for _, bad := range []string{"", "a b", "news/eu", strings.Repeat("x", watch.MaxTagRunes+1)} {
-		var refused *RefusedError
+		var refused *watch.RefusedError
 		if _, err := CheckTag(bad); !errors.As(err, &refused) || refused.Field != "tag" {
 			t.Errorf("CheckTag(%q) = %v, want a refusal of the tag", bad, err)
 		}

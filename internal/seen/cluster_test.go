@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/portalwatch/portalwatch/internal/seen"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // On a Redis Cluster every command of a page stays in the page's slot, and

@@ -7,7 +7,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // BenchmarkSeen is the processor's Redis round trip for one task of a

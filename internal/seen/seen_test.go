@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/portalwatch/portalwatch/internal/seen"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 func open(t *testing.T, cfg seen.Config) (*seen.Set, *redis.Client) {

@@ -5,10 +5,10 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
+	"github.com/portalwatch/portalwatch/internal/testkit/corpus"
 )
 
 // corpusURLs returns the normalised URLs of every link of the corpus pages,

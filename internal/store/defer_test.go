@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -15,7 +14,7 @@ import (
 func TestDeferCheckFreesTheLeaseAndKeepsTheStatus(t *testing.T) {
 	st, pool := openStore(t)
 	ctx := context.Background()
-	p, _ := st.AddPage(ctx, store.NewPage{URL: "https://deferred.example/", Interval: time.Hour})
+	p, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://deferred.example/", Interval: time.Hour})
 	checked := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
 	if _, err := st.RecordCheck(ctx, watch.Check{PageID: p.ID, FetchedAt: checked, Status: 503, Error: "HTTP 503"}, nil); err != nil {
 		t.Fatal(err)

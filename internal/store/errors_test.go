@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -16,7 +15,7 @@ import (
 func TestRefusedDataIsPermanent(t *testing.T) {
 	st, _ := openStore(t)
 	ctx := context.Background()
-	p, err := st.AddPage(ctx, store.NewPage{URL: "https://refused.example/", Interval: time.Hour})
+	p, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://refused.example/", Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/shortlink"
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -25,7 +24,7 @@ func numbered(prefix string, from, to int) []watch.NewLink {
 func TestNewLinksAreCappedPerCheckAndPerDay(t *testing.T) {
 	st, pool := openStore(t)
 	ctx := context.Background()
-	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://rotating.example/"})
+	page, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://rotating.example/"})
 	caps := watch.Caps{PerCheck: 10, PerDay: 25}
 	at := time.Now()
 	check := func(ls []watch.NewLink, truncated int) watch.Recorded {
@@ -89,7 +88,7 @@ func TestNewLinksAreCappedPerCheckAndPerDay(t *testing.T) {
 func TestPruneLinksForgetsOnlyLinksGoneFromThePage(t *testing.T) {
 	st, pool := openStore(t)
 	ctx := context.Background()
-	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://old.example/"})
+	page, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://old.example/"})
 	c := ok(page.ID, time.Now())
 	c.RefreshEvery = 24 * time.Hour
 	rec, err := st.RecordCheck(ctx, c, links("https://old.example/stays", "https://old.example/gone"))
@@ -134,7 +133,7 @@ func TestPruneLinksForgetsOnlyLinksGoneFromThePage(t *testing.T) {
 func TestDueRefreshAsksForTheWholePage(t *testing.T) {
 	st, pool := openStore(t)
 	ctx := context.Background()
-	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://static.example/"})
+	page, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://static.example/"})
 	c := ok(page.ID, time.Now())
 	c.ETag, c.LinksDigest, c.FullSet = `"v1"`, "digest", true
 	if _, err := st.RecordCheck(ctx, c, links("https://static.example/a")); err != nil {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -14,7 +13,7 @@ func TestUpdatesKeepTheLinksSummary(t *testing.T) {
 	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
-	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://zeitung.example/"})
+	page, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://zeitung.example/"})
 	at := time.Now()
 	if _, err := st.RecordCheck(ctx, ok(page.ID, at), links("https://zeitung.example/alt")); err != nil {
 		t.Fatal(err)
@@ -26,7 +25,7 @@ func TestUpdatesKeepTheLinksSummary(t *testing.T) {
 	if err != nil || len(rec.Updates) != 1 || rec.Updates[0].Summary != teaser {
 		t.Fatalf("RecordCheck = %+v, %v; want one update with the teaser", rec, err)
 	}
-	ups, err := st.Updates(ctx, store.UpdatesQuery{PageID: page.ID})
+	ups, err := st.QueryUpdates(ctx, watch.UpdateFilter{PageID: page.ID})
 	if err != nil || len(ups) != 1 || ups[0].Summary != teaser || ups[0].Burst {
 		t.Fatalf("Updates = %+v, %v", ups, err)
 	}
@@ -43,7 +42,7 @@ func TestOptionsChangeReBaselinesSilently(t *testing.T) {
 	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
-	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://zeitung.example/"})
+	page, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://zeitung.example/"})
 	at := time.Now()
 	check := func(full bool, ls []watch.NewLink) watch.Recorded {
 		t.Helper()
@@ -112,7 +111,7 @@ func TestBurstFlagsARedesignFloodUnlessThePageTurnsItOff(t *testing.T) {
 		{"under the share", true, 21 /* of 60 links */, false},
 		{"detection off", false, 40, false},
 	} {
-		page, _ := st.AddPage(ctx, store.NewPage{URL: "https://redesign.example/" + fmt.Sprint(tt.news, tt.detection)})
+		page, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://redesign.example/" + fmt.Sprint(tt.news, tt.detection)})
 		if !tt.detection {
 			off := false
 			if _, err := st.EditPage(ctx, page.ID, watch.PageEdit{BurstDetection: &off}); err != nil {
@@ -132,7 +131,7 @@ func TestBurstFlagsARedesignFloodUnlessThePageTurnsItOff(t *testing.T) {
 			t.Errorf("%s: %d updates, burst %t, err %v; want %d, burst %t", tt.name, len(rec.Updates), rec.Burst, err, tt.news, tt.wantBurst)
 			continue
 		}
-		ups, _ := st.Updates(ctx, store.UpdatesQuery{PageID: page.ID})
+		ups, _ := st.QueryUpdates(ctx, watch.UpdateFilter{PageID: page.ID})
 		for _, u := range ups {
 			if u.Burst != tt.wantBurst {
 				t.Errorf("%s: stored update %s burst %t", tt.name, u.URL, u.Burst)

@@ -10,13 +10,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 func addPage(t *testing.T, st *store.Store, url string) int64 {
 	t.Helper()
-	p, err := st.AddPage(context.Background(), store.NewPage{URL: url})
+	p, err := st.CreatePage(context.Background(), watch.PageSpec{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,8 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 	"github.com/portalwatch/portalwatch/migrations"
 )
 
@@ -198,7 +199,7 @@ func TestMaintainUpdatePartitionsMovesStraysAndDropsOldWeeks(t *testing.T) {
 	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
-	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://weeks.example/"})
+	page, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://weeks.example/"})
 	at := time.Now()
 	st.RecordCheck(ctx, ok(page.ID, at), links("https://weeks.example/base"))
 	if _, err := st.RecordCheck(ctx, ok(page.ID, at.Add(time.Second)), numbered("https://weeks.example/u", 0, 4)); err != nil {
@@ -245,7 +246,7 @@ func TestMaintainUpdatePartitionsMovesStraysAndDropsOldWeeks(t *testing.T) {
 	if len(dropped.Dropped) != 1 || dropped.Dropped[0] != ch.Created[0] {
 		t.Fatalf("maintenance with 30 days' retention dropped %v, want only %s", dropped.Dropped, ch.Created[0])
 	}
-	ups, _ := st.Updates(ctx, store.UpdatesQuery{PageID: page.ID})
+	ups, _ := st.QueryUpdates(ctx, watch.UpdateFilter{PageID: page.ID})
 	if len(ups) != 3 {
 		t.Fatalf("%d updates left, want the 3 not ten weeks old", len(ups))
 	}

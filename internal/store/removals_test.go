@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -29,7 +29,7 @@ func recordRemovals(t *testing.T, st *store.Store, pages ...int64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := st.QueryRemovals(ctx, 0, time.Time{}, 10000)
+	all, err := st.Removals(ctx, watch.RemovalFilter{Limit: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func recordRemovals(t *testing.T, st *store.Store, pages ...int64) string {
 // removalIDs is the ids of every removal readers see.
 func removalIDs(t *testing.T, st *store.Store) map[int64]bool {
 	t.Helper()
-	all, err := st.QueryRemovals(context.Background(), 0, time.Time{}, 10000)
+	all, err := st.Removals(context.Background(), watch.RemovalFilter{Limit: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,19 +63,12 @@ func removalIDs(t *testing.T, st *store.Store) map[int64]bool {
 // database wait for a lock.
 func waitLockWaiters(t *testing.T, pool *pgxpool.Pool, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	testsvc.Eventually(t, 30*time.Second, fmt.Sprintf("%d statements waiting for a lock", n), func() (bool, error) {
 		var got int
-		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d statements wait for a lock after 30 s, want %d", got, n)
-		}
-	}
+		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got)
+		return got >= n, err
+	})
 }
 
 // hasDue reports whether the page has due removals not yet recorded.
@@ -323,7 +316,7 @@ type storyPage struct {
 
 func newStoryPage(t *testing.T, name string) *storyPage {
 	st, pool := openStore(t)
-	page, err := st.AddPage(context.Background(), store.NewPage{URL: "https://" + name + ".example/"})
+	page, err := st.CreatePage(context.Background(), watch.PageSpec{URL: "https://" + name + ".example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +448,7 @@ func TestRemovalsThroughJobs(t *testing.T) {
 		t.Fatalf("30 stories absent twice across a new base: removed %s, want %s", got, want)
 	}
 
-	all, err := p.st.QueryRemovals(context.Background(), p.page.ID, time.Time{}, 1000)
+	all, err := p.st.Removals(context.Background(), watch.RemovalFilter{PageID: p.page.ID, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +508,7 @@ func TestConcurrentChecksOfOnePageLoseNoRemoval(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st, pool := openStore(t)
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://concurrent.example/"})
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://concurrent.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,7 +566,7 @@ func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st, pool := openStore(t)
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://not-modified.example/"})
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://not-modified.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,9 +591,9 @@ func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
 	if got := recordRemovals(t, st, page.ID); got != "["+ab[1].URL+"]" {
 		t.Fatalf("recorded %s, want b", got)
 	}
-	rs, err := st.QueryRemovals(ctx, page.ID, time.Time{}, 10)
+	rs, err := st.Removals(ctx, watch.RemovalFilter{PageID: page.ID, Limit: 10})
 	if err != nil || len(rs) != 1 || rs[0].Text != ab[1].Text || rs[0].PageID != page.ID {
-		t.Fatalf("QueryRemovals = %+v, %v; want b with its text", rs, err)
+		t.Fatalf("Removals = %+v, %v; want b with its text", rs, err)
 	}
 	if check(nil, nil, 304) {
 		t.Fatal("the next 304 check made a removal due again")
@@ -616,7 +609,7 @@ func TestNotModifiedCheckRecordsADueRemoval(t *testing.T) {
 func pageWithADueRemoval(t *testing.T, st *store.Store, name string, at time.Time) int64 {
 	t.Helper()
 	ctx := context.Background()
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://" + name + ".example/"})
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://" + name + ".example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -666,7 +659,7 @@ func TestDueRemovalsAreRecordedOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	all, err := st.QueryRemovals(ctx, 0, time.Time{}, 1000)
+	all, err := st.Removals(ctx, watch.RemovalFilter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -690,7 +683,7 @@ func TestLinkSeenOnlyByATruncatedCheckIsRemoved(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st, _ := openStore(t)
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://truncated.example/"})
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://truncated.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,7 +741,7 @@ func TestAlwaysTruncatedPageFoldsItsAdditions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st, pool := openStore(t)
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://capped.example/"})
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://capped.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -882,7 +875,7 @@ func TestClaimRecordsDueRemovals(t *testing.T) {
 	if err != nil || c != (watch.Claimed{Jobs: 1, Removals: 1}) {
 		t.Fatalf("ClaimDue = %+v, %v; want the page and its one due removal", c, err)
 	}
-	rs, err := st.QueryRemovals(ctx, id, time.Time{}, 10)
+	rs, err := st.Removals(ctx, watch.RemovalFilter{PageID: id, Limit: 10})
 	if err != nil || len(rs) != 1 || rs[0].URL != "https://claimed.example/b" || rs[0].Text != "text of https://claimed.example/b" {
 		t.Fatalf("removals after the claim: %+v, %v; want b with its text", rs, err)
 	}
@@ -902,7 +895,7 @@ func TestCheckDuringTheClaimKeepsItsDueRemoval(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st, pool := openStore(t)
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://during.example/"})
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://during.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -938,7 +931,7 @@ func TestCheckDuringTheClaimKeepsItsDueRemoval(t *testing.T) {
 	if c, err := claimAll(t, st, pool, collect(&jobs), page.ID); err != nil || c.Removals != 1 {
 		t.Fatalf("the next claim = %+v, %v; want c, made due during the first claim", c, err)
 	}
-	rs, err := st.QueryRemovals(ctx, page.ID, time.Time{}, 10)
+	rs, err := st.Removals(ctx, watch.RemovalFilter{PageID: page.ID, Limit: 10})
 	if err != nil || urls(rs) != "[https://during.example/b https://during.example/c]" {
 		t.Fatalf("removals: %s, %v; want b and c, once each", urls(rs), err)
 	}
@@ -965,7 +958,7 @@ func TestPrunedLinkKeepsItsRemoval(t *testing.T) {
 	if n, err := st.PruneLinks(ctx, 90*24*time.Hour, 100); err != nil || n != 1 {
 		t.Fatalf("PruneLinks = %d, %v; want b pruned", n, err)
 	}
-	rs, err := st.QueryRemovals(ctx, id, time.Time{}, 10)
+	rs, err := st.Removals(ctx, watch.RemovalFilter{PageID: id, Limit: 10})
 	if err != nil || len(rs) != 1 || rs[0].URL != "https://pruned.example/b" || rs[0].Text != "text of https://pruned.example/b" {
 		t.Fatalf("removals after b was pruned: %+v, %v; want b with its text", rs, err)
 	}

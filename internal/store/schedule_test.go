@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -25,7 +24,7 @@ func TestClaimDueLeasesAndReschedules(t *testing.T) {
 	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
-	p, _ := st.AddPage(ctx, store.NewPage{URL: "https://due.example/", Interval: time.Minute,
+	p, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://due.example/", Interval: time.Minute,
 		Options: watch.LinkOptions{SameSiteOnly: true, Ignore: []string{`\?page=`}}})
 	params := watch.ClaimParams{Limit: 10, Lease: time.Hour}
 
@@ -60,7 +59,7 @@ func TestClaimDueExpiredLeaseIsClaimedAgain(t *testing.T) {
 	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
-	p, _ := st.AddPage(ctx, store.NewPage{URL: "https://lost.example/"})
+	p, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://lost.example/"})
 	var jobs []watch.Job
 	st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, collect(&jobs))
 	pool.Exec(ctx, `UPDATE pages SET next_check_at = now(), lease_until = now() - interval '1 second' WHERE id = $1`, p.ID)
@@ -73,7 +72,7 @@ func TestClaimDueRollsBackWhenPublishFails(t *testing.T) {
 	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
-	st.AddPage(ctx, store.NewPage{URL: "https://retry.example/"})
+	st.CreatePage(ctx, watch.PageSpec{URL: "https://retry.example/"})
 	_, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, func(context.Context, []watch.Job) error {
 		return errors.New("broker down")
 	})

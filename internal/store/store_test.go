@@ -12,8 +12,8 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/systest"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -88,7 +88,7 @@ func TestBaselineThenOnlyNewLinksBecomeUpdates(t *testing.T) {
 	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
-	page, err := st.AddPage(ctx, store.NewPage{URL: "https://news.example/"})
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://news.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestBaselineThenOnlyNewLinksBecomeUpdates(t *testing.T) {
 	if rec.Inserted != 0 || len(rec.Updates) != 0 {
 		t.Fatalf("redelivered check = %+v, want no effect", rec)
 	}
-	ups, err := st.Updates(ctx, store.UpdatesQuery{PageID: page.ID})
+	ups, err := st.QueryUpdates(ctx, watch.UpdateFilter{PageID: page.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestFailedCheckIsNotABaseline(t *testing.T) {
 	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
-	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://down.example/"})
+	page, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://down.example/"})
 	_, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: time.Now(), Status: 503, Error: "HTTP 503"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestStaleCheckDoesNotRollBackValidators(t *testing.T) {
 	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
-	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://etag.example/"})
+	page, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://etag.example/"})
 	now := time.Now()
 	newer := ok(page.ID, now)
 	newer.ETag = `"v2"`
@@ -188,7 +188,7 @@ func TestConcurrentChecksOfOnePageRecordEachLinkOnce(t *testing.T) {
 	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
-	page, _ := st.AddPage(ctx, store.NewPage{URL: "https://busy.example/"})
+	page, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://busy.example/"})
 	if _, err := st.RecordCheck(ctx, ok(page.ID, time.Now()), links("https://busy.example/old")); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestConcurrentChecksOfOnePageRecordEachLinkOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ups, _ := st.Updates(ctx, store.UpdatesQuery{PageID: page.ID})
+	ups, _ := st.QueryUpdates(ctx, watch.UpdateFilter{PageID: page.ID})
 	if len(ups) != 2 {
 		t.Fatalf("8 concurrent deliveries of one check gave %d updates, want 2", len(ups))
 	}
@@ -215,7 +215,7 @@ func TestConcurrentFirstChecksMakeOneBaseline(t *testing.T) {
 	st, _ := openStore(t)
 	ctx := context.Background()
 	for round := range 5 {
-		page, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://first%d.example/", round)})
+		page, err := st.CreatePage(ctx, watch.PageSpec{URL: fmt.Sprintf("https://first%d.example/", round)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestConcurrentFirstChecksMakeOneBaseline(t *testing.T) {
 		if baselines != 1 {
 			t.Errorf("round %d: %d of 8 concurrent first checks were the baseline, want 1", round, baselines)
 		}
-		ups, _ := st.Updates(ctx, store.UpdatesQuery{PageID: page.ID})
+		ups, _ := st.QueryUpdates(ctx, watch.UpdateFilter{PageID: page.ID})
 		if len(ups) != 7 {
 			t.Errorf("round %d: %d updates, want 7 (each later check's own link)", round, len(ups))
 		}
@@ -254,15 +254,15 @@ func TestDuplicatePageAndRemove(t *testing.T) {
 	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
-	p, err := st.AddPage(ctx, store.NewPage{URL: "https://dup.example/", Interval: 30 * time.Second})
+	p, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://dup.example/", Interval: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Interval != 30*time.Second || !p.Enabled {
-		t.Fatalf("AddPage = %+v, want a 30s enabled page", p)
+		t.Fatalf("CreatePage = %+v, want a 30s enabled page", p)
 	}
-	if _, err := st.AddPage(ctx, store.NewPage{URL: "https://dup.example/"}); !errors.Is(err, watch.ErrDuplicatePage) {
-		t.Fatalf("second AddPage = %v, want ErrDuplicatePage", err)
+	if _, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://dup.example/"}); !errors.Is(err, watch.ErrDuplicatePage) {
+		t.Fatalf("second CreatePage = %v, want ErrDuplicatePage", err)
 	}
 	if err := st.RemovePage(ctx, p.ID); err != nil {
 		t.Fatal(err)
@@ -272,13 +272,13 @@ func TestDuplicatePageAndRemove(t *testing.T) {
 	}
 }
 
-func TestUpdatesQuery(t *testing.T) {
+func TestQueryUpdatesByPageAndTime(t *testing.T) {
 	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
 	var ids []int64
 	for i := range 2 {
-		p, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("https://q%d.example/", i)})
+		p, err := st.CreatePage(ctx, watch.PageSpec{URL: fmt.Sprintf("https://q%d.example/", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,7 +290,7 @@ func TestUpdatesQuery(t *testing.T) {
 			}
 		}
 	}
-	all, _ := st.Updates(ctx, store.UpdatesQuery{})
+	all, _ := st.QueryUpdates(ctx, watch.UpdateFilter{})
 	if len(all) != 6 {
 		t.Fatalf("all updates = %d, want 6", len(all))
 	}
@@ -299,11 +299,11 @@ func TestUpdatesQuery(t *testing.T) {
 			t.Fatalf("updates not newest first: %v before %v", all[i-1].DiscoveredAt, all[i].DiscoveredAt)
 		}
 	}
-	one, _ := st.Updates(ctx, store.UpdatesQuery{PageID: ids[1], Limit: 2})
+	one, _ := st.QueryUpdates(ctx, watch.UpdateFilter{PageID: ids[1], Limit: 2})
 	if len(one) != 2 || one[0].PageID != ids[1] {
 		t.Fatalf("page %d limit 2 = %+v", ids[1], one)
 	}
-	future, _ := st.Updates(ctx, store.UpdatesQuery{Since: time.Now().Add(time.Hour)})
+	future, _ := st.QueryUpdates(ctx, watch.UpdateFilter{Since: time.Now().Add(time.Hour)})
 	if len(future) != 0 {
 		t.Fatalf("updates since an hour from now = %d, want 0", len(future))
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -16,7 +15,7 @@ func TestChecksRecordThePageTitle(t *testing.T) {
 	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
-	p, err := st.AddPage(ctx, store.NewPage{URL: "https://titled.example/", Interval: time.Hour})
+	p, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://titled.example/", Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/testkit/corpus"
 	"github.com/portalwatch/portalwatch/internal/urlnorm"
 )
 

@@ -39,3 +39,34 @@ func (e permanentError) Is(target error) bool { return target == ErrPermanent }
 
 // IsPermanent reports whether err is, or wraps, ErrPermanent.
 func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
+
+// RefusedError says that what a person asked to store breaks a rule: show
+// the message (one line, naming the rule and the limit) and store nothing.
+// Any other error of a check means the input could not be checked (a name
+// lookup timed out, say), which a retry may cure.
+type RefusedError struct {
+	// Field names what was refused, as the API's JSON names it: "url",
+	// "interval", "name", "tags", one of the option lists ("ignore",
+	// "within", "exclude", "includeText", "excludeText", "includeUrl",
+	// "excludeUrl"), "options" for a cap that spans several lists, or a
+	// subscription's "tag", "address" or "url".
+	Field string
+	Err   error
+}
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the reason.
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Refused returns a *RefusedError for field, or nil for a nil err.
+func Refused(field string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var already *RefusedError
+	if errors.As(err, &already) {
+		return err
+	}
+	return &RefusedError{Field: field, Err: err}
+}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -13,15 +14,16 @@ const module = "github.com/portalwatch/portalwatch/internal/"
 
 // services are the packages that hold a role's logic. They speak watch's
 // types and declare interfaces over the adapters; the programs in cmd/ wire
-// the adapters in. internal/notify joins once it exists.
-var services = []string{"crawler", "processor", "scheduler", "web", "notify"}
+// the adapters in.
+var services = []string{"crawler", "processor", "scheduler", "web", "notifier"}
 
 // adapters are the packages named after a technology; services must not
-// depend on them, and they must not depend on each other.
-var adapters = []string{"store", "queue", "seen", "fetch", "hostgate"}
+// depend on them, and they must not depend on each other or on a service.
+var adapters = []string{"store", "queue", "seen", "fetch", "hostgate", "webhook", "email"}
 
 // drivers are the clients of the services portalwatch talks to.
-var drivers = []string{"github.com/jackc/pgx", "github.com/pressly/goose", "github.com/rabbitmq/amqp091-go", "github.com/redis/go-redis"}
+var drivers = []string{"github.com/jackc/pgx", "github.com/pressly/goose", "github.com/rabbitmq/amqp091-go",
+	"github.com/redis/go-redis", "github.com/wneessen/go-mail"}
 
 // deps returns the packages pkg depends on, itself included, as go list
 // -deps reports them (test files are not counted).
@@ -66,17 +68,52 @@ func TestServicesImportNoAdapter(t *testing.T) {
 	}
 }
 
-// TestAdaptersImportNoAdapter keeps each adapter to its own technology: one
-// that imported another would couple two drivers.
-func TestAdaptersImportNoAdapter(t *testing.T) {
+// TestAdaptersImportNoAdapterNorService keeps each adapter to its own
+// technology, below the services: one that imported another would couple
+// two drivers, and one that imported a service would turn the layers round.
+func TestAdaptersImportNoAdapterNorService(t *testing.T) {
 	for _, a := range adapters {
 		t.Run(a, func(t *testing.T) {
+			if !exists(a) {
+				t.Fatalf("internal/%s is gone; update the layers here", a)
+			}
 			for _, dep := range deps(t, a) {
 				for _, other := range adapters {
 					if other != a && dep == module+other {
 						t.Errorf("adapter internal/%s depends on adapter internal/%s", a, other)
 					}
 				}
+				for _, svc := range services {
+					if dep == module+svc {
+						t.Errorf("adapter internal/%s depends on the service internal/%s", a, svc)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLeavesImportNothingOfOurs keeps the leaves below everything: the
+// settings reader, the pure algorithms and the helpers every layer uses
+// import no package of this module but the domain and one another's.
+func TestLeavesImportNothingOfOurs(t *testing.T) {
+	allowed := map[string][]string{
+		"config":    nil,
+		"backoff":   nil,
+		"pacing":    nil,
+		"shortlink": nil,
+		"urlnorm":   nil,
+		"redisconn": {"config"},
+		"domwalk":   {"watch", "urlnorm", "config"},
+	}
+	for leaf, may := range allowed {
+		t.Run(leaf, func(t *testing.T) {
+			for _, dep := range deps(t, leaf) {
+				name, ours := strings.CutPrefix(dep, module)
+				if !ours || name == leaf || slices.Contains(may, name) {
+					continue
+				}
+				t.Errorf("leaf internal/%s depends on internal/%s", leaf, name)
 			}
 		})
 	}

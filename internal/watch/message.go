@@ -1,5 +1,13 @@
 package watch
 
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-json"
+)
+
 // Message and Delivery are what a service publishes and consumes; the queue
 // adapter carries them over AMQP, so a service names no type of the broker's
 // client.
@@ -19,4 +27,110 @@ type Delivery struct {
 	// DeliveryCount is how many times the message was returned to the queue
 	// before this delivery (RabbitMQ's x-delivery-count), 0 at first.
 	DeliveryCount int64
+}
+
+// Job asks a crawler to check one page. Field names follow the source paper.
+type Job struct {
+	BaseURL string `json:"baseUrl"`
+	ID      int64  `json:"id"`
+	// ETag and LastModified are the validators of the page's last successful
+	// fetch, sent back as If-None-Match and If-Modified-Since.
+	ETag         string    `json:"etag,omitempty"`
+	LastModified string    `json:"lastModified,omitempty"`
+	ScheduledAt  time.Time `json:"scheduledAt,omitzero"`
+	// Options are the page's link filters; the crawler applies them so that
+	// tasks carry only the links the processor must consider.
+	Options *LinkOptions `json:"options,omitempty"`
+	// LinksDigest is the digest (shortlink.SetDigest) of the link set the
+	// page's last recorded check found. Every link of that set is in the
+	// database, so a crawler that finds the same set again need not send it.
+	LinksDigest string `json:"linksDigest,omitempty"`
+	// Followed is the page's following state (removals) when the job was
+	// scheduled; the crawler passes it on in a task with links.
+	Followed *Followed `json:"followed,omitempty"`
+}
+
+// Task carries the result of one check of a page from a crawler to the
+// processor. A failed check carries its Error and no links.
+type Task struct {
+	BaseURL string `json:"baseUrl"`
+	ID      int64  `json:"id"`
+	Context []Link `json:"context"`
+	// Status is the HTTP status of the last response, 0 when there was none.
+	Status       int       `json:"status"`
+	FinalURL     string    `json:"finalUrl,omitempty"`
+	FetchedAt    time.Time `json:"fetchedAt,omitzero"`
+	ETag         string    `json:"etag,omitempty"`
+	LastModified string    `json:"lastModified,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	// Unchanged says the page's links are exactly the set of the job's
+	// LinksDigest, all of them already recorded: Context is empty and the
+	// check needs no link work, like a 304.
+	Unchanged bool `json:"unchanged,omitempty"`
+	// Truncated counts the links the crawler found but left out of Context
+	// because the page's link cap or the task's byte budget was reached; the
+	// processor shows it on the page's status.
+	Truncated int `json:"truncated,omitempty"`
+	// DeferredUntil, when set, says the crawler did not check the page now
+	// (a politeness wait would have held a worker too long): the processor
+	// records nothing but frees the page to be checked again at that time.
+	DeferredUntil time.Time `json:"deferredUntil,omitzero"`
+	// Title is the page's <title> as fetched, cleaned; empty when it has
+	// none or was not read (a failed check, a 304). It names a page whose
+	// user gave it no name.
+	Title string `json:"title,omitempty"`
+	// Followed is the job's Followed, passed on with the links
+	// (watch.Removals.Followed).
+	Followed *Followed `json:"followed,omitempty"`
+}
+
+// Failed reports whether the check failed; a failed check leaves the page's
+// links alone and is recorded as the page's error.
+func (t Task) Failed() bool { return t.Error != "" }
+
+// NotModified reports whether the check needs no link work: the server
+// answered a conditional GET with 304, or the crawler found exactly the links
+// already recorded.
+func (t Task) NotModified() bool { return !t.Failed() && (t.Status == 304 || t.Unchanged) }
+
+// EncodeJob returns the job message of j, without HTML escaping.
+func EncodeJob(j Job) ([]byte, error) { return json.MarshalWithOption(j, json.DisableHTMLEscape()) }
+
+// EncodeTask returns the task message of t, without HTML escaping.
+func EncodeTask(t Task) ([]byte, error) { return json.MarshalWithOption(t, json.DisableHTMLEscape()) }
+
+// DecodeJob parses a job message. A body that is not JSON, or lacks a positive
+// id or a baseUrl, yields an error wrapping ErrMalformed.
+func DecodeJob(body []byte) (Job, error) {
+	var j Job
+	if err := json.Unmarshal(body, &j); err != nil {
+		return Job{}, fmt.Errorf("%w: job is not JSON: %v", ErrMalformed, err)
+	}
+	if err := checkIdentity(j.ID, j.BaseURL); err != nil {
+		return Job{}, fmt.Errorf("job: %w", err)
+	}
+	return j, nil
+}
+
+// DecodeTask parses a task message. A body that is not JSON, or lacks a
+// positive id or a baseUrl, yields an error wrapping ErrMalformed.
+func DecodeTask(body []byte) (Task, error) {
+	var t Task
+	if err := json.Unmarshal(body, &t); err != nil {
+		return Task{}, fmt.Errorf("%w: task is not JSON: %v", ErrMalformed, err)
+	}
+	if err := checkIdentity(t.ID, t.BaseURL); err != nil {
+		return Task{}, fmt.Errorf("task: %w", err)
+	}
+	return t, nil
+}
+
+func checkIdentity(id int64, baseURL string) error {
+	switch {
+	case id <= 0:
+		return fmt.Errorf("%w: missing or non-positive id", ErrMalformed)
+	case strings.TrimSpace(baseURL) == "":
+		return fmt.Errorf("%w: missing baseUrl", ErrMalformed)
+	}
+	return nil
 }

@@ -209,28 +209,6 @@ func maxRepeat(re *syntax.Regexp) int {
 	return n
 }
 
-// Validate reports whether o's patterns may be stored: its ignore patterns
-// and keyword rules within the caps of CompilePatterns. The error is one
-// line naming the first pattern refused (quoted, shortened when long), its
-// list, and why. Region selectors (Within, Exclude) are checked by
-// domwalk.CompileRegions, which needs a selector parser this package does
-// not import.
-func (o LinkOptions) Validate() error {
-	for _, l := range []struct {
-		kind string
-		n    int
-	}{{"ignore", len(o.Ignore)}, {"includeText", len(o.IncludeText)}, {"excludeText", len(o.ExcludeText)},
-		{"includeUrl", len(o.IncludeURL)}, {"excludeUrl", len(o.ExcludeURL)}} {
-		if l.n > MaxIgnorePatterns {
-			return fmt.Errorf("%d %s patterns; at most %d are allowed", l.n, l.kind, MaxIgnorePatterns)
-		}
-	}
-	if _, errs := CompilePatterns(o); len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
-}
-
 // QuotePattern quotes p for a one-line message, cut to its first 60 bytes
 // (and marked so) when longer.
 func QuotePattern(p string) string {

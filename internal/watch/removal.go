@@ -13,3 +13,13 @@ type Removal struct {
 	Text      string    `json:"text"`
 	RemovedAt time.Time `json:"removed_at"`
 }
+
+// RemovalFilter selects removals, newest first.
+type RemovalFilter struct {
+	PageID int64     // 0: every page
+	Since  time.Time // zero: any time (inclusive)
+	Limit  int       // 1..MaxUpdatesLimit; 0 means 100
+}
+
+// LimitOrDefault returns f's Limit within 1..MaxUpdatesLimit, 100 for 0.
+func (f RemovalFilter) LimitOrDefault() int { return limitOrDefault(f.Limit) }

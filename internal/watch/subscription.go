@@ -1,8 +1,11 @@
 package watch
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -160,4 +163,47 @@ type Attempt struct {
 	// for PauseAfter.
 	PauseNow   bool
 	PauseAfter time.Duration
+}
+
+// Message types, a message's "type" (the webhook body's, and what an
+// e-mail says).
+const (
+	TypeUpdatesCreated = "updates.created"
+	TypeTest           = "subscription.test"
+)
+
+// SecretPrefix starts every webhook signing secret (Standard Webhooks).
+const SecretPrefix = "whsec_"
+
+// NewWebhookSecret returns a new signing secret for a webhook subscription:
+// "whsec_" and the base64 of 32 random bytes.
+func NewWebhookSecret() string {
+	var key [32]byte
+	rand.Read(key[:]) //nolint:errcheck // crypto/rand.Read never fails (Go 1.24+)
+	return SecretPrefix + base64.StdEncoding.EncodeToString(key[:])
+}
+
+// SendResult is the outcome of one attempt to send a message.
+type SendResult struct {
+	// Code is the HTTP status or SMTP reply code; 0 when none came.
+	Code int
+	// Err is why the message was not accepted; nil for a delivery.
+	Err error
+	// Gone says the target will never accept it (HTTP 410, an unknown
+	// mailbox, a broken secret): the subscription is paused at once.
+	Gone bool
+}
+
+// MaxErrorBytes bounds the error a delivery log keeps of a failed attempt.
+const MaxErrorBytes = 1024
+
+// ErrorLine squeezes a failed attempt's error (a receiver's answer, an SMTP
+// reply) onto one line of valid UTF-8 of at most MaxErrorBytes, as delivery
+// logs keep it.
+func ErrorLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > MaxErrorBytes {
+		s = s[:MaxErrorBytes]
+	}
+	return strings.ToValidUTF8(s, "?")
 }

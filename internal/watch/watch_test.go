@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/domwalk"
+	"github.com/portalwatch/portalwatch/internal/testkit/corpus"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 

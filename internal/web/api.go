@@ -199,18 +199,16 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 	if in.Interval != nil {
 		interval = time.Duration(*in.Interval)
 	}
-	p, err := s.cfg.Policy.CheckPage(r.Context(), registration.Page{
+	p, err := s.cfg.Policy.CheckPage(r.Context(), watch.PageSpec{
 		URL: in.URL, Interval: interval, Name: in.Name, Tags: in.Tags,
-		Options: in.pageOptionsJSON.options(in.SameSiteOnly, in.Ignore),
+		Options:           in.pageOptionsJSON.options(in.SameSiteOnly, in.Ignore),
+		Paused:            in.Enabled != nil && !*in.Enabled,
+		BurstDetectionOff: in.BurstDetection != nil && !*in.BurstDetection,
 	})
 	if err != nil {
 		return watch.Page{}, err
 	}
-	return s.deps.Writer.CreatePage(r.Context(), watch.PageSpec{
-		URL: p.URL, Interval: p.Interval, Options: p.Options, Name: p.Name, Tags: p.Tags,
-		Paused:            in.Enabled != nil && !*in.Enabled,
-		BurstDetectionOff: in.BurstDetection != nil && !*in.BurstDetection,
-	})
+	return s.deps.Writer.CreatePage(r.Context(), p)
 }
 
 type editPageJSON struct {
@@ -254,7 +252,9 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) editPage(r *http.Request, id int64, edit watch.PageEdit) (watch.Page, error) {
-	edit, err := registration.CheckEdit(edit)
+	// Each setting on its own first, so a bad one is named even for a
+	// page that does not exist.
+	edit, err := edit.Normalize()
 	if err != nil {
 		return watch.Page{}, err
 	}
@@ -264,7 +264,7 @@ func (s *Server) editPage(r *http.Request, id int64, edit watch.PageEdit) (watch
 	if err != nil {
 		return watch.Page{}, err
 	}
-	if edit, err = registration.CheckEditOf(current.Options, edit); err != nil {
+	if edit, err = registration.CheckEdit(edit, current.Options); err != nil {
 		return watch.Page{}, err
 	}
 	return s.deps.Writer.EditPage(r.Context(), id, edit)
@@ -380,19 +380,6 @@ func (s *Server) apiExport(w http.ResponseWriter, r *http.Request) {
 	w.Write(buf.Bytes())
 }
 
-// updateJSON is an update as the API shows it.
-type updateJSON struct {
-	ID           int64     `json:"id"`
-	PageID       int64     `json:"page_id"`
-	PageName     string    `json:"page_name"`
-	URL          string    `json:"url"`
-	Text         string    `json:"text"`
-	Code         string    `json:"code"`
-	Summary      string    `json:"summary"`
-	Burst        bool      `json:"burst"`
-	DiscoveredAt time.Time `json:"discovered_at"`
-}
-
 // parseFilter reads the update filters of a query string: page, tag, since,
 // until (RFC 3339), q (text), limit (1..1000) and cursor.
 func parseFilter(q map[string][]string) (watch.UpdateFilter, error) {
@@ -475,12 +462,11 @@ func (s *Server) apiUpdates(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := struct {
-		Updates    []updateJSON `json:"updates"`
-		NextCursor string       `json:"next_cursor,omitempty"`
-	}{Updates: make([]updateJSON, len(updates))}
+		Updates    []watch.Update `json:"updates"`
+		NextCursor string         `json:"next_cursor,omitempty"`
+	}{Updates: make([]watch.Update, len(updates))}
 	for i, u := range updates {
-		out.Updates[i] = updateJSON{ID: u.ID, PageID: u.PageID, PageName: u.PageName, URL: u.URL, Text: u.Text, Code: u.Code,
-			Summary: u.Summary, Burst: u.Burst, DiscoveredAt: u.DiscoveredAt.UTC()}
+		out.Updates[i] = u.Published()
 	}
 	if len(updates) == f.Limit {
 		out.NextCursor = encodeCursor(watch.CursorOf(updates[len(updates)-1]))

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 func decode[T any](t *testing.T, b []byte) T {
@@ -240,7 +242,7 @@ func TestAPIUpdatesFiltersAndCursor(t *testing.T) {
 	e.insertUpdates(bp.ID, 30, now.Add(-time.Hour), "Beta")
 
 	type list struct {
-		Updates    []updateJSON
+		Updates    []watch.Update
 		NextCursor string `json:"next_cursor"`
 	}
 	seen := map[int64]bool{}

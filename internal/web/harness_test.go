@@ -21,8 +21,8 @@ import (
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/systest"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 

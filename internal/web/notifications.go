@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/portalwatch/portalwatch/internal/notify"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -146,7 +145,7 @@ func (s *Server) uiSubscriptionAction(w http.ResponseWriter, r *http.Request) {
 	case "test":
 		var (
 			sub watch.Subscription
-			res notify.Result
+			res watch.SendResult
 		)
 		sub, res, err = s.sendTest(r.Context(), id)
 		switch {

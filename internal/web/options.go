@@ -46,11 +46,9 @@ func (o editOptionsJSON) apply(e *watch.PageEdit) {
 		o.Within, o.Exclude, o.IncludeText, o.ExcludeText, o.IncludeURL, o.ExcludeURL
 }
 
-// RemovalReader reads the links removed from their pages, newest first:
-// those of one page (pageID 0: every page), removed at or after since (zero:
-// any time), at most limit.
+// RemovalReader reads the links removed from their pages, newest first.
 type RemovalReader interface {
-	QueryRemovals(ctx context.Context, pageID int64, since time.Time, limit int) ([]watch.Removal, error)
+	Removals(ctx context.Context, f watch.RemovalFilter) ([]watch.Removal, error)
 }
 
 // removalJSON is a removal as the API shows it.
@@ -73,7 +71,7 @@ func (s *Server) apiRemovals(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	removals, err := s.deps.Removals.QueryRemovals(r.Context(), f.PageID, f.Since, f.Limit)
+	removals, err := s.deps.Removals.Removals(r.Context(), watch.RemovalFilter{PageID: f.PageID, Since: f.Since, Limit: f.Limit})
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -62,7 +61,7 @@ func TestAPIPageRegionsAndKeywordRules(t *testing.T) {
 func TestAPIRemovalsAndUpdatesSummaryAndBurst(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	page, err := e.st.AddPage(ctx, store.NewPage{URL: "https://zeitung.example/"})
+	page, err := e.st.CreatePage(ctx, watch.PageSpec{URL: "https://zeitung.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +75,7 @@ func TestAPIRemovalsAndUpdatesSummaryAndBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, b := e.do("GET", "/api/v1/updates", e.readTok, "")
-	ups := decode[struct{ Updates []updateJSON }](t, b)
+	ups := decode[struct{ Updates []watch.Update }](t, b)
 	if resp.StatusCode != 200 || len(ups.Updates) != 1 || ups.Updates[0].Summary != "Teaser" || ups.Updates[0].Burst {
 		t.Fatalf("updates: %d %s", resp.StatusCode, b)
 	}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/portalwatch/portalwatch/internal/pagefile"
-	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -55,7 +54,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // that failed (a retry may work), 500 for the rest.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
-		refused *registration.RefusedError
+		refused *watch.RefusedError
 		bad     *pagefile.BadRowsError
 	)
 	switch {

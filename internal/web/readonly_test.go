@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
 // readOnlyGrants are the grants README.md gives a read-only role of the web

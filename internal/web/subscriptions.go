@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/notify"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -32,7 +31,7 @@ type SubscriptionStore interface {
 // senders (and dial guard) the notifier uses, as `watchctl notify test`
 // does. It must honour ctx.
 type TestSender interface {
-	SendTest(ctx context.Context, sub watch.Subscription) notify.Result
+	SendTest(ctx context.Context, sub watch.Subscription) watch.SendResult
 }
 
 // Deliveries: a log page holds 20 entries unless ?limit= says otherwise,
@@ -107,14 +106,14 @@ type subscriptionInput struct {
 
 // refuse is a refusal of one input field, answered 422 beside it.
 func refuse(field, format string, args ...any) error {
-	return &registration.RefusedError{Field: field, Err: fmt.Errorf(format, args...)}
+	return &watch.RefusedError{Field: field, Err: fmt.Errorf(format, args...)}
 }
 
 // checkSubscription turns in into a subscription through the gates
 // `watchctl notify add` uses: the webhook URL through the registration
 // and non-public address check (with the name resolved), the address
 // through CheckEmail, the tag through CheckTag. Refusals are
-// *registration.RefusedError naming the input's field.
+// *watch.RefusedError naming the input's field.
 func (s *Server) checkSubscription(ctx context.Context, in subscriptionInput) (watch.Subscription, error) {
 	var sub watch.Subscription
 	switch watch.Channel(in.Channel) {
@@ -159,7 +158,7 @@ func (s *Server) checkSubscription(ctx context.Context, in subscriptionInput) (w
 	}
 	if sub.Channel == watch.Email {
 		target, err := registration.CheckEmail(strings.TrimSpace(in.Address))
-		var refused *registration.RefusedError
+		var refused *watch.RefusedError
 		if errors.As(err, &refused) {
 			refused.Field = "address"
 		}
@@ -180,7 +179,7 @@ func (s *Server) addSubscription(ctx context.Context, in subscriptionInput) (wat
 		return watch.Subscription{}, err
 	}
 	if sub.Channel == watch.Webhook {
-		sub.Secret = notify.NewSecret()
+		sub.Secret = watch.NewWebhookSecret()
 	}
 	added, err := s.deps.Subscriptions.AddSubscription(ctx, sub)
 	if errors.Is(err, watch.ErrPageNotFound) {
@@ -283,13 +282,13 @@ type testResultJSON struct {
 // sendTest sends subscription id a test message. It returns the
 // subscription, the outcome, and an error only when the message could not
 // be attempted (unknown id, no sender).
-func (s *Server) sendTest(ctx context.Context, id int64) (watch.Subscription, notify.Result, error) {
+func (s *Server) sendTest(ctx context.Context, id int64) (watch.Subscription, watch.SendResult, error) {
 	sub, err := s.deps.Subscriptions.Subscription(ctx, id)
 	if err != nil {
-		return sub, notify.Result{}, err
+		return sub, watch.SendResult{}, err
 	}
 	if s.deps.Tester == nil {
-		return sub, notify.Result{}, errNoTester
+		return sub, watch.SendResult{}, errNoTester
 	}
 	return sub, s.deps.Tester.SendTest(ctx, sub), nil
 }

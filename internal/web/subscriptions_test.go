@@ -12,22 +12,23 @@ import (
 	"testing"
 
 	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/notifier"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
+	"github.com/portalwatch/portalwatch/internal/webhook"
 )
 
 // sendersTester sends test messages through real senders, as cmd/web's.
-type sendersTester map[watch.Channel]notify.Sender
+type sendersTester map[watch.Channel]notifier.Sender
 
-func (t sendersTester) SendTest(ctx context.Context, sub watch.Subscription) notify.Result {
-	return notify.SendTest(ctx, t, sub)
+func (t sendersTester) SendTest(ctx context.Context, sub watch.Subscription) watch.SendResult {
+	return notifier.SendTest(ctx, t, sub)
 }
 
 // webhookTester has a webhook sender that may dial loopback (the tests'
 // receivers) and no e-mail sender, as a server without PORTALWATCH_SMTP_URL.
 func webhookTester() TestSender {
-	return sendersTester{watch.Webhook: notify.NewWebhookSender(notify.WebhookConfig{})}
+	return sendersTester{watch.Webhook: webhook.New(webhook.Config{})}
 }
 
 // receiver is a loopback webhook receiver that keeps what it was sent.
@@ -90,7 +91,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		t.Fatalf("create webhook: %d %s", resp.StatusCode, b)
 	}
 	hook := decode[createdSubscriptionJSON](t, b)
-	if !strings.HasPrefix(hook.Secret, notify.SecretPrefix) || hook.Target != rc.URL+"/hook?k=1" || hook.PageID != page ||
+	if !strings.HasPrefix(hook.Secret, watch.SecretPrefix) || hook.Target != rc.URL+"/hook?k=1" || hook.PageID != page ||
 		hook.Digest != watch.DigestNone || resp.Header.Get("Location") != fmt.Sprintf("/api/v1/subscriptions/%d", hook.ID) {
 		t.Fatalf("created webhook = %+v, Location %q", hook, resp.Header.Get("Location"))
 	}
@@ -149,7 +150,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	}
 	h := hooks[0]
 	ts, _ := strconv.ParseInt(h.header.Get("webhook-timestamp"), 10, 64)
-	want, err := notify.Sign(hook.Secret, h.header.Get("webhook-id"), ts, h.body)
+	want, err := webhook.Sign(hook.Secret, h.header.Get("webhook-id"), ts, h.body)
 	if err != nil || h.header.Get("webhook-signature") != want {
 		t.Fatalf("signature %q, want %q (%v)", h.header.Get("webhook-signature"), want, err)
 	}

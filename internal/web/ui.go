@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -87,7 +86,7 @@ type pageForm struct {
 	// Regions and keyword rules, one selector or pattern a line.
 	Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
 	SameSite, Enabled, BurstDetection                                 bool
-	// Errors holds each refusal by registration.RefusedError's Field (url,
+	// Errors holds each refusal by watch.RefusedError's Field (url,
 	// interval, name, tags, ignore, within, exclude, includeText,
 	// excludeText, includeUrl, excludeUrl, options), shown beside it.
 	Errors map[string]string
@@ -124,7 +123,7 @@ func formInterval(typed string, def time.Duration) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(typed)
 	if err != nil {
-		return 0, &registration.RefusedError{Field: "interval", Err: fmt.Errorf("%q is not a duration: write it like 5m or 1h30m", typed)}
+		return 0, &watch.RefusedError{Field: "interval", Err: fmt.Errorf("%q is not a duration: write it like 5m or 1h30m", typed)}
 	}
 	return d, nil
 }
@@ -156,11 +155,11 @@ func (s *Server) showPages(w http.ResponseWriter, r *http.Request, status int, f
 	s.render(w, r, status, "pages", v)
 }
 
-// formPage reads the add form into a registration page.
-func formPage(r *http.Request) (pageForm, registration.Page, error) {
+// formPage reads the add form into a page to register.
+func formPage(r *http.Request) (pageForm, watch.PageSpec, error) {
 	f, options := formSettings(r)
 	f.URL, f.Enabled = strings.TrimSpace(r.PostFormValue("url")), true
-	p := registration.Page{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options}
+	p := watch.PageSpec{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options, BurstDetectionOff: !f.BurstDetection}
 	var err error
 	p.Interval, err = formInterval(f.Interval, watch.DefaultInterval)
 	return f, p, err
@@ -182,7 +181,7 @@ func splitLines(s string) []string {
 
 // fieldOf names the form field a refusal belongs beside.
 func fieldOf(err error) (string, bool) {
-	var refused *registration.RefusedError
+	var refused *watch.RefusedError
 	if errors.As(err, &refused) {
 		return refused.Field, true
 	}
@@ -196,12 +195,10 @@ func (s *Server) uiAddPage(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 	form, p, err := formPage(r)
 	if err == nil {
-		var checked registration.Page
-		checked, err = s.cfg.Policy.CheckPage(r.Context(), p)
+		p, err = s.cfg.Policy.CheckPage(r.Context(), p)
 		if err == nil {
 			var page watch.Page
-			page, err = s.deps.Writer.CreatePage(r.Context(), watch.PageSpec{URL: checked.URL, Interval: checked.Interval,
-				Options: checked.Options, Name: checked.Name, Tags: checked.Tags, BurstDetectionOff: !form.BurstDetection})
+			page, err = s.deps.Writer.CreatePage(r.Context(), p)
 			if err == nil {
 				http.Redirect(w, r, "/?done="+url.QueryEscape(fmt.Sprintf("Watching %s", page.BaseURL)), http.StatusSeeOther)
 				return
@@ -285,7 +282,7 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	var before watch.Page
 	d, err := formInterval(form.Interval, 0)
 	if err == nil && form.Interval == "" {
-		err = &registration.RefusedError{Field: "interval", Err: errors.New("give the time between checks, like 5m or 1h30m")}
+		err = &watch.RefusedError{Field: "interval", Err: errors.New("give the time between checks, like 5m or 1h30m")}
 	}
 	if err == nil {
 		edit.Interval = &d

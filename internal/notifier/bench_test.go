@@ -1,4 +1,4 @@
-package notify_test
+package notifier_test
 
 import (
 	"context"
@@ -18,10 +18,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/notifier"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
+	"github.com/portalwatch/portalwatch/internal/webhook"
 )
 
 // benchSubscriptions is how many page-scoped webhook subscriptions the
@@ -40,7 +41,7 @@ type latencyReceiver struct {
 func (rc *latencyReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	body, _ := io.ReadAll(r.Body)
-	var msg notify.Body
+	var msg webhook.Body
 	json.Unmarshal(body, &msg)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -84,12 +85,12 @@ func newBenchWorld(b *testing.B) *benchWorld {
 	b.Cleanup(srv.Close)
 	ctx := context.Background()
 	for i := range benchSubscriptions {
-		p, err := st.AddPage(ctx, store.NewPage{URL: fmt.Sprintf("http://portal%d.example/", i)})
+		p, err := st.CreatePage(ctx, watch.PageSpec{URL: fmt.Sprintf("http://portal%d.example/", i)})
 		if err != nil {
 			b.Fatal(err)
 		}
 		w.pages = append(w.pages, p.ID)
-		if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: notify.NewSecret(), PageID: p.ID}); err != nil {
+		if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: watch.NewWebhookSecret(), PageID: p.ID}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -106,8 +107,8 @@ func (w *benchWorld) check(b *testing.B) {
 }
 
 func (w *benchWorld) run(b *testing.B) (stop func()) {
-	svc := notify.New(notify.Config{Concurrency: 8, PollInterval: 20 * time.Millisecond}, w.st,
-		map[watch.Channel]notify.Sender{watch.Webhook: notify.NewWebhookSender(notify.WebhookConfig{})},
+	svc := notifier.New(notifier.Config{Concurrency: 8, PollInterval: 20 * time.Millisecond}, w.st,
+		map[watch.Channel]notifier.Sender{watch.Webhook: webhook.New(webhook.Config{})},
 		quietLogger(), prometheus.NewRegistry())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -25,12 +25,7 @@ import (
 // pages are looked up first (pages_tags) and, when they are few, read one
 // by one (see tagPagesMerged).
 func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch.Update, error) {
-	switch {
-	case f.Limit <= 0:
-		f.Limit = 100
-	case f.Limit > watch.MaxUpdatesLimit:
-		f.Limit = watch.MaxUpdatesLimit
-	}
+	f.Limit = f.LimitOrDefault()
 	var (
 		where []string
 		args  []any

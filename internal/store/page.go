@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -116,4 +117,73 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 		return watch.Page{}, fmt.Errorf("change page %d: %w", id, err)
 	}
 	return page, nil
+}
+
+// Page returns one page, or watch.ErrPageNotFound.
+func (s *Store) Page(ctx context.Context, id int64) (watch.Page, error) {
+	page, err := scanPage(s.pool.QueryRow(ctx, `SELECT `+pageColumns+` FROM pages WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return watch.Page{}, fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
+	}
+	if err != nil {
+		return watch.Page{}, fmt.Errorf("load page %d: %w", id, err)
+	}
+	return page, nil
+}
+
+// Pages returns every registered page in id order.
+func (s *Store) Pages(ctx context.Context) ([]watch.Page, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+pageColumns+` FROM pages ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list pages: %w", err)
+	}
+	pages, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Page, error) { return scanPage(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list pages: %w", err)
+	}
+	return pages, nil
+}
+
+// RemovePage deletes a page with its links and updates, or returns
+// watch.ErrPageNotFound.
+func (s *Store) RemovePage(ctx context.Context, id int64) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM pages WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("remove page %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
+	}
+	return nil
+}
+
+const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::bigint, enabled, next_check_at,
+	last_checked_at, coalesce(last_status, 0), coalesce(last_error, ''), consecutive_failures, baseline_at,
+	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
+	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
+	rebaseline, burst_detection`
+
+func scanPage(row pgx.Row) (watch.Page, error) {
+	var (
+		p          watch.Page
+		intervalMS int64
+		checked    *time.Time
+		baseline   *time.Time
+	)
+	err := row.Scan(&p.ID, &p.BaseURL, &intervalMS, &p.Enabled, &p.NextCheckAt, &checked, &p.LastStatus,
+		&p.LastError, &p.ConsecutiveFailures, &baseline, &p.Options.SameSiteOnly, &p.Options.Ignore, &p.CreatedAt,
+		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
+		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
+		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection)
+	if err != nil {
+		return watch.Page{}, err
+	}
+	p.Interval = time.Duration(intervalMS) * time.Millisecond
+	if checked != nil {
+		p.LastCheckedAt = *checked
+	}
+	if baseline != nil {
+		p.BaselineAt = *baseline
+	}
+	return p, nil
 }

@@ -1,4 +1,4 @@
-package notify_test
+package notifier_test
 
 import (
 	"context"
@@ -15,11 +15,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/notifier"
 	"github.com/portalwatch/portalwatch/internal/store"
-	"github.com/portalwatch/portalwatch/internal/systest"
-	"github.com/portalwatch/portalwatch/internal/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
+	"github.com/portalwatch/portalwatch/internal/webhook"
 )
 
 // openStore returns a migrated store of the test's own. Deliveries wait
@@ -40,8 +41,8 @@ type receiver struct {
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	if !verify(rc.secret, r.Header, body) {
-		rc.t.Errorf("a request's signature did not verify")
+	if err := webhook.Verify(rc.secret, r.Header, body, time.Now()); err != nil {
+		rc.t.Errorf("a request did not verify: %v", err)
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -55,7 +56,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(500)
 		return
 	}
-	var b notify.Body
+	var b webhook.Body
 	json.Unmarshal(body, &b)
 	for _, u := range b.Updates {
 		rc.got[u.ID]++
@@ -68,10 +69,10 @@ func (rc *receiver) received() int {
 	return len(rc.got)
 }
 
-func startService(t *testing.T, st *store.Store, cfg notify.Config) (stop func()) {
+func startService(t *testing.T, st *store.Store, cfg notifier.Config) (stop func()) {
 	t.Helper()
-	svc := notify.New(cfg, st, map[watch.Channel]notify.Sender{
-		watch.Webhook: notify.NewWebhookSender(notify.WebhookConfig{Timeout: 2 * time.Second}),
+	svc := notifier.New(cfg, st, map[watch.Channel]notifier.Sender{
+		watch.Webhook: webhook.New(webhook.Config{Timeout: 2 * time.Second}),
 	}, testsvc.Logger(t), prometheus.NewRegistry())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -88,12 +89,12 @@ func TestServiceDeliversEveryUpdateAfterFailures(t *testing.T) {
 	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
-	rc := &receiver{t: t, secret: notify.NewSecret(), attempts: map[string]int{}, got: map[int64]int{}}
+	rc := &receiver{t: t, secret: watch.NewWebhookSecret(), attempts: map[string]int{}, got: map[int64]int{}}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	var pages []int64
 	for _, u := range []string{"http://a.example/", "http://b.example/", "http://c.example/"} {
-		p, err := st.AddPage(ctx, store.NewPage{URL: u})
+		p, err := st.CreatePage(ctx, watch.PageSpec{URL: u})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func TestServiceDeliversEveryUpdateAfterFailures(t *testing.T) {
 	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: rc.secret, PageID: pages[0]}); err != nil {
 		t.Fatal(err)
 	}
-	stop := startService(t, st, notify.Config{Concurrency: 3, PollInterval: 20 * time.Millisecond, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	stop := startService(t, st, notifier.Config{Concurrency: 3, PollInterval: 20 * time.Millisecond, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond})
 	defer stop()
 	const checks = 12
 	for i := range checks {
@@ -135,10 +136,10 @@ func TestServicePausesAGoneTargetAndLogsIt(t *testing.T) {
 	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
-	rc := &receiver{t: t, secret: notify.NewSecret(), attempts: map[string]int{}, got: map[int64]int{}, status: http.StatusGone}
+	rc := &receiver{t: t, secret: watch.NewWebhookSecret(), attempts: map[string]int{}, got: map[int64]int{}, status: http.StatusGone}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	p, err := st.AddPage(ctx, store.NewPage{URL: "http://a.example/"})
+	p, err := st.CreatePage(ctx, watch.PageSpec{URL: "http://a.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestServicePausesAGoneTargetAndLogsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := startService(t, st, notify.Config{PollInterval: 20 * time.Millisecond})
+	stop := startService(t, st, notifier.Config{PollInterval: 20 * time.Millisecond})
 	defer stop()
 	if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key) VALUES ($1, 'http://a.example/x', 't', 'c', 1)`, p.ID); err != nil {
 		t.Fatal(err)
@@ -177,11 +178,11 @@ func TestServiceServesEverySubscriptionInTurn(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	busy, err := st.AddPage(ctx, store.NewPage{URL: "http://busy.example/"})
+	busy, err := st.CreatePage(ctx, watch.PageSpec{URL: "http://busy.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	quiet, err := st.AddPage(ctx, store.NewPage{URL: "http://quiet.example/"})
+	quiet, err := st.CreatePage(ctx, watch.PageSpec{URL: "http://quiet.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestServiceServesEverySubscriptionInTurn(t *testing.T) {
 		path string
 		page int64
 	}{{"/busy", busy.ID}, {"/quiet", quiet.ID}} {
-		if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL + s.path, Secret: notify.NewSecret(), PageID: s.page}); err != nil {
+		if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL + s.path, Secret: watch.NewWebhookSecret(), PageID: s.page}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -212,7 +213,7 @@ func TestServiceServesEverySubscriptionInTurn(t *testing.T) {
 		err := pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot()) > max(xact) FROM updates`).Scan(&visible)
 		return visible, err
 	})
-	stop := startService(t, st, notify.Config{Concurrency: 1, PollInterval: 20 * time.Millisecond})
+	stop := startService(t, st, notifier.Config{Concurrency: 1, PollInterval: 20 * time.Millisecond})
 	defer stop()
 	testsvc.Eventually(t, 3*time.Minute, "all 31 messages", func() (bool, error) {
 		mu.Lock()
@@ -243,18 +244,18 @@ func TestServiceStopReleasesWhatItCannotFinish(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release) // before Close, which waits for the handler
-	p, err := st.AddPage(ctx, store.NewPage{URL: "http://a.example/"})
+	p, err := st.CreatePage(ctx, watch.PageSpec{URL: "http://a.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: notify.NewSecret()}); err != nil {
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: watch.NewWebhookSecret()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key) VALUES ($1, 'http://a.example/x', 't', 'c', 1)`, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	svc := notify.New(notify.Config{PollInterval: 20 * time.Millisecond, Lease: time.Hour, DrainTimeout: 200 * time.Millisecond}, st,
-		map[watch.Channel]notify.Sender{watch.Webhook: notify.NewWebhookSender(notify.WebhookConfig{Timeout: time.Minute})},
+	svc := notifier.New(notifier.Config{PollInterval: 20 * time.Millisecond, Lease: time.Hour, DrainTimeout: 200 * time.Millisecond}, st,
+		map[watch.Channel]notifier.Sender{watch.Webhook: webhook.New(webhook.Config{Timeout: time.Minute})},
 		testsvc.Logger(t), prometheus.NewRegistry())
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -16,7 +16,7 @@ import (
 )
 
 // Notifications: each subscription keeps a cursor (xact, id) into updates
-// (see migrations/00005_notify.sql for why the transaction id). Rows are read
+// (see migrations/00005_notifier.sql for why the transaction id). Rows are read
 // only below the horizon pg_snapshot_xmin(pg_current_snapshot()), under which
 // every writing transaction has ended, so the rows past a cursor can only
 // grow at the end: the next batch computed from a cursor is always the same.

@@ -19,7 +19,7 @@ import (
 // Dir is the corpus folder: ../shared/corpus beside the repository.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "corpus")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "corpus")
 }
 
 // Snapshot is one version of a homepage.

@@ -1,4 +1,4 @@
-package notify_test
+package email_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
-	"github.com/portalwatch/portalwatch/internal/notify"
+	"github.com/portalwatch/portalwatch/internal/email"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -110,7 +110,7 @@ func (s *smtpSession) Logout() error { return nil }
 func TestEmailIsMultipartGroupedByPageWithUnsubscribe(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t)
-	e, err := notify.NewEmailSender(notify.EmailConfig{URL: "smtp://desk:s3cret@" + srv.addr, From: "portalwatch <watch@example.com>"})
+	e, err := email.New(email.Config{URL: "smtp://desk:s3cret@" + srv.addr, From: "portalwatch <watch@example.com>"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestEmailIsMultipartGroupedByPageWithUnsubscribe(t *testing.T) {
 	b.Pages[9] = watch.NotifiedPage{ID: 9, URL: "https://news.example/"}
 	b.Updates = append(b.Updates, watch.Update{ID: 13, PageID: 9, URL: "https://news.example/story", Text: "Story & more", DiscoveredAt: time.Now()})
 	sub := watch.Subscription{ID: 4, Channel: watch.Email, Target: "desk@example.com", Digest: watch.DigestHourly}
-	if res := e.Send(context.Background(), sub, notify.TypeUpdatesCreated, b); res.Err != nil {
+	if res := e.Send(context.Background(), sub, watch.TypeUpdatesCreated, b); res.Err != nil {
 		t.Fatalf("send: %+v", res)
 	}
 	got := srv.messages()
@@ -177,12 +177,12 @@ func decodeQP(t *testing.T, enc string, body []byte) string {
 func TestEmailFailuresSayWhyWithoutThePassword(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t)
-	send := func(url, to string) notify.Result {
-		e, err := notify.NewEmailSender(notify.EmailConfig{URL: url, From: "watch@example.com", Timeout: 5 * time.Second})
+	send := func(url, to string) watch.SendResult {
+		e, err := email.New(email.Config{URL: url, From: "watch@example.com", Timeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return e.Send(context.Background(), watch.Subscription{ID: 1, Target: to}, notify.TypeTest, watch.Batch{ID: "msg_test"})
+		return e.Send(context.Background(), watch.Subscription{ID: 1, Target: to}, watch.TypeTest, watch.Batch{ID: "msg_test"})
 	}
 	res := send("smtp://desk:wrong-password@"+srv.addr, "desk@example.com")
 	if res.Err == nil || strings.Contains(res.Err.Error(), "wrong-password") {
@@ -191,9 +191,21 @@ func TestEmailFailuresSayWhyWithoutThePassword(t *testing.T) {
 	if res := send("smtp://desk:s3cret@"+srv.addr, "gone@example.com"); !res.Gone || res.Code != 550 {
 		t.Errorf("unknown mailbox: %+v, want Gone with 550", res)
 	}
-	if _, err := notify.NewEmailSender(notify.EmailConfig{URL: "http://desk:pw@host", From: "a@b.c"}); err == nil || strings.Contains(err.Error(), "pw@") {
+	if _, err := email.New(email.Config{URL: "http://desk:pw@host", From: "a@b.c"}); err == nil || strings.Contains(err.Error(), "pw@") {
 		t.Errorf("http URL: %v", err)
 	}
 }
 
 func qpReader(s string) io.Reader { return quotedprintable.NewReader(strings.NewReader(s)) }
+
+func batch() watch.Batch {
+	at := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	return watch.Batch{
+		ID:    "msg_1_800_0",
+		Pages: map[int64]watch.NotifiedPage{7: {ID: 7, URL: "https://ministry.example/", Name: "Ministry"}},
+		Updates: []watch.Update{
+			{ID: 11, PageID: 7, URL: "https://ministry.example/a?x=1&y=2", Text: "A <b>", Code: "c1", DiscoveredAt: at},
+			{ID: 12, PageID: 7, URL: "https://ministry.example/b", Text: "B", Code: "c2", DiscoveredAt: at},
+		},
+	}
+}

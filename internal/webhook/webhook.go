@@ -1,10 +1,9 @@
-package notify
+package webhook
 
 import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
@@ -26,30 +25,14 @@ import (
 
 // Webhook defaults and limits.
 const (
-	// DefaultWebhookTimeout bounds one webhook request, from the dial to
+	// DefaultTimeout bounds one webhook request, from the dial to
 	// the end of the kept response.
-	DefaultWebhookTimeout = 10 * time.Second
+	DefaultTimeout = 10 * time.Second
 	// MaxResponseBytes is how much of a receiver's response is read and
 	// kept (in the delivery log's last error): a receiver must not make
 	// the notifier read or store more.
 	MaxResponseBytes = 1024
-	// SecretPrefix starts every signing secret (Standard Webhooks).
-	SecretPrefix = "whsec_"
 )
-
-// Message types, the body's "type".
-const (
-	TypeUpdatesCreated = "updates.created"
-	TypeTest           = "subscription.test"
-)
-
-// NewSecret returns a new signing secret: "whsec_" and the base64 of 32
-// random bytes.
-func NewSecret() string {
-	var key [32]byte
-	rand.Read(key[:]) //nolint:errcheck // crypto/rand.Read never fails (Go 1.24+)
-	return SecretPrefix + base64.StdEncoding.EncodeToString(key[:])
-}
 
 // Sign returns the webhook-signature header value of a message, Standard
 // Webhooks version 1: "v1," and the base64 HMAC-SHA256, keyed with the
@@ -66,43 +49,74 @@ func Sign(secret, id string, timestamp int64, body []byte) (string, error) {
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
 }
 
+// Tolerance is how far a message's webhook-timestamp may be from the
+// receiver's clock for Verify to take it: older ones are replays.
+const Tolerance = 5 * time.Minute
+
+// Verify checks a received message the way Standard Webhooks tells
+// receivers to, and README's receivers are told to: its webhook-timestamp
+// within Tolerance of now, and one of its webhook-signature values the
+// body's signature with the subscription's secret.
+func Verify(secret string, h http.Header, body []byte, now time.Time) error {
+	ts, err := strconv.ParseInt(h.Get("webhook-timestamp"), 10, 64)
+	if err != nil {
+		return fmt.Errorf("webhook-timestamp %q: not a Unix time", h.Get("webhook-timestamp"))
+	}
+	if d := now.Sub(time.Unix(ts, 0)).Abs(); d > Tolerance {
+		return fmt.Errorf("webhook-timestamp is %s from now: over %s, a replay", d.Round(time.Second), Tolerance)
+	}
+	want, err := Sign(secret, h.Get("webhook-id"), ts, body)
+	if err != nil {
+		return err
+	}
+	for _, sig := range strings.Fields(h.Get("webhook-signature")) {
+		if hmac.Equal([]byte(sig), []byte(want)) {
+			return nil
+		}
+	}
+	return errors.New("no webhook-signature matches the body")
+}
+
 func secretKey(secret string) ([]byte, error) {
-	b64, ok := strings.CutPrefix(secret, SecretPrefix)
+	b64, ok := strings.CutPrefix(secret, watch.SecretPrefix)
 	if !ok {
-		return nil, fmt.Errorf("signing secret does not start with %q", SecretPrefix)
+		return nil, fmt.Errorf("signing secret does not start with %q", watch.SecretPrefix)
 	}
 	key, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(key) == 0 {
-		return nil, fmt.Errorf("signing secret is not %s and base64", SecretPrefix)
+		return nil, fmt.Errorf("signing secret is not %s and base64", watch.SecretPrefix)
 	}
 	return key, nil
 }
 
-// Body is a webhook's JSON body.
+// BodyVersion is the form of Body this program sends. Fields are only ever
+// added to it, each optional, so a receiver ignores what it does not know
+// and a fleet of notifiers of two versions sends bodies both read.
+const BodyVersion = 1
+
+// Body is a webhook's JSON body: the API's update objects (watch.Update,
+// the one definition of an update as it leaves portalwatch) of one check
+// of one page.
 type Body struct {
+	Version int                `json:"version"`
 	Type    string             `json:"type"`
 	Page    watch.NotifiedPage `json:"page"`
-	Updates []BodyUpdate       `json:"updates"`
-}
-
-// BodyUpdate is one update in a webhook's body.
-type BodyUpdate struct {
-	ID           int64     `json:"id"`
-	URL          string    `json:"url"`
-	Text         string    `json:"text"`
-	Code         string    `json:"code"`
-	DiscoveredAt time.Time `json:"discovered_at"`
+	Updates []watch.Update     `json:"updates"`
 }
 
 // body returns the JSON of batch b, which holds one check's updates and so
 // one page, without HTML escaping.
 func body(typ string, b watch.Batch) ([]byte, error) {
-	msg := Body{Type: typ, Updates: make([]BodyUpdate, 0, len(b.Updates))}
-	for _, u := range b.Updates {
-		msg.Updates = append(msg.Updates, BodyUpdate{ID: u.ID, URL: u.URL, Text: u.Text, Code: u.Code, DiscoveredAt: u.DiscoveredAt.UTC()})
-	}
+	msg := Body{Version: BodyVersion, Type: typ, Updates: make([]watch.Update, 0, len(b.Updates))}
 	if len(b.Updates) > 0 {
 		msg.Page = b.Pages[b.Updates[0].PageID]
+	}
+	for _, u := range b.Updates {
+		u = u.Published()
+		if u.PageName == "" {
+			u.PageName = b.Pages[u.PageID].Name
+		}
+		msg.Updates = append(msg.Updates, u)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -113,10 +127,10 @@ func body(typ string, b watch.Batch) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// WebhookConfig configures a WebhookSender.
-type WebhookConfig struct {
+// Config configures a Sender.
+type Config struct {
 	// Timeout bounds one request from the dial to the end of the kept
-	// response, at least 100ms. Zero means DefaultWebhookTimeout.
+	// response, at least 100ms. Zero means DefaultTimeout.
 	Timeout time.Duration `env:"PORTALWATCH_WEBHOOK_TIMEOUT"`
 	// DialControl vets every address a request dials, after name
 	// resolution, so neither a redirecting name nor DNS rebinding reaches
@@ -130,24 +144,24 @@ type WebhookConfig struct {
 }
 
 // Validate names every field out of range.
-func (c WebhookConfig) Validate() error {
+func (c Config) Validate() error {
 	return config.AtLeast("Timeout", c.Timeout, 100*time.Millisecond)
 }
 
-// WebhookSender posts signed messages to webhook URLs. It never follows a
+// Sender posts signed messages to webhook URLs. It never follows a
 // redirect (a 3xx is a failure), uses no proxy, vets every dial with
 // DialControl, and reads at most
 // MaxResponseBytes of a response. It is safe for concurrent use.
-type WebhookSender struct {
-	cfg WebhookConfig
+type Sender struct {
+	cfg Config
 	hc  *http.Client
 	now func() time.Time
 }
 
-// NewWebhookSender returns a sender for cfg.
-func NewWebhookSender(cfg WebhookConfig) *WebhookSender {
+// New returns a sender for cfg.
+func New(cfg Config) *Sender {
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultWebhookTimeout
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "portalwatch"
@@ -163,7 +177,7 @@ func NewWebhookSender(cfg WebhookConfig) *WebhookSender {
 		IdleConnTimeout:        90 * time.Second,
 		MaxIdleConnsPerHost:    4,
 	}
-	return &WebhookSender{
+	return &Sender{
 		cfg: cfg,
 		hc: &http.Client{
 			Transport:     transport,
@@ -175,24 +189,24 @@ func NewWebhookSender(cfg WebhookConfig) *WebhookSender {
 }
 
 // CloseIdleConnections closes kept-alive connections; call it on the way out.
-func (w *WebhookSender) CloseIdleConnections() { w.hc.CloseIdleConnections() }
+func (w *Sender) CloseIdleConnections() { w.hc.CloseIdleConnections() }
 
 // Send posts batch b as a message of type typ to sub's URL, signed with its
 // secret under the headers webhook-id (b.ID, the same at every retry),
 // webhook-timestamp and webhook-signature. Any 2xx is a delivery.
-func (w *WebhookSender) Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) Result {
+func (w *Sender) Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) watch.SendResult {
 	payload, err := body(typ, b)
 	if err != nil {
-		return Result{Err: err}
+		return watch.SendResult{Err: err}
 	}
 	ts := w.now().Unix()
 	sig, err := Sign(sub.Secret, b.ID, ts, payload)
 	if err != nil {
-		return Result{Err: fmt.Errorf("subscription %d: %w", sub.ID, err), Gone: true}
+		return watch.SendResult{Err: fmt.Errorf("subscription %d: %w", sub.ID, err), Gone: true}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.Target, bytes.NewReader(payload))
 	if err != nil {
-		return Result{Err: fmt.Errorf("webhook URL %s: %w", sub.Target, err), Gone: true}
+		return watch.SendResult{Err: fmt.Errorf("webhook URL %s: %w", sub.Target, err), Gone: true}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", w.cfg.UserAgent)
@@ -201,7 +215,7 @@ func (w *WebhookSender) Send(ctx context.Context, sub watch.Subscription, typ st
 	req.Header.Set("webhook-signature", sig)
 	resp, err := w.hc.Do(req)
 	if err != nil {
-		return Result{Err: postError(err)}
+		return watch.SendResult{Err: postError(err)}
 	}
 	defer resp.Body.Close()
 	kept, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
@@ -209,18 +223,18 @@ func (w *WebhookSender) Send(ctx context.Context, sub watch.Subscription, typ st
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		// The receiver accepted the message; a broken body after that
 		// does not undo it.
-		return Result{Code: resp.StatusCode}
+		return watch.SendResult{Code: resp.StatusCode}
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return Result{Code: resp.StatusCode, Err: fmt.Errorf("HTTP %d: redirects are not followed (Location: %s)",
-			resp.StatusCode, oneLine(resp.Header.Get("Location")))}
+		return watch.SendResult{Code: resp.StatusCode, Err: fmt.Errorf("HTTP %d: redirects are not followed (Location: %s)",
+			resp.StatusCode, watch.ErrorLine(resp.Header.Get("Location")))}
 	case err != nil:
-		return Result{Code: resp.StatusCode, Err: fmt.Errorf("HTTP %d: reading the response: %w", resp.StatusCode, err)}
+		return watch.SendResult{Code: resp.StatusCode, Err: fmt.Errorf("HTTP %d: reading the response: %w", resp.StatusCode, err)}
 	}
-	said := oneLine(string(kept))
+	said := watch.ErrorLine(string(kept))
 	if said == "" {
 		said = http.StatusText(resp.StatusCode)
 	}
-	return Result{
+	return watch.SendResult{
 		Code: resp.StatusCode,
 		Err:  fmt.Errorf("HTTP %d: %s", resp.StatusCode, said),
 		// 410 Gone is the receiver's way of saying "stop".
@@ -240,13 +254,4 @@ func postError(err error) error {
 		return fmt.Errorf("no response in time: %w", err)
 	}
 	return fmt.Errorf("no response: %w", err)
-}
-
-// oneLine squeezes s onto one line of at most MaxResponseBytes bytes.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > MaxResponseBytes {
-		s = s[:MaxResponseBytes]
-	}
-	return strings.ToValidUTF8(s, "?")
 }

@@ -5,8 +5,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/corpus"
 	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/testkit/corpus"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 

@@ -1,4 +1,4 @@
-package notify
+package email
 
 import (
 	"bytes"
@@ -19,12 +19,12 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// DefaultSMTPTimeout bounds one SMTP session, from the dial to the end of
+// DefaultTimeout bounds one SMTP session, from the dial to the end of
 // the message.
-const DefaultSMTPTimeout = 30 * time.Second
+const DefaultTimeout = 30 * time.Second
 
-// EmailConfig configures an EmailSender.
-type EmailConfig struct {
+// Config configures an Sender.
+type Config struct {
 	// URL is the SMTP server: smtp://user:password@host:port (STARTTLS
 	// when the server offers it; port 587 by default) or smtps:// (TLS
 	// from the first byte; port 465 by default). User and password are
@@ -37,13 +37,13 @@ type EmailConfig struct {
 	// required with URL.
 	From string `env:"PORTALWATCH_SMTP_FROM"`
 	// Timeout bounds one SMTP session, at least 100ms; zero means
-	// DefaultSMTPTimeout.
+	// DefaultTimeout.
 	Timeout time.Duration `env:"PORTALWATCH_SMTP_TIMEOUT"`
 }
 
-// Validate checks the settings NewEmailSender would refuse, naming every
+// Validate checks the settings New would refuse, naming every
 // bad field; its errors never show the URL's password.
-func (c EmailConfig) Validate() error {
+func (c Config) Validate() error {
 	errs := []error{config.AtLeast("Timeout", c.Timeout, 100*time.Millisecond)}
 	if c.URL != "" {
 		errs = append(errs, config.URL("URL", c.URL, "smtp", "smtps"))
@@ -59,20 +59,20 @@ func (c EmailConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// EmailSender sends updates as multipart text and HTML e-mail, grouped by
+// Sender sends updates as multipart text and HTML e-mail, grouped by
 // page, with a List-Unsubscribe header. It opens one SMTP session per
 // message and is safe for concurrent use. Errors never show the SMTP
 // password.
-type EmailSender struct {
-	cfg  EmailConfig
+type Sender struct {
+	cfg  Config
 	opts []gomail.Option
 	host string
 }
 
-// NewEmailSender checks cfg and returns a sender. It does not connect.
-func NewEmailSender(cfg EmailConfig) (*EmailSender, error) {
+// New checks cfg and returns a sender. It does not connect.
+func New(cfg Config) (*Sender, error) {
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultSMTPTimeout
+		cfg.Timeout = DefaultTimeout
 	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil || u.Hostname() == "" {
@@ -110,24 +110,24 @@ func NewEmailSender(cfg EmailConfig) (*EmailSender, error) {
 		}
 		opts = append(opts, gomail.WithSMTPAuth(auth), gomail.WithUsername(user), gomail.WithPassword(pass))
 	}
-	return &EmailSender{cfg: cfg, opts: opts, host: u.Hostname()}, nil
+	return &Sender{cfg: cfg, opts: opts, host: u.Hostname()}, nil
 }
 
 // Send mails batch b to sub's address: for each page, its updates' texts
-// and links. A message of type TypeTest says only that the subscription
+// and links. A message of type watch.TypeTest says only that the subscription
 // works. A permanent refusal of the recipient (5xx to RCPT TO) counts as
 // gone and pauses the subscription.
-func (e *EmailSender) Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) Result {
+func (e *Sender) Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) watch.SendResult {
 	m, err := e.message(sub, typ, b)
 	if err != nil {
-		return Result{Err: err}
+		return watch.SendResult{Err: err}
 	}
 	client, err := gomail.NewClient(e.host, e.opts...)
 	if err != nil {
-		return Result{Err: fmt.Errorf("SMTP client for %s: %w", e.host, err)}
+		return watch.SendResult{Err: fmt.Errorf("SMTP client for %s: %w", e.host, err)}
 	}
 	if err := client.DialAndSendWithContext(ctx, m); err != nil {
-		res := Result{Err: fmt.Errorf("SMTP %s: %s", e.host, oneLine(err.Error()))}
+		res := watch.SendResult{Err: fmt.Errorf("SMTP %s: %s", e.host, watch.ErrorLine(err.Error()))}
 		var se *gomail.SendError
 		if errors.As(err, &se) {
 			res.Code = se.ErrorCode()
@@ -135,7 +135,7 @@ func (e *EmailSender) Send(ctx context.Context, sub watch.Subscription, typ stri
 		}
 		return res
 	}
-	return Result{Code: 250}
+	return watch.SendResult{Code: 250}
 }
 
 // pageGroup is one page's updates in a mail.
@@ -152,8 +152,8 @@ type mailData struct {
 	Scope        string
 }
 
-func (e *EmailSender) message(sub watch.Subscription, typ string, b watch.Batch) (*gomail.Msg, error) {
-	data := mailData{Test: typ == TypeTest, Count: len(b.Updates), Subscription: sub.ID, Scope: sub.Scope()}
+func (e *Sender) message(sub watch.Subscription, typ string, b watch.Batch) (*gomail.Msg, error) {
+	data := mailData{Test: typ == watch.TypeTest, Count: len(b.Updates), Subscription: sub.ID, Scope: sub.Scope()}
 	for _, u := range b.Updates {
 		i := slices.IndexFunc(data.Groups, func(g pageGroup) bool { return g.Page.ID == u.PageID })
 		if i < 0 {

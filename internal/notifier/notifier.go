@@ -1,11 +1,11 @@
-// Package notify delivers updates to the people and programs that
+// Package notifier delivers updates to the people and programs that
 // subscribed to them: signed webhooks (Standard Webhooks) and e-mail, each
 // check's updates at once or as an hourly or daily digest.
 //
 // What to send is derived from the updates table itself, never from a
 // message published after a check's commit: each subscription keeps a
 // durable cursor, and the store hands out only updates whose writing
-// transaction is below the snapshot horizon (see migrations/00005_notify.sql),
+// transaction is below the snapshot horizon (see migrations/00005_notifier.sql),
 // so an update committed late, behind a larger id, is never skipped. A
 // notifier claims a subscription with a lease (FOR UPDATE SKIP LOCKED),
 // sends its next batch, and moves the cursor only after the target accepted
@@ -18,7 +18,7 @@
 // for Config.PauseAfter is paused with its last error as the reason.
 // Subscriptions are served longest-waiting first, one batch per claim, so
 // a busy or failing one never starves the others.
-package notify
+package notifier
 
 import (
 	"context"
@@ -116,21 +116,10 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Result is the outcome of one attempt to send a message.
-type Result struct {
-	// Code is the HTTP status or SMTP reply code; 0 when none came.
-	Code int
-	// Err is why the message was not accepted; nil for a delivery.
-	Err error
-	// Gone says the target will never accept it (HTTP 410, an unknown
-	// mailbox, a broken secret): the subscription is paused at once.
-	Gone bool
-}
-
-// Sender sends one message of a type (TypeUpdatesCreated, TypeTest) with
+// Sender sends one message of a type (watch.TypeUpdatesCreated, watch.TypeTest) with
 // batch b to a subscription's target. It must honour ctx.
 type Sender interface {
-	Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) Result
+	Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) watch.SendResult
 }
 
 // Outbox is what the service needs of the store: leases on subscriptions
@@ -324,7 +313,7 @@ func (s *Service) deliver(ctx context.Context, l watch.Lease) {
 	}
 	delay := backoff.Policy{Min: s.cfg.RetryMin, Max: s.cfg.RetryMax}.Delay(l.Attempts)
 	paused, err := s.box.FailDelivery(record, l, b, watch.Attempt{
-		ResponseCode: res.Code, Error: oneLine(res.Err.Error()), RetryAt: s.now().Add(delay),
+		ResponseCode: res.Code, Error: watch.ErrorLine(res.Err.Error()), RetryAt: s.now().Add(delay),
 		PauseNow: res.Gone, PauseAfter: s.cfg.PauseAfter,
 	})
 	switch {
@@ -339,20 +328,20 @@ func (s *Service) deliver(ctx context.Context, l watch.Lease) {
 	}
 }
 
-func (s *Service) send(ctx context.Context, sub watch.Subscription, b watch.Batch) Result {
+func (s *Service) send(ctx context.Context, sub watch.Subscription, b watch.Batch) watch.SendResult {
 	sender, ok := s.senders[sub.Channel]
 	if !ok {
-		return Result{Err: fmt.Errorf("no %s sender is configured (for e-mail, set PORTALWATCH_SMTP_URL)", sub.Channel)}
+		return watch.SendResult{Err: fmt.Errorf("no %s sender is configured (for e-mail, set PORTALWATCH_SMTP_URL)", sub.Channel)}
 	}
-	return sender.Send(ctx, sub, TypeUpdatesCreated, b)
+	return sender.Send(ctx, sub, watch.TypeUpdatesCreated, b)
 }
 
 // SendTest sends a test message to sub through the sender of its channel,
 // outside any lease, leaving its cursor and log alone.
-func SendTest(ctx context.Context, senders map[watch.Channel]Sender, sub watch.Subscription) Result {
+func SendTest(ctx context.Context, senders map[watch.Channel]Sender, sub watch.Subscription) watch.SendResult {
 	sender, ok := senders[sub.Channel]
 	if !ok {
-		return Result{Err: errors.New("no " + string(sub.Channel) + " sender is configured (for e-mail, set PORTALWATCH_SMTP_URL)")}
+		return watch.SendResult{Err: errors.New("no " + string(sub.Channel) + " sender is configured (for e-mail, set PORTALWATCH_SMTP_URL)")}
 	}
-	return sender.Send(ctx, sub, TypeTest, watch.Batch{ID: fmt.Sprintf("msg_test_%d_%d", sub.ID, time.Now().UnixNano())})
+	return sender.Send(ctx, sub, watch.TypeTest, watch.Batch{ID: fmt.Sprintf("msg_test_%d_%d", sub.ID, time.Now().UnixNano())})
 }

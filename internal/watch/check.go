@@ -2,10 +2,6 @@ package watch
 
 import "time"
 
-// The types below are what a service hands the store and gets back: the
-// store's methods take and return them, so a service names no type of the
-// store, and so imports no database driver.
-
 // Check is the outcome of one check of a page, as a crawler reported it.
 type Check struct {
 	PageID       int64
@@ -89,18 +85,6 @@ type Caps struct {
 	// PerDay caps the new links of one page on one UTC day
 	// (PORTALWATCH_MAX_NEW_LINKS_PER_DAY).
 	PerDay int `env:"PORTALWATCH_MAX_NEW_LINKS_PER_DAY"`
-}
-
-// NewLink is a link to record: its 64-bit key (internal/shortlink), URL, text
-// and short code.
-type NewLink struct {
-	Key  uint64
-	URL  string
-	Text string
-	Code string
-	// Summary is the link's teaser (Link.Summary); it goes into the link's
-	// update, not into links.
-	Summary string
 }
 
 // Recorded says what the store's RecordCheck did.

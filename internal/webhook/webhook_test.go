@@ -1,38 +1,23 @@
-package notify_test
+package webhook_test
 
 import (
 	"context"
-	"crypto/hmac"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/portalwatch/portalwatch/internal/fetch"
-	"github.com/portalwatch/portalwatch/internal/notify"
 	"github.com/portalwatch/portalwatch/internal/watch"
+	"github.com/portalwatch/portalwatch/internal/webhook"
 )
 
-// verify checks a request the way the README tells receivers to.
 func verify(secret string, h http.Header, body []byte) bool {
-	ts, err := strconv.ParseInt(h.Get("webhook-timestamp"), 10, 64)
-	if err != nil || time.Since(time.Unix(ts, 0)).Abs() > 5*time.Minute {
-		return false
-	}
-	want, err := notify.Sign(secret, h.Get("webhook-id"), ts, body)
-	if err != nil {
-		return false
-	}
-	for _, sig := range strings.Fields(h.Get("webhook-signature")) {
-		if hmac.Equal([]byte(sig), []byte(want)) {
-			return true
-		}
-	}
-	return false
+	return webhook.Verify(secret, h, body, time.Now()) == nil
 }
 
 func batch() watch.Batch {
@@ -51,7 +36,7 @@ func TestSignMatchesStandardWebhooksVector(t *testing.T) {
 	t.Parallel()
 	// The example of the Standard Webhooks specification's reference
 	// libraries.
-	got, err := notify.Sign("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330,
+	got, err := webhook.Sign("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330,
 		[]byte(`{"test": 2432232314}`))
 	if err != nil {
 		t.Fatal(err)
@@ -59,32 +44,32 @@ func TestSignMatchesStandardWebhooksVector(t *testing.T) {
 	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
 		t.Fatalf("signature %s, want %s", got, want)
 	}
-	if _, err := notify.Sign("not-a-secret", "id", 1, nil); err == nil {
+	if _, err := webhook.Sign("not-a-secret", "id", 1, nil); err == nil {
 		t.Fatal("a secret without whsec_ was accepted")
 	}
 }
 
 func TestWebhookSendsSignedBodyWithStableID(t *testing.T) {
 	t.Parallel()
-	secret := notify.NewSecret()
+	secret := watch.NewWebhookSecret()
 	type seen struct {
 		id   string
 		ok   bool
-		body notify.Body
+		body webhook.Body
 	}
 	got := make(chan seen, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		var b notify.Body
+		var b webhook.Body
 		json.Unmarshal(body, &b)
 		got <- seen{r.Header.Get("webhook-id"), verify(secret, r.Header, body), b}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	w := notify.NewWebhookSender(notify.WebhookConfig{})
+	w := webhook.New(webhook.Config{})
 	sub := watch.Subscription{ID: 1, Channel: watch.Webhook, Target: srv.URL, Secret: secret}
 	for range 2 {
-		if res := w.Send(context.Background(), sub, notify.TypeUpdatesCreated, batch()); res.Err != nil || res.Code != 204 {
+		if res := w.Send(context.Background(), sub, watch.TypeUpdatesCreated, batch()); res.Err != nil || res.Code != 204 {
 			t.Fatalf("send: %+v", res)
 		}
 	}
@@ -117,14 +102,14 @@ func TestWebhookFailuresAreBoundedAndExplained(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	defer close(block) // before Close, which waits for the slow handler
-	w := notify.NewWebhookSender(notify.WebhookConfig{Timeout: 300 * time.Millisecond})
-	send := func(path string) notify.Result {
-		return w.Send(context.Background(), watch.Subscription{ID: 1, Target: srv.URL + path, Secret: notify.NewSecret()}, notify.TypeUpdatesCreated, batch())
+	w := webhook.New(webhook.Config{Timeout: 300 * time.Millisecond})
+	send := func(path string) watch.SendResult {
+		return w.Send(context.Background(), watch.Subscription{ID: 1, Target: srv.URL + path, Secret: watch.NewWebhookSecret()}, watch.TypeUpdatesCreated, batch())
 	}
 	if res := send("/redirect"); res.Code != 302 || res.Err == nil || !strings.Contains(res.Err.Error(), "not followed") {
 		t.Errorf("redirect: %+v", res)
 	}
-	if res := send("/huge"); res.Code != 500 || res.Err == nil || len(res.Err.Error()) > notify.MaxResponseBytes+20 {
+	if res := send("/huge"); res.Code != 500 || res.Err == nil || len(res.Err.Error()) > webhook.MaxResponseBytes+20 {
 		t.Errorf("huge 500: code %d, error of %d bytes", res.Code, len(res.Err.Error()))
 	}
 	if res := send("/gone"); !res.Gone {
@@ -141,12 +126,52 @@ func TestWebhookRefusesPrivateAddressesAtDial(t *testing.T) {
 	hit := false
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hit = true }))
 	defer srv.Close()
-	w := notify.NewWebhookSender(notify.WebhookConfig{DialControl: fetch.DialGuard(false)})
+	w := webhook.New(webhook.Config{DialControl: fetch.DialGuard(false)})
 	// "localhost" passes no registration check here: only the dial guard
 	// stands between the request and the loopback receiver.
 	target := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
-	res := w.Send(context.Background(), watch.Subscription{ID: 1, Target: target, Secret: notify.NewSecret()}, notify.TypeUpdatesCreated, batch())
+	res := w.Send(context.Background(), watch.Subscription{ID: 1, Target: target, Secret: watch.NewWebhookSecret()}, watch.TypeUpdatesCreated, batch())
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "loopback") || hit {
 		t.Fatalf("send to loopback: %+v, receiver hit %v", res, hit)
+	}
+}
+
+// TestBodyMatchesTheOpenAPISchema holds a sent body against openapi.json's
+// WebhookBody, whose updates are the API's Update: one definition of an
+// update as it leaves portalwatch, for the API and receivers alike.
+func TestBodyMatchesTheOpenAPISchema(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi3.NewLoader().LoadFromFile("../web/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := doc.Components.Schemas["WebhookBody"]
+	if schema == nil {
+		t.Fatal("openapi.json has no WebhookBody schema")
+	}
+	bodies := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		bodies <- body
+	}))
+	defer srv.Close()
+	b := batch()
+	b.Updates[1].Burst, b.Updates[1].Summary = true, "A teaser"
+	sub := watch.Subscription{ID: 1, Channel: watch.Webhook, Target: srv.URL, Secret: watch.NewWebhookSecret()}
+	if res := webhook.New(webhook.Config{}).Send(context.Background(), sub, watch.TypeUpdatesCreated, b); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	raw := <-bodies
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Value.VisitJSON(v); err != nil {
+		t.Errorf("body does not match WebhookBody: %v\n%s", err, raw)
+	}
+	var got webhook.Body
+	json.Unmarshal(raw, &got)
+	if got.Version != webhook.BodyVersion || got.Updates[1].PageName != "Ministry" || !got.Updates[1].Burst || got.Updates[1].PageID != 7 {
+		t.Errorf("body %s: want version %d, each update with its page's name and its burst flag", raw, webhook.BodyVersion)
 	}
 }

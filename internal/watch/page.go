@@ -1,0 +1,250 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Defaults and limits of a page's check interval.
+const (
+	DefaultInterval = 5 * time.Minute
+	MinInterval     = 10 * time.Second
+)
+
+// ErrPageNotFound is returned when a page id names no registered page.
+var ErrPageNotFound = errors.New("page not found")
+
+// ErrDuplicatePage is returned when a page with the same base URL is already
+// registered.
+var ErrDuplicatePage = errors.New("page already registered")
+
+// Page is a registered homepage and its check state.
+type Page struct {
+	ID                  int64
+	BaseURL             string
+	Interval            time.Duration
+	Enabled             bool
+	NextCheckAt         time.Time
+	LastCheckedAt       time.Time // zero until the first check
+	LastStatus          int
+	LastError           string
+	ConsecutiveFailures int
+	BaselineAt          time.Time // zero until the first successful check
+	Options             LinkOptions
+	CreatedAt           time.Time
+	// LastTruncated counts the links the crawler left out of the last
+	// successful check (the link cap or the task's byte budget was reached).
+	LastTruncated int
+	// LastCut counts the new links the last successful check did not record
+	// because the page reached its cap of new links per check or per day;
+	// they are recorded by a later check if they are still on the page.
+	LastCut int
+	// Name is what people call the page; empty means DisplayName falls
+	// back to Title, then to the host.
+	Name string
+	// Tags group pages for feeds and filters (see NormalizeTags).
+	Tags []string
+	// Title is the page's <title> as last seen; empty until it is recorded.
+	Title string
+	// RebaselinePending says a person changed what the page's checks admit
+	// (regions, keyword rules, ignore patterns, same-site): its next
+	// successful whole check records the links it finds without updates.
+	RebaselinePending bool
+	// BurstDetection flags a check whose new links flood the page (a
+	// redesign) as one burst; true unless a person turned it off.
+	BurstDetection bool
+}
+
+// Limits of the names and tags people give pages.
+const (
+	MaxNameRunes = 200 // a page's name
+	MaxTags      = 20  // tags per page
+	MaxTagRunes  = 50  // one tag
+)
+
+// DisplayName is how people see the page: its Name, else its Title, else
+// its URL's host (else the URL itself).
+func (p Page) DisplayName() string {
+	if p.Name != "" {
+		return p.Name
+	}
+	if p.Title != "" {
+		return p.Title
+	}
+	if u, err := url.Parse(p.BaseURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return p.BaseURL
+}
+
+// NormalizeName trims a page's name and checks it: at most MaxNameRunes
+// runes of valid UTF-8 without control characters. An empty name is valid
+// (DisplayName falls back).
+func NormalizeName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case !utf8.ValidString(name):
+		return "", errors.New("name is not valid UTF-8")
+	case utf8.RuneCountInString(name) > MaxNameRunes:
+		return "", fmt.Errorf("name is %d characters long: the longest is %d", utf8.RuneCountInString(name), MaxNameRunes)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return "", errors.New("name holds a control character (a tab or line break, say)")
+	}
+	return name, nil
+}
+
+// NormalizeTags lower-cases tags, drops repeats and empty ones, and checks
+// them: at most MaxTags, each 1 to MaxTagRunes letters, digits, '-' or '_'
+// (tags appear in feed URLs). The result is sorted and never nil.
+func NormalizeTags(tags []string) ([]string, error) {
+	out := make([]string, 0, len(tags))
+	for _, t := range tags {
+		t = strings.ToLower(strings.TrimSpace(t))
+		if t == "" {
+			continue
+		}
+		if n := utf8.RuneCountInString(t); n > MaxTagRunes {
+			return nil, fmt.Errorf("tag %q is %d characters long: the longest is %d", t, n, MaxTagRunes)
+		}
+		if i := strings.IndexFunc(t, func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_'
+		}); i >= 0 {
+			return nil, fmt.Errorf("tag %q holds %q: use letters, digits, '-' and '_'", t, []rune(t[i:])[0])
+		}
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > MaxTags {
+		return nil, fmt.Errorf("%d tags: a page has at most %d", len(out), MaxTags)
+	}
+	return out, nil
+}
+
+// PageSpec is a page to register: what a person asks for, from watchctl,
+// the API, the web form or an import, and what the store creates once
+// Normalize and registration.Policy.CheckPage have checked it.
+type PageSpec struct {
+	URL      string
+	Interval time.Duration // zero means DefaultInterval
+	Options  LinkOptions
+	Name     string
+	Tags     []string
+	Paused   bool // registered but not checked until enabled
+	// BurstDetectionOff registers the page with its redesign floods not
+	// flagged (Page.BurstDetection false); the zero value flags them.
+	BurstDetectionOff bool
+}
+
+// PageEdit changes a registered page; a nil field stays as it is. Check it
+// with Normalize, then registration.CheckEdit against the page's options,
+// before the store applies it.
+type PageEdit struct {
+	Interval     *time.Duration
+	Enabled      *bool
+	SameSiteOnly *bool
+	Ignore       *[]string
+	Name         *string
+	Tags         *[]string
+	// Regions and keyword rules, each replacing its list of LinkOptions.
+	Within, Exclude          *[]string
+	IncludeText, ExcludeText *[]string
+	IncludeURL, ExcludeURL   *[]string
+	// BurstDetection turns the flagging of redesign floods on or off.
+	BurstDetection *bool
+}
+
+// Apply returns o with the lists e changes replaced.
+func (e PageEdit) Apply(o LinkOptions) LinkOptions {
+	if e.SameSiteOnly != nil {
+		o.SameSiteOnly = *e.SameSiteOnly
+	}
+	for _, f := range []struct {
+		edit *[]string
+		dst  *[]string
+	}{{e.Ignore, &o.Ignore}, {e.Within, &o.Within}, {e.Exclude, &o.Exclude}, {e.IncludeText, &o.IncludeText},
+		{e.ExcludeText, &o.ExcludeText}, {e.IncludeURL, &o.IncludeURL}, {e.ExcludeURL, &o.ExcludeURL}} {
+		if f.edit != nil {
+			*f.dst = *f.edit
+		}
+	}
+	return o
+}
+
+// IsZero reports whether e changes nothing.
+func (e PageEdit) IsZero() bool { return e == PageEdit{} }
+
+// Normalize checks every rule of s that needs nothing beyond this package:
+// the interval (zero is DefaultInterval, else at least MinInterval), the
+// name, the tags and the link options (LinkOptions.Validate). It returns s
+// with its interval, name and tags as they are stored. Every error is a
+// *RefusedError naming the field. The URL (its form, and the addresses its
+// host resolves to) and the grammar of region selectors are checked by
+// registration.Policy.CheckPage, which has the packages they need.
+func (s PageSpec) Normalize() (PageSpec, error) {
+	if s.Interval == 0 {
+		s.Interval = DefaultInterval
+	}
+	if err := checkInterval(s.Interval); err != nil {
+		return PageSpec{}, err
+	}
+	if err := s.Options.Validate(); err != nil {
+		return PageSpec{}, err
+	}
+	var err error
+	if s.Name, err = NormalizeName(s.Name); err != nil {
+		return PageSpec{}, Refused("name", err)
+	}
+	if s.Tags, err = NormalizeTags(s.Tags); err != nil {
+		return PageSpec{}, Refused("tags", err)
+	}
+	return s, nil
+}
+
+// Normalize checks each setting e changes, each list of options on its
+// own, as PageSpec.Normalize checks a new page's, and returns e with its
+// name and tags as they are stored. The caps that span a page's lists need
+// its other options: check e.Apply(current).Validate() too
+// (registration.CheckEdit does). Every error is a *RefusedError.
+func (e PageEdit) Normalize() (PageEdit, error) {
+	if e.Interval != nil {
+		if err := checkInterval(*e.Interval); err != nil {
+			return PageEdit{}, err
+		}
+	}
+	if err := e.Apply(LinkOptions{}).Validate(); err != nil {
+		var refused *RefusedError
+		if errors.As(err, &refused) && refused.Field != "options" {
+			return PageEdit{}, err
+		}
+		// A cap across lists: judged with the page's other lists.
+	}
+	if e.Name != nil {
+		name, err := NormalizeName(*e.Name)
+		if err != nil {
+			return PageEdit{}, Refused("name", err)
+		}
+		e.Name = &name
+	}
+	if e.Tags != nil {
+		tags, err := NormalizeTags(*e.Tags)
+		if err != nil {
+			return PageEdit{}, Refused("tags", err)
+		}
+		e.Tags = &tags
+	}
+	return e, nil
+}
+
+func checkInterval(d time.Duration) error {
+	if d < MinInterval {
+		return Refused("interval", fmt.Errorf("interval %s is too short: the shortest is %s", d, MinInterval))
+	}
+	return nil
+}

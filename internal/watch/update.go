@@ -1,0 +1,102 @@
+package watch
+
+import "time"
+
+// Update is a link that appeared on a watched page for the first time. It
+// is the one definition of an update as it leaves portalwatch: the API's
+// update object (openapi.json's Update), a feed's entries, a webhook's
+// updates and watchctl's JSON are all made from it. Fields are only ever
+// added, each optional to readers, so that programs of two versions work
+// side by side; the JSON names are the API's.
+type Update struct {
+	ID     int64 `json:"id"`
+	PageID int64 `json:"page_id"`
+	// PageName is the DisplayName of the update's page, when the query
+	// that read the update joined its page.
+	PageName     string    `json:"page_name"`
+	URL          string    `json:"url"`
+	Text         string    `json:"text"`
+	Code         string    `json:"code"`
+	DiscoveredAt time.Time `json:"discovered_at"`
+	// Summary is the link's teaser, the longest other text of its anchors;
+	// empty when it has none.
+	Summary string `json:"summary"`
+	// Burst says the update came with a redesign flood: one check found
+	// more new links than the page's burst share, so readers see the check
+	// as one event rather than each link alone.
+	Burst bool `json:"burst"`
+}
+
+// Published returns u as it leaves portalwatch: its time in UTC.
+func (u Update) Published() Update {
+	u.DiscoveredAt = u.DiscoveredAt.UTC()
+	return u
+}
+
+// MaxUpdatesLimit is the most updates one query returns.
+const MaxUpdatesLimit = 1000
+
+// UpdateFilter selects updates, newest first (discovered_at, then id).
+type UpdateFilter struct {
+	PageID int64     // 0: every page
+	Tag    string    // "": every tag
+	Since  time.Time // zero: no lower bound (inclusive)
+	Until  time.Time // zero: no upper bound (exclusive)
+	Text   string    // "": any text; else a case-insensitive substring of the link text
+	// After is the cursor of the last update of the previous page of
+	// results; the zero Cursor starts at the newest.
+	After Cursor
+	Limit int // 1..MaxUpdatesLimit; 0 means 100
+}
+
+// LimitOrDefault returns f's Limit within 1..MaxUpdatesLimit, 100 for 0.
+func (f UpdateFilter) LimitOrDefault() int { return limitOrDefault(f.Limit) }
+
+func limitOrDefault(n int) int {
+	switch {
+	case n <= 0:
+		return 100
+	case n > MaxUpdatesLimit:
+		return MaxUpdatesLimit
+	}
+	return n
+}
+
+// Cursor is a position in the newest-first order of updates: the
+// (discovered_at, id) of the last update already seen.
+type Cursor struct {
+	DiscoveredAt time.Time
+	ID           int64
+}
+
+// IsZero reports whether c is the start.
+func (c Cursor) IsZero() bool { return c.ID == 0 }
+
+// CursorOf returns the cursor just after u.
+func CursorOf(u Update) Cursor { return Cursor{DiscoveredAt: u.DiscoveredAt, ID: u.ID} }
+
+// FeedScope names the updates a feed holds: every page's, one page's
+// (PageID) or one tag's (Tag).
+type FeedScope struct {
+	PageID int64
+	Tag    string
+}
+
+// FeedStamp identifies the content of a feed without reading it: the
+// newest update in scope and the pages in scope. Two equal stamps mean the
+// same feed.
+type FeedStamp struct {
+	NewestID int64     // 0 when the scope has no update
+	Newest   time.Time // discovered_at of NewestID
+	Pages    int64     // pages in scope
+	PageSum  int64     // sum of their ids: a page removed and another added changes it
+	Changed  time.Time // the latest change people made to a page in scope
+}
+
+// LastModified is the later of the newest update and the latest change.
+func (s FeedStamp) LastModified() time.Time {
+	if s.Changed.After(s.Newest) {
+		return s.Changed
+	}
+	return s.Newest
+}
