@@ -146,7 +146,7 @@ func (notifyListCmd) Run(c *cli) error {
 		if !s.PausedAt.IsZero() {
 			paused = s.PausedAt.Local().Format("2006-01-02 15:04:05") + ": " + oneLine(s.PausedReason)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Channel, s.Target, s.Scope(), s.Digest,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Channel, s.MaskedTarget(), s.Scope(), s.Digest,
 			last, status, attempts, code, oneLine(s.Last.LastError), paused)
 	}
 	return tw.Flush()
@@ -227,6 +227,6 @@ func (r *notifyTestCmd) Run(c *cli) error {
 	if res.Err != nil {
 		return fmt.Errorf("test message to subscription %d not delivered: %w", id, res.Err)
 	}
-	fmt.Fprintf(c.stdout, "test message delivered to %s (response %d)\n", sub.Target, res.Code)
+	fmt.Fprintf(c.stdout, "test message delivered to %s (response %d)\n", sub.MaskedTarget(), res.Code)
 	return nil
 }

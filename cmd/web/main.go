@@ -105,18 +105,24 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Wri
 func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger) error {
 	defer ln.Close() // already closed when served; this is for the errors before
 	health, reg := ops.NewHealth(), ops.NewRegistry()
-	st, err := store.Open(ctx, cfg.Database.URL)
+	st, err := store.Open(ctx, cfg.Database.URL, store.ApplicationName("portalwatch web"))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	// The heavy reads (updates, removals, feeds) may go to a replica.
-	reads := st
+	// The heavy reads (updates, removals, feeds, searches) have a pool of
+	// their own, on a replica when there is one: however many of them run
+	// at once, token checks, sign-ins and writes find a connection.
+	readURL := cfg.ReadURL
+	if readURL == "" {
+		readURL = cfg.Database.URL
+	}
+	reads, err := store.Open(ctx, readURL, store.ApplicationName("portalwatch web reads"))
+	if err != nil {
+		return fmt.Errorf("the reads' database (DATABASE_READ_URL, else DATABASE_URL): %w", err)
+	}
+	defer reads.Close()
 	if cfg.ReadURL != "" {
-		if reads, err = store.Open(ctx, cfg.ReadURL); err != nil {
-			return fmt.Errorf("read replica (DATABASE_READ_URL): %w", err)
-		}
-		defer reads.Close()
 		health.Set("postgres_read", reads.HealthCheck)
 	}
 	dead, err := queue.NewDead(cfg.Broker.Named("web"))
@@ -132,12 +138,15 @@ func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger)
 	defer closeSenders()
 
 	webCfg := cfg.Web
+	webCfg.ListenAddr = ln.Addr().String()
 	webCfg.Policy = registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, nil)}
-	webCfg.Health = health
+	// Anyone may ask the web program's /healthz: it names what it waits
+	// for, and the log says why.
+	webCfg.Health = health.Summary()
 	webCfg.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	webCfg.Registerer = reg
 	srv, err := web.New(webCfg, web.Deps{
-		Pages: st, Writer: st, Updates: reads, Tokens: st, Removals: reads,
+		Pages: st, Writer: st, Updates: reads, Tokens: st, Sessions: st, Removals: reads,
 		Subscriptions: st, Tester: testSender(senders),
 		Dead: newDeadLetters(dead, []string{cfg.Queues.Jobs, cfg.Queues.Tasks}),
 	}, log)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/portalwatch/portalwatch/internal/store"
@@ -83,6 +84,25 @@ func TestServesUntilStoppedAndWaitsForTheSchema(t *testing.T) {
 	}
 	if code, body := get("/api/v1/dead-letters"); code != 200 || !strings.Contains(body, `"queue":"`+jobs+`.dlq","count":0`) {
 		t.Errorf("dead letters: %d %s", code, body)
+	}
+	// Updates are read through a pool of their own, so that searches
+	// never take the connections token checks and writes need.
+	if code, body := get("/api/v1/updates?q=abc"); code != 200 {
+		t.Errorf("updates: %d %s", code, body)
+	}
+	var pools []string
+	db, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(ctx, `SELECT DISTINCT application_name FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name LIKE 'portalwatch web%' ORDER BY 1`)
+	if err == nil {
+		pools, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || strings.Join(pools, ",") != "portalwatch web,portalwatch web reads" {
+		t.Errorf("the web program's pools: %v, %v; want one for reads and one for the rest", pools, err)
 	}
 }
 

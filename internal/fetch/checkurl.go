@@ -76,7 +76,7 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 		case ctx.Err() != nil:
 			kind = KindTimeout
 		}
-		return &Error{Kind: kind, URL: raw, Err: fmt.Errorf("cannot resolve %s: %w", host, err)}
+		return &Error{Kind: kind, URL: raw, Err: lookupError{host: host, err: err}}
 	}
 	if len(addrs) == 0 {
 		return &Error{Kind: KindDNS, URL: raw, Err: fmt.Errorf("cannot resolve %s: no addresses", host)}
@@ -91,6 +91,32 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 	}
 	return nil
 }
+
+// lookupError is a failed name lookup as people see it: the name and why,
+// without the resolver's own address, which net.DNSError's message names
+// ("lookup x on 127.0.0.53:53: no such host") and which is the operator's
+// business, not a registering user's. Unwrap keeps the *net.DNSError for
+// callers that tell a missing name from a failing resolver.
+type lookupError struct {
+	host string
+	err  error
+}
+
+func (e lookupError) Error() string {
+	var dnsErr *net.DNSError
+	if errors.As(e.err, &dnsErr) {
+		switch {
+		case dnsErr.IsNotFound:
+			return fmt.Sprintf("cannot resolve %s: no such host", e.host)
+		case dnsErr.IsTimeout:
+			return fmt.Sprintf("cannot resolve %s: the name lookup timed out", e.host)
+		}
+		return fmt.Sprintf("cannot resolve %s: %s", e.host, dnsErr.Err)
+	}
+	return fmt.Sprintf("cannot resolve %s: %v", e.host, e.err)
+}
+
+func (e lookupError) Unwrap() error { return e.err }
 
 // isLocalhost reports whether host (lower-case ASCII) is "localhost" or a
 // name under it. RFC 6761 lets resolvers answer these with loopback without

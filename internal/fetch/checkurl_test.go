@@ -17,7 +17,8 @@ func (r fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 	if a, ok := r[host]; ok {
 		return a, nil
 	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	// As a real resolver's answer, naming the resolver's own address.
+	return nil, &net.DNSError{Err: "no such host", Name: host, Server: "10.9.8.7:53", IsNotFound: true}
 }
 
 func addrs(ss ...string) []netip.Addr {
@@ -110,7 +111,7 @@ func TestCheckURL(t *testing.T) {
 		{"http://metadata.example/", KindBlocked, "resolves to 169.254.169.254, a link-local"},
 		{"http://mixed.example/", KindBlocked, "resolves to 10.0.0.5, a private"},
 		{"http://rebind6.example/", KindBlocked, "resolves to 192.168.0.1, a private"},
-		{"http://nosuch.example/", KindDNS, "cannot resolve nosuch.example"},
+		{"http://nosuch.example/", KindDNS, "cannot resolve nosuch.example: no such host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
@@ -123,6 +124,11 @@ func TestCheckURL(t *testing.T) {
 			}
 			if err == nil {
 				t.Fatalf("CheckURL(%q) = nil, want a %v error", tt.url, tt.kind)
+			}
+			// Refusals reach people who register pages: never the
+			// resolver's address.
+			if strings.Contains(err.Error(), "10.9.8.7") {
+				t.Errorf("CheckURL(%q) = %v: names the resolver", tt.url, err)
 			}
 			var fe *Error
 			if !errors.As(err, &fe) || fe.Kind != tt.kind {

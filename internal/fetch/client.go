@@ -407,7 +407,13 @@ func (c *Client) classify(parent, fctx context.Context, raw string, start time.T
 	case errors.As(inner, &be):
 		return &Error{Kind: KindBlocked, URL: raw, Err: inner}
 	case errors.As(inner, &de) && !de.IsTimeout:
-		return &Error{Kind: KindDNS, URL: raw, Err: inner}
+		// The page's last error is shown to readers: name the host, not
+		// the resolver.
+		var lookup error = lookupError{host: de.Name, err: de}
+		if target != "" && target != raw {
+			lookup = fmt.Errorf("redirect to %s: %w", target, lookup)
+		}
+		return &Error{Kind: KindDNS, URL: raw, Err: lookup}
 	case errors.As(inner, &ne) && ne.Timeout():
 		return &Error{Kind: KindTimeout, URL: raw, Err: inner}
 	}

@@ -526,11 +526,17 @@ func TestClassifyDNSError(t *testing.T) {
 	// must not; classify is checked on the error the dialer returns.
 	c := newClient(t, Config{})
 	dnsErr := &url.Error{Op: "Get", URL: "http://nosuch.example/", Err: &net.OpError{
-		Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "nosuch.example", IsNotFound: true}}}
+		Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "nosuch.example", Server: "10.9.8.7:53", IsNotFound: true}}}
 	ctx := context.Background()
 	fe := c.classify(ctx, ctx, "http://nosuch.example/", time.Now(), dnsErr)
-	if fe.Kind != KindDNS || fe.Error() != "http://nosuch.example/: dial tcp: lookup nosuch.example: no such host" {
+	// A page's last error is shown to its readers: the resolver's address
+	// is not theirs to see.
+	if fe.Kind != KindDNS || fe.Error() != "http://nosuch.example/: cannot resolve nosuch.example: no such host" {
 		t.Errorf("got %v %q", fe.Kind, fe)
+	}
+	var de *net.DNSError
+	if !errors.As(fe, &de) || !de.IsNotFound {
+		t.Errorf("the *net.DNSError is not kept in %v", fe)
 	}
 	timeout := &url.Error{Op: "Get", URL: "http://slow.example/", Err: &net.OpError{
 		Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "i/o timeout", Name: "slow.example", IsTimeout: true}}}

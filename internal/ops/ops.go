@@ -70,6 +70,28 @@ func (h *Health) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	json.NewEncoder(w).Encode(body) //nolint:errcheck // the client went away
 }
 
+// Summary serves what ServeHTTP does without the failing checks' messages:
+// 200 {"status":"ok"}, or 503 with the names of the dependencies waited
+// for. It is for a /healthz anyone can reach, as the web program's is: a
+// dependency's error can name its user, host and port.
+func (h *Health) Summary() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		waiting := h.Waiting()
+		w.Header().Set("Content-Type", "application/json")
+		body := map[string]any{"status": "ok"}
+		if len(waiting) > 0 {
+			names := make([]string, 0, len(waiting))
+			for n := range waiting {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			body = map[string]any{"status": "waiting", "dependencies": names}
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		json.NewEncoder(w).Encode(body) //nolint:errcheck // the client went away
+	})
+}
+
 // NewRegistry returns a Prometheus registry with the Go runtime and process
 // collectors, for one process's metrics.
 func NewRegistry() *prometheus.Registry {

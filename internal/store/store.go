@@ -54,6 +54,14 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 // Option changes how Open's connections are made.
 type Option func(*pgxpool.Config)
 
+// ApplicationName names the pool's connections in pg_stat_activity, so an
+// operator (and a test) tells a program's pools apart.
+func ApplicationName(name string) Option {
+	return func(cfg *pgxpool.Config) {
+		cfg.ConnConfig.RuntimeParams["application_name"] = name
+	}
+}
+
 // GenericPlans makes every connection keep one generic plan per statement
 // (plan_cache_mode force_generic_plan), for the processor. Its check
 // statement reads and writes links, which is partitioned by page: PostgreSQL

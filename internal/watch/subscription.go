@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -206,4 +207,42 @@ func ErrorLine(s string) string {
 		s = s[:MaxErrorBytes]
 	}
 	return strings.ToValidUTF8(s, "?")
+}
+
+// MaskedTarget is the subscription's target as it is shown: a webhook URL
+// with its query's values and its password hidden (receivers put tokens
+// there), an e-mail address as it is.
+func (s Subscription) MaskedTarget() string {
+	if s.Channel != Webhook {
+		return s.Target
+	}
+	return MaskURL(s.Target)
+}
+
+// MaskURL returns raw with every query value and the password of its user
+// information replaced by "xxxxx"; raw itself when it does not parse, with
+// no query, password or fragment to hide ("xxxxx" when it does not parse
+// but holds "?" or "@", which might be a secret).
+func MaskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if strings.ContainsAny(raw, "?@#") {
+			return "xxxxx"
+		}
+		return raw
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"xxxxx"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	if u.Fragment != "" {
+		u.Fragment = "xxxxx"
+	}
+	return u.String()
 }

@@ -33,6 +33,10 @@ func (u Update) Published() Update {
 	return u
 }
 
+// MinSearchRunes is the shortest text UpdateFilter.Text may search for, in
+// characters: updates' trigram index serves three and more.
+const MinSearchRunes = 3
+
 // MaxUpdatesLimit is the most updates one query returns.
 const MaxUpdatesLimit = 1000
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/portalwatch/portalwatch/internal/pagefile"
 	"github.com/portalwatch/portalwatch/internal/registration"
@@ -414,6 +415,12 @@ func parseFilter(q map[string][]string) (watch.UpdateFilter, error) {
 		}
 	}
 	f.Text = get("q")
+	if n := utf8.RuneCountInString(f.Text); n > 0 && n < watch.MinSearchRunes {
+		// Shorter words match too much of the table to be found through
+		// its trigram index, and a walk of every update would hold a
+		// connection for seconds.
+		return f, fmt.Errorf("q %q: search for at least %d characters", f.Text, watch.MinSearchRunes)
+	}
 	if len(f.Text) > 200 {
 		return f, errors.New("q is longer than 200 bytes")
 	}
@@ -431,6 +438,13 @@ func parseFilter(q map[string][]string) (watch.UpdateFilter, error) {
 	return f, nil
 }
 
+// The times a cursor may hold, in Unix microseconds: years 1 to 9999,
+// well inside both Go's and PostgreSQL's ranges.
+const (
+	minCursorMicros = -62135596800 * 1_000_000
+	maxCursorMicros = 253402300799 * 1_000_000
+)
+
 // encodeCursor writes c as an opaque URL-safe string.
 func encodeCursor(c watch.Cursor) string {
 	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d.%d", c.DiscoveredAt.UnixMicro(), c.ID))
@@ -444,7 +458,9 @@ func decodeCursor(s string) (watch.Cursor, error) {
 	at, id, ok := strings.Cut(string(raw), ".")
 	micros, err1 := strconv.ParseInt(at, 10, 64)
 	n, err2 := strconv.ParseInt(id, 10, 64)
-	if !ok || err1 != nil || err2 != nil || n <= 0 {
+	// A time outside PostgreSQL's timestamps (years 4713 BC to 294276 AD)
+	// would wrap on its way there: no cursor this server wrote holds one.
+	if !ok || err1 != nil || err2 != nil || n <= 0 || micros < minCursorMicros || micros > maxCursorMicros {
 		return watch.Cursor{}, errors.New("not a cursor")
 	}
 	return watch.Cursor{DiscoveredAt: time.UnixMicro(micros), ID: n}, nil

@@ -97,13 +97,17 @@ func TestAPIAccess(t *testing.T) {
 	if resp, _ := e.doAt(pub, "POST", "/api/v1/pages", "", body); resp.StatusCode != 401 {
 		t.Errorf("public read, write without a token: %d, want 401", resp.StatusCode)
 	}
-	// Subscriptions name their receivers: never public.
+	// Subscriptions name their receivers and hold their tokens: never
+	// public, and not for read tokens, which travel in feed readers' URLs.
 	for _, path := range []string{"/api/v1/subscriptions", "/api/v1/subscriptions/1/deliveries"} {
 		if resp, _ := e.doAt(pub, "GET", path, "", ""); resp.StatusCode != 401 {
 			t.Errorf("public read, GET %s without a token: %d, want 401", path, resp.StatusCode)
 		}
-		if resp, _ := e.doAt(pub, "GET", path, e.readTok, ""); resp.StatusCode == 401 || resp.StatusCode == 403 {
-			t.Errorf("public read, GET %s with a read token: %d", path, resp.StatusCode)
+		if resp, _ := e.doAt(pub, "GET", path, e.readTok, ""); resp.StatusCode != 403 {
+			t.Errorf("public read, GET %s with a read token: %d, want 403", path, resp.StatusCode)
+		}
+		if resp, _ := e.doAt(pub, "GET", path, e.writeTk, ""); resp.StatusCode == 401 || resp.StatusCode == 403 {
+			t.Errorf("public read, GET %s with a write token: %d", path, resp.StatusCode)
 		}
 	}
 }

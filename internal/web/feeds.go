@@ -98,15 +98,15 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, scope watch.F
 		return
 	}
 	updates = foldBursts(updates)
-	f := feedOf(title, baseURL(r), r.URL.Path, scope, stamp, updates)
+	f := feedOf(title, s.baseURL(r), r.URL.Path, scope, stamp, updates)
 	var buf bytes.Buffer
 	switch format {
 	case "atom":
 		err = writeAtom(&buf, f, updates)
 	case "rss":
-		err = writeRSS(&buf, f, updates, baseURL(r)+r.URL.Path)
+		err = writeRSS(&buf, f, updates, s.baseURL(r)+r.URL.Path)
 	case "json":
-		err = writeJSONFeed(&buf, f, updates, baseURL(r)+r.URL.Path)
+		err = writeJSONFeed(&buf, f, updates, s.baseURL(r)+r.URL.Path)
 	}
 	if err != nil {
 		s.fail(w, r, fmt.Errorf("write %s feed: %w", format, err))
@@ -142,16 +142,6 @@ func notModified(r *http.Request, etag string, lastMod time.Time) bool {
 		}
 	}
 	return false
-}
-
-// baseURL is the scheme and host the request came to, for absolute links
-// in feeds.
-func baseURL(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
 }
 
 // entryID is an update's stable feed id: it depends on the update only,

@@ -36,6 +36,8 @@ type env struct {
 	reads   *countingUpdates
 	readTok string // a read-only token
 	writeTk string // a write token
+	// sessions are the sign-ins made by session, by token secret.
+	sessions map[string]string
 }
 
 // countingUpdates counts the reads of updates rows, so a test can prove a
@@ -88,7 +90,7 @@ func (e *env) serve(st *store.Store, opts ...envOption) *httptest.Server {
 		o(&cfg)
 	}
 	e.reads = &countingUpdates{UpdateReader: st}
-	s, err := New(cfg, Deps{Pages: st, Writer: st, Updates: e.reads, Tokens: st, Dead: fakeDead{}, Removals: st,
+	s, err := New(cfg, Deps{Pages: st, Writer: st, Updates: e.reads, Tokens: st, Sessions: st, Dead: fakeDead{}, Removals: st,
 		Subscriptions: st, Tester: webhookTester()}, testsvc.Logger(e.t))
 	if err != nil {
 		e.t.Fatal(err)
@@ -123,6 +125,10 @@ func (e *env) doAt(srv *httptest.Server, method, path, token string, body string
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1] // net/http sends req.Host, never a Host header
+			continue
+		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := srv.Client().Do(req)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -134,15 +133,17 @@ func (s *Server) uiSubscriptionAction(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	var done string
+	var done, said string
 	switch r.PathValue("action") {
 	case "delete":
 		err = s.deps.Subscriptions.RemoveSubscription(r.Context(), id)
-		done = fmt.Sprintf("Removed subscription %d", id)
+		done = flashSubRemoved
 	case "resume":
 		err = s.deps.Subscriptions.ResumeSubscription(r.Context(), id)
-		done = fmt.Sprintf("Subscription %d will be tried again now", id)
+		done = flashSubResumed
 	case "test":
+		// The outcome names the receiver and its answer: shown on the page
+		// this request returns, never carried in a redirect's URL.
 		var (
 			sub watch.Subscription
 			res watch.SendResult
@@ -150,12 +151,12 @@ func (s *Server) uiSubscriptionAction(w http.ResponseWriter, r *http.Request) {
 		sub, res, err = s.sendTest(r.Context(), id)
 		switch {
 		case errors.Is(err, errNoTester):
-			done, err = err.Error(), nil
+			said, err = err.Error(), nil
 		case err != nil:
 		case res.Err != nil:
-			done = fmt.Sprintf("Test message to %s not delivered: %v", sub.Target, res.Err)
+			said = fmt.Sprintf("Test message to %s not delivered: %v", sub.MaskedTarget(), res.Err)
 		default:
-			done = fmt.Sprintf("Test message delivered to %s (response %d)", sub.Target, res.Code)
+			said = fmt.Sprintf("Test message delivered to %s (response %d)", sub.MaskedTarget(), res.Code)
 		}
 	default:
 		http.NotFound(w, r)
@@ -168,5 +169,9 @@ func (s *Server) uiSubscriptionAction(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	http.Redirect(w, r, "/notifications?done="+url.QueryEscape(done), http.StatusSeeOther)
+	if said != "" {
+		s.showNotifications(w, r, http.StatusOK, notificationsView{view: view{Flash: said}})
+		return
+	}
+	http.Redirect(w, r, flashURL("/notifications", done, id), http.StatusSeeOther)
 }

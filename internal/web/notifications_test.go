@@ -36,8 +36,11 @@ func TestNotificationsPageAddsTestsResumesAndRemoves(t *testing.T) {
 		t.Fatalf("stored %+v (%v), want the webhook with the secret shown", subs, err)
 	}
 	id := subs[0].ID
-	if _, body = e.get("/notifications", e.readTok); strings.Contains(html.UnescapeString(body), secret) || !strings.Contains(body, rc.URL+"/hook") {
+	if _, body = e.get("/notifications", e.writeTk); strings.Contains(html.UnescapeString(body), secret) || !strings.Contains(body, rc.URL+"/hook") {
 		t.Fatal("the list shows the secret again, or not the webhook")
+	}
+	if resp, _ := e.get("/notifications", e.readTok); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a read token opened the subscriptions: %d", resp.StatusCode)
 	}
 
 	resp, body = e.form("/notifications", e.writeTk, url.Values{"channel": {"email"}, "address": {"desk@example.com"}, "digest": {"daily"}, "tag": {"ministry"}})
@@ -58,14 +61,23 @@ func TestNotificationsPageAddsTestsResumesAndRemoves(t *testing.T) {
 		t.Fatalf("the remove button is not marked as destructive:\n%s", body)
 	}
 
-	for _, tt := range []struct{ action, done string }{
-		{"test", "Test message delivered to " + rc.URL + "/hook (response 200)"},
-		{"resume", fmt.Sprintf("Subscription %d will be tried again now", id)},
-		{"delete", fmt.Sprintf("Removed subscription %d", id)},
+	// A test's outcome names the receiver: it is shown on the page the
+	// request returns, never carried in a redirect.
+	resp, body = e.form(fmt.Sprintf("/notifications/%d/test", id), e.writeTk, nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Test message delivered to "+rc.URL+"/hook (response 200)") {
+		t.Errorf("test: %d, Location %q\n%s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	for _, tt := range []struct{ action, done, said string }{
+		{"resume", "subscription-resumed", fmt.Sprintf("Subscription %d will be tried again now", id)},
+		{"delete", "subscription-removed", fmt.Sprintf("Removed subscription %d", id)},
 	} {
 		resp, _ = e.form(fmt.Sprintf("/notifications/%d/%s", id, tt.action), e.writeTk, nil)
-		if want := "/notifications?done=" + url.QueryEscape(tt.done); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
+		want := fmt.Sprintf("/notifications?done=%s&n=%d", tt.done, id)
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
 			t.Errorf("%s: %d to %q, want 303 to %q", tt.action, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+		if _, body := e.get(want, e.writeTk); !strings.Contains(body, tt.said) {
+			t.Errorf("%s: the page does not say %q", tt.action, tt.said)
 		}
 	}
 	if n := len(rc.received()); n != 1 {

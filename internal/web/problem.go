@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -45,6 +46,12 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p problemDetails) {
 // fail answers a request that could not be carried out for a reason that is
 // not the client's (the database is down, say), and logs it once.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil {
+		s.log.Warn("request over its time budget", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.problem(w, r, http.StatusServiceUnavailable, "the request took longer than this server gives it; "+
+			"narrow it (a page, a tag, a time range, a longer search word) or try again")
+		return
+	}
 	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	s.problem(w, r, http.StatusInternalServerError, "the request could not be carried out; the server's log says why")
 }

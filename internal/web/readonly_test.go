@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -18,7 +19,8 @@ const readOnlyGrants = `
 GRANT CONNECT ON DATABASE DB TO ROLE;
 GRANT USAGE ON SCHEMA public TO ROLE;
 GRANT SELECT ON pages, updates, removals, links, api_tokens, goose_db_version TO ROLE;
-GRANT SELECT ON subscriptions, deliveries TO ROLE;`
+GRANT SELECT ON subscriptions, deliveries TO ROLE;
+GRANT SELECT, INSERT, DELETE ON sessions TO ROLE;`
 
 func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 	e := newEnv(t)
@@ -59,12 +61,18 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 	srv := e.serve(ro)
 
 	for _, path := range []string{
-		"/api/v1/pages", fmt.Sprintf("/api/v1/pages/%d", a.ID), "/api/v1/updates?tag=t&q=a", "/api/v1/pages/export",
+		"/api/v1/pages", fmt.Sprintf("/api/v1/pages/%d", a.ID), "/api/v1/updates?tag=t&q=alp", "/api/v1/pages/export",
 		"/feeds/all.atom", fmt.Sprintf("/feeds/pages/%d.rss", a.ID), "/feeds/tags/t.json",
-		"/", fmt.Sprintf("/pages/%d", a.ID), "/updates?q=a",
+		"/", fmt.Sprintf("/pages/%d", a.ID), "/updates?q=alp",
 		"/api/v1/removals", "/api/v1/subscriptions", fmt.Sprintf("/api/v1/subscriptions/%d/deliveries", sub.ID), "/notifications",
 	} {
-		resp, body := e.doAt(srv, "GET", path, e.readTok, "")
+		// Subscriptions are read with a write token; the database role is
+		// read-only all the same.
+		tok := e.readTok
+		if strings.Contains(path, "subscriptions") || path == "/notifications" {
+			tok = e.writeTk
+		}
+		resp, body := e.doAt(srv, "GET", path, tok, "")
 		if resp.StatusCode != 200 {
 			t.Errorf("GET %s as a read-only role: %d %.300s", path, resp.StatusCode, body)
 			continue
@@ -75,6 +83,21 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 			}
 		}
 	}
+	// Signing in to the page, and out, is the role's one write.
+	srv.Client().CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	form := []string{"Content-Type", "application/x-www-form-urlencoded", "Sec-Fetch-Site", "same-origin"}
+	resp, _ := e.doAt(srv, "POST", "/signin", "", "token="+e.readTok, form...)
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Fatalf("sign-in as a read-only role: %d", resp.StatusCode)
+	}
+	cookie := []string{"Cookie", sessionCookie + "=" + resp.Cookies()[0].Value}
+	if resp, body := e.doAt(srv, "GET", "/", "", "", cookie...); resp.StatusCode != 200 {
+		t.Errorf("the page signed in as a read-only role: %d %.300s", resp.StatusCode, body)
+	}
+	if resp, _ := e.doAt(srv, "POST", "/signout", "", "", append(form, cookie...)...); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign-out as a read-only role: %d", resp.StatusCode)
+	}
+
 	// A write is refused by the database, and says so as a problem.
 	if resp, _ := e.doAt(srv, "POST", "/api/v1/pages", e.writeTk, `{"url":"http://127.0.0.1:9/b"}`); resp.StatusCode != 500 {
 		t.Errorf("a write through a read-only role: %d, want 500", resp.StatusCode)

@@ -21,14 +21,17 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -60,6 +63,16 @@ type TokenVerifier interface {
 	VerifyToken(ctx context.Context, secret string) (watch.Token, error)
 }
 
+// SessionStore keeps the web page's sign-ins: a session is a random id
+// the cookie holds, bound to the token that signed in.
+type SessionStore interface {
+	CreateSession(ctx context.Context, tokenName, id string, ttl time.Duration) error
+	// VerifySession returns the session's token, or watch.ErrTokenNotFound
+	// for a session that does not exist, ended or expired.
+	VerifySession(ctx context.Context, id string) (watch.Token, error)
+	EndSession(ctx context.Context, id string) error
+}
+
 // DeadLetterCounter reports the dead-letter queues.
 type DeadLetterCounter interface {
 	DeadLetters(ctx context.Context) ([]DeadQueue, error)
@@ -86,6 +99,25 @@ type Config struct {
 	// PublicRead lets anyone read pages, updates, removals and feeds
 	// without a token; writes and subscriptions always need one.
 	PublicRead bool `env:"PORTALWATCH_WEB_PUBLIC_READ"`
+	// BaseURL is the address people reach the web program at, such as
+	// https://watch.example.org (a TLS proxy in front): every absolute URL
+	// the server writes (feeds' ids and links) starts with it, requests
+	// for any other host are refused, and the session cookie is Secure
+	// when it is https. Empty: the server answers to the listening
+	// address and localhost only, and writes absolute URLs for the host a
+	// request names.
+	BaseURL string `env:"PORTALWATCH_WEB_BASE_URL"`
+	// ListenAddr is the host:port the server listens on, which requests
+	// may name besides BaseURL's host and localhost.
+	ListenAddr string
+	// QueryBudget and TransferBudget bound a request's time: a request
+	// still running at the end of its budget is cut (its statements
+	// cancelled) and answered 503, so a costly search cannot hold the
+	// connections other readers wait for. TransferBudget is an import's
+	// and an export's (up to 10,000 pages), QueryBudget every other
+	// request's. Defaults DefaultQueryBudget (5s) and
+	// DefaultTransferBudget (30s).
+	QueryBudget, TransferBudget time.Duration
 	// Policy is what registration allows (PORTALWATCH_ALLOW_PRIVATE).
 	Policy registration.Policy
 	// Health and Metrics serve /healthz and /metrics; nil answers 404.
@@ -96,13 +128,31 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// Validate checks BaseURL: http or https, a host, no path, query or
+// fragment (every route is at the root).
+func (c Config) Validate() error {
+	if c.BaseURL == "" {
+		return nil
+	}
+	u, err := url.Parse(c.BaseURL)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return config.Invalid("BaseURL", c.BaseURL, "want an http:// or https:// URL with a host, such as https://watch.example.org")
+	case strings.TrimSuffix(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return config.Invalid("BaseURL", c.BaseURL, "want a scheme and a host only: portalwatch serves every page at the root of its host")
+	}
+	return nil
+}
+
 // Deps are the adapters the server reads and writes through.
 type Deps struct {
 	Pages   PageReader
 	Writer  PageWriter
 	Updates UpdateReader
 	Tokens  TokenVerifier
-	Dead    DeadLetterCounter
+	// Sessions keeps the sign-ins of the web page.
+	Sessions SessionStore
+	Dead     DeadLetterCounter
 	// Removals reads the links removed from their pages.
 	Removals RemovalReader
 	// Subscriptions reads and writes notification subscriptions.
@@ -128,6 +178,9 @@ var assets embed.FS
 // New returns a Server. It fails if the embedded templates do not parse or
 // the metrics are already registered with cfg.Registerer.
 func New(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
 	s := &Server{cfg: cfg, deps: deps, log: log}
 	var err error
 	if s.pages, err = parseTemplates(); err != nil {
@@ -157,8 +210,9 @@ const (
 	open access = iota // anyone: health, metrics, the OpenAPI document, sign-in
 	read               // any token, or anyone when PublicRead
 	// private is a read of what names people or carries their secrets
-	// (webhook URLs often hold a receiver's token, e-mail addresses):
-	// any token, even when PublicRead.
+	// (webhook URLs often hold a receiver's token, e-mail addresses,
+	// receivers' answers): a write token, even when PublicRead. Read
+	// tokens travel in feed readers' URLs; they must not open these.
 	private
 	write // a write token
 )
@@ -224,7 +278,12 @@ func (s *Server) routes() []route {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
-		mux.Handle(rt.method+" "+rt.pattern, s.instrument(rt, s.guard(rt)))
+		h := s.guard(rt)
+		if rt.method == http.MethodPost && !rt.api {
+			h = s.formBody(h)
+		}
+		h = withBudget(s.budgetOf(rt), h)
+		mux.Handle(rt.method+" "+rt.pattern, s.instrument(rt, h))
 	}
 	// The catch-all below would answer every method the table lacks with a
 	// 404; a path the API has under other methods deserves 405 and Allow.
@@ -247,7 +306,139 @@ func (s *Server) Handler() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, http.StatusForbidden, "this form can only be sent from the portalwatch page itself")
 	}))
-	return securityHeaders(cop.Handler(mux))
+	return securityHeaders(s.checkHost(cop.Handler(mux)))
+}
+
+// checkHost refuses a request for a host the server does not answer to: a
+// page on another site that a DNS name pointing at this machine lets the
+// browser call (DNS rebinding) names that site's host, and would otherwise
+// read a loopback instance whose reads are public.
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.answersTo(r.Host) {
+			want := "this machine's loopback address or its listening address"
+			if s.cfg.BaseURL != "" {
+				want = s.cfg.BaseURL
+			}
+			s.problem(w, r, http.StatusMisdirectedRequest, fmt.Sprintf("this portalwatch answers to %s, not to %q; "+
+				"an installation reached by another name sets PORTALWATCH_WEB_BASE_URL to it", want, r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// answersTo reports whether host (a request's Host, host[:port]) is one the
+// server answers to: BaseURL's, the listening address, or a loopback name.
+func (s *Server) answersTo(host string) bool {
+	name, port, err := net.SplitHostPort(host)
+	if err != nil {
+		name, port = host, ""
+	}
+	name = strings.ToLower(strings.TrimSuffix(strings.Trim(name, "[]"), "."))
+	switch name {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	if s.cfg.BaseURL != "" {
+		if u, err := url.Parse(s.cfg.BaseURL); err == nil {
+			want := defaultPort(u.Scheme, u.Port())
+			if name == strings.ToLower(u.Hostname()) && (port == "" || port == want) {
+				return true
+			}
+		}
+	}
+	if lh, lp, err := net.SplitHostPort(s.cfg.ListenAddr); err == nil && lh != "" {
+		if ip := net.ParseIP(lh); ip == nil || !ip.IsUnspecified() {
+			return name == strings.ToLower(strings.Trim(lh, "[]")) && (port == lp || port == "" && lp == "80")
+		}
+	}
+	return false
+}
+
+func defaultPort(scheme, port string) string {
+	switch {
+	case port != "":
+		return port
+	case scheme == "https":
+		return "443"
+	}
+	return "80"
+}
+
+// baseURL is where absolute links point: BaseURL, or the scheme and host
+// the request came to (a host checkHost let in).
+func (s *Server) baseURL(r *http.Request) string {
+	if s.cfg.BaseURL != "" {
+		return strings.TrimSuffix(s.cfg.BaseURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// secureCookies says whether the session cookie is sent over TLS only: a
+// request over TLS, or a BaseURL of https (a TLS proxy in front).
+func (s *Server) secureCookies(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(s.cfg.BaseURL, "https://")
+}
+
+// Defaults of Config's time budgets.
+const (
+	DefaultQueryBudget    = 5 * time.Second
+	DefaultTransferBudget = 30 * time.Second
+)
+
+func (s *Server) budgetOf(rt route) time.Duration {
+	budget, def := s.cfg.QueryBudget, DefaultQueryBudget
+	if strings.HasSuffix(rt.pattern, "/import") || strings.HasSuffix(rt.pattern, "/export") {
+		budget, def = s.cfg.TransferBudget, DefaultTransferBudget
+	}
+	if budget <= 0 {
+		return def
+	}
+	return budget
+}
+
+// withBudget runs next with a context that ends after budget.
+func withBudget(budget time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), budget)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// maxFormBytes bounds a form's body: the page form with every list full
+// (seven lists of 20 patterns of 256 bytes, escaped) stays well below it.
+const maxFormBytes = 256 << 10
+
+// formBody lets a form's body through capped at maxFormBytes, and refuses a
+// multipart one: no form of the page sends a file, and net/http would write
+// a large one to temporary files that the handler's copy of the request
+// (made by guard) keeps from ever being removed.
+func (s *Server) formBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
+			s.problem(w, r, http.StatusUnsupportedMediaType, "this form takes application/x-www-form-urlencoded; no form of this page sends a file")
+			return
+		}
+		// Read here, whole, so a body over the cap is refused, not read as
+		// an empty form (which would pause a page whose "enabled" is lost).
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				s.problem(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("the form is larger than %d bytes", maxFormBytes))
+				return
+			}
+			s.problem(w, r, http.StatusBadRequest, "the form could not be read: "+err.Error())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // allowedMethods returns the methods known routes r's path under.
@@ -281,6 +472,9 @@ func securityHeaders(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
+		// frame-ancestors says the same to browsers that read CSP; this
+		// says it to those that do not.
+		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")
 		next.ServeHTTP(w, r)
 	})
@@ -297,15 +491,28 @@ func tokenOf(r *http.Request) (watch.Token, bool) {
 // guard lets a request through to rt's handler only with the right token.
 func (s *Server) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secret := s.credential(r, rt)
+		secret, session := s.credential(r, rt)
+		if secret == malformedCredential {
+			s.denied(w, r, rt, http.StatusUnauthorized, `send the token as "Authorization: Bearer <token>"`)
+			return
+		}
 		var tok watch.Token
 		if secret != "" {
 			var err error
-			tok, err = s.deps.Tokens.VerifyToken(r.Context(), secret)
+			if session {
+				tok, err = s.deps.Sessions.VerifySession(r.Context(), secret)
+			} else {
+				tok, err = s.deps.Tokens.VerifyToken(r.Context(), secret)
+			}
 			switch {
+			case errors.Is(err, watch.ErrTokenNotFound) && session:
+				// Signed out elsewhere, expired, its token revoked, or a
+				// cookie of before sessions: a visitor again.
+				clearSession(w, s.secureCookies(r))
+				secret = ""
 			case errors.Is(err, watch.ErrTokenNotFound):
 				if rt.access == open {
-					break // a stale cookie does not lock anyone out of sign-in
+					break
 				}
 				s.denied(w, r, rt, http.StatusUnauthorized, "the token is not valid (revoked, or mistyped)")
 				return
@@ -321,7 +528,10 @@ func (s *Server) guard(rt route) http.Handler {
 			s.denied(w, r, rt, http.StatusUnauthorized, "reading needs a token: send \"Authorization: Bearer <token>\" (feeds also take ?token=); `watchctl token create NAME` makes one")
 			return
 		case rt.access == private && secret == "":
-			s.denied(w, r, rt, http.StatusUnauthorized, "subscriptions name their receivers: reading them needs a token even when reads are public; send \"Authorization: Bearer <token>\"")
+			s.denied(w, r, rt, http.StatusUnauthorized, "subscriptions name their receivers: reading them needs a write token even when reads are public; send \"Authorization: Bearer <token>\"")
+			return
+		case rt.access == private && !tok.Write:
+			s.denied(w, r, rt, http.StatusForbidden, fmt.Sprintf("token %q may only read pages and updates; subscriptions name their receivers and need a token made with --write", tok.Name))
 			return
 		case rt.access == write && secret == "":
 			s.denied(w, r, rt, http.StatusUnauthorized, "changes need a write token: send \"Authorization: Bearer <token>\"; `watchctl token create NAME --write` makes one")
@@ -334,27 +544,33 @@ func (s *Server) guard(rt route) http.Handler {
 	})
 }
 
-// credential finds the request's token: the Authorization header always,
-// ?token= on feeds, the session cookie on the web page and feeds.
-func (s *Server) credential(r *http.Request, rt route) string {
+// malformedCredential is what credential returns for an Authorization
+// header that is not "Bearer <token>" (a bare token, another scheme).
+const malformedCredential = "\x00malformed"
+
+// credential finds the request's token secret: the Authorization header
+// always, ?token= on feeds; or, on the web page and feeds, the session id
+// of the cookie (session true).
+func (s *Server) credential(r *http.Request, rt route) (secret string, session bool) {
 	if h := r.Header.Get("Authorization"); h != "" {
-		if t, ok := strings.CutPrefix(h, "Bearer "); ok {
-			return strings.TrimSpace(t)
+		// RFC 9110: the scheme is case-insensitive.
+		if scheme, t, ok := strings.Cut(strings.TrimSpace(h), " "); ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(t), false
 		}
-		return h // not Bearer: verified as it is, and refused
+		return malformedCredential, false
 	}
 	isFeed := strings.HasPrefix(rt.pattern, "/feeds/")
 	if isFeed {
 		if t := r.URL.Query().Get("token"); t != "" {
-			return t
+			return t, false
 		}
 	}
 	if !rt.api || isFeed {
-		if c, err := r.Cookie(sessionCookie); err == nil {
-			return c.Value
+		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+			return c.Value, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // denied answers a request the guard refuses: problem details for the API

@@ -79,7 +79,7 @@ type deliveryJSON struct {
 }
 
 func toSubscriptionJSON(sub watch.Subscription) subscriptionJSON {
-	out := subscriptionJSON{ID: sub.ID, Channel: sub.Channel, Target: sub.Target, Digest: sub.Digest, PageID: sub.PageID,
+	out := subscriptionJSON{ID: sub.ID, Channel: sub.Channel, Target: sub.MaskedTarget(), Digest: sub.Digest, PageID: sub.PageID,
 		Tag: sub.Tag, Scope: sub.Scope(), CreatedAt: sub.CreatedAt.UTC(), Paused: !sub.PausedAt.IsZero(), PausedReason: sub.PausedReason}
 	if out.Paused {
 		t := sub.PausedAt.UTC()
@@ -312,7 +312,7 @@ func (s *Server) apiTestSubscription(w http.ResponseWriter, r *http.Request) {
 	case res.Err != nil:
 		// The target's refusal is not the server's failure: 502 says the
 		// request was fine and the far side did not accept the message.
-		s.problem(w, r, http.StatusBadGateway, fmt.Sprintf("test message to %s not delivered: %v", sub.Target, res.Err))
+		s.problem(w, r, http.StatusBadGateway, fmt.Sprintf("test message to %s not delivered: %v", sub.MaskedTarget(), res.Err))
 		return
 	}
 	writeJSON(w, http.StatusOK, testResultJSON{Delivered: true, ResponseCode: res.Code})

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"html/template"
@@ -61,7 +62,7 @@ type view struct {
 
 func (s *Server) viewOf(r *http.Request, title string) view {
 	tok, ok := tokenOf(r)
-	return view{Title: title, SignedIn: ok, Token: tok.Name, CanWrite: ok && tok.Write, Flash: r.URL.Query().Get("done")}
+	return view{Title: title, SignedIn: ok, Token: tok.Name, CanWrite: ok && tok.Write, Flash: flashOf(r)}
 }
 
 // render executes a template into a buffer first, so a failure shows an
@@ -200,7 +201,7 @@ func (s *Server) uiAddPage(w http.ResponseWriter, r *http.Request) {
 			var page watch.Page
 			page, err = s.deps.Writer.CreatePage(r.Context(), p)
 			if err == nil {
-				http.Redirect(w, r, "/?done="+url.QueryEscape(fmt.Sprintf("Watching %s", page.BaseURL)), http.StatusSeeOther)
+				http.Redirect(w, r, flashURL("/", flashWatching, page.ID), http.StatusSeeOther)
 				return
 			}
 		}
@@ -291,7 +292,7 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var after watch.Page
 		if after, err = s.editPage(r, id, edit); err == nil {
-			http.Redirect(w, r, fmt.Sprintf("/pages/%d?done=%s", id, url.QueryEscape(savedMessage(before, after))), http.StatusSeeOther)
+			http.Redirect(w, r, flashURL(fmt.Sprintf("/pages/%d", id), savedFlash(before, after), id), http.StatusSeeOther)
 			return
 		}
 	}
@@ -314,15 +315,14 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	s.showPage(w, r, http.StatusUnprocessableEntity, p, form)
 }
 
-// savedMessage says what an edit did, and, as watchctl set does, that the
+// savedFlash says what an edit did, and, as watchctl set does, that the
 // page's next check re-baselines silently when the edit changed what the
 // page admits.
-func savedMessage(before, after watch.Page) string {
+func savedFlash(before, after watch.Page) string {
 	if after.RebaselinePending && !reflect.DeepEqual(before.Options, after.Options) {
-		return "Saved. The new options change which links the page admits: its next check re-baselines silently " +
-			"(the links they now admit are recorded, not reported as new)."
+		return flashSavedRebaseline
 	}
-	return "Saved"
+	return flashSaved
 }
 
 func (s *Server) uiSetEnabled(w http.ResponseWriter, r *http.Request) {
@@ -339,11 +339,11 @@ func (s *Server) uiSetEnabled(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	done := "Paused"
+	done := flashPaused
 	if enabled {
-		done = "Resumed"
+		done = flashResumed
 	}
-	http.Redirect(w, r, fmt.Sprintf("/pages/%d?done=%s", id, done), http.StatusSeeOther)
+	http.Redirect(w, r, flashURL(fmt.Sprintf("/pages/%d", id), done, id), http.StatusSeeOther)
 }
 
 func (s *Server) uiDeletePage(w http.ResponseWriter, r *http.Request) {
@@ -359,7 +359,7 @@ func (s *Server) uiDeletePage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	http.Redirect(w, r, "/?done="+url.QueryEscape(fmt.Sprintf("Removed page %d", id)), http.StatusSeeOther)
+	http.Redirect(w, r, flashURL("/", flashPageRemoved, id), http.StatusSeeOther)
 }
 
 type updatesView struct {
@@ -413,20 +413,39 @@ func (s *Server) uiSignIn(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusUnprocessableEntity, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: "paste a token: `watchctl token create NAME` makes one"})
 		return
 	}
-	if _, err := s.deps.Tokens.VerifyToken(r.Context(), secret); errors.Is(err, watch.ErrTokenNotFound) {
+	tok, err := s.deps.Tokens.VerifyToken(r.Context(), secret)
+	if errors.Is(err, watch.ErrTokenNotFound) {
 		s.render(w, r, http.StatusUnauthorized, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: "that token is not valid (revoked, or mistyped)"})
 		return
 	} else if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: int(sessionMaxAge.Seconds()),
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	// The cookie holds a session's random id, never the token: signing out
+	// ends the session on the server, and the token stays the reader's.
+	id := rand.Text()
+	if err := s.deps.Sessions.CreateSession(r.Context(), tok.Name, id, sessionMaxAge); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(sessionMaxAge.Seconds()),
+		HttpOnly: true, Secure: s.secureCookies(r), SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 func (s *Server) uiSignOut(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		if err := s.deps.Sessions.EndSession(r.Context(), c.Value); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	clearSession(w, s.secureCookies(r))
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+}
+
+// clearSession tells the browser to drop its session cookie.
+func clearSession(w http.ResponseWriter, secure bool) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 }

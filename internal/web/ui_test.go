@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,7 +15,7 @@ func (e *env) form(path, session string, values url.Values, headers ...string) (
 	e.t.Helper()
 	h := append([]string{"Content-Type", "application/x-www-form-urlencoded", "Sec-Fetch-Site", "same-origin"}, headers...)
 	if session != "" {
-		h = append(h, "Cookie", sessionCookie+"="+session)
+		h = append(h, "Cookie", sessionCookie+"="+e.session(session))
 	}
 	resp, b := e.do("POST", path, "", values.Encode(), h...)
 	return resp, string(b)
@@ -24,10 +25,32 @@ func (e *env) get(path, session string) (*http.Response, string) {
 	e.t.Helper()
 	var h []string
 	if session != "" {
-		h = []string{"Cookie", sessionCookie + "=" + session}
+		h = []string{"Cookie", sessionCookie + "=" + e.session(session)}
 	}
 	resp, b := e.do("GET", path, "", "", h...)
 	return resp, string(b)
+}
+
+// session returns the id of a session signed in with the token secret,
+// one a token, made on first use as the sign-in form makes it.
+func (e *env) session(secret string) string {
+	e.t.Helper()
+	if id, ok := e.sessions[secret]; ok {
+		return id
+	}
+	tok, err := e.st.VerifyToken(context.Background(), secret)
+	if err != nil {
+		e.t.Fatalf("sign in with %q: %v", secret, err)
+	}
+	id := rand.Text()
+	if err := e.st.CreateSession(context.Background(), tok.Name, id, sessionMaxAge); err != nil {
+		e.t.Fatal(err)
+	}
+	if e.sessions == nil {
+		e.sessions = map[string]string{}
+	}
+	e.sessions[secret] = id
+	return id
 }
 
 // noRedirects makes the env's client stop at redirects, so tests check
@@ -55,7 +78,12 @@ func TestSignInKeepsTheTokenInAStrictCookie(t *testing.T) {
 	if c.Name != sessionCookie || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" {
 		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict, Path=/", c)
 	}
-	resp, body = e.get("/", c.Value)
+	if strings.Contains(c.Value, e.writeTk) {
+		t.Errorf("the cookie holds the token: %q", c.Value)
+	}
+	withCookie := []string{"Cookie", sessionCookie + "=" + c.Value}
+	resp, b := e.do("GET", "/", "", "", withCookie...)
+	body = string(b)
 	if resp.StatusCode != 200 || !strings.Contains(body, "Watch a page") || !strings.Contains(body, "Sign out (writer)") {
 		t.Errorf("GET / signed in: %d", resp.StatusCode)
 	}
@@ -69,8 +97,19 @@ func TestSignInKeepsTheTokenInAStrictCookie(t *testing.T) {
 	if !strings.Contains(body, `name="viewport"`) {
 		t.Error("no viewport: not usable on a phone")
 	}
-	if resp, _ := e.form("/signout", c.Value, nil); resp.Cookies()[0].MaxAge >= 0 {
+	resp, _ = e.do("POST", "/signout", "", "", append(withCookie, "Content-Type", "application/x-www-form-urlencoded", "Sec-Fetch-Site", "same-origin")...)
+	if len(resp.Cookies()) == 0 || resp.Cookies()[0].MaxAge >= 0 {
 		t.Error("sign-out does not clear the cookie")
+	}
+	// Sign-out ends the session on the server: a copy of the cookie is
+	// worth nothing after it.
+	if resp, _ := e.do("GET", "/", "", "", withCookie...); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/signin" {
+		t.Errorf("the signed-out cookie still opens the page: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// A cookie that held the token itself, as before sessions, signs no one
+	// in: the upgrade signs everyone out once.
+	if resp, _ := e.do("GET", "/", "", "", "Cookie", sessionCookie+"="+e.writeTk); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("a cookie holding the token opened the page: %d", resp.StatusCode)
 	}
 }
 
