@@ -219,6 +219,9 @@ portalwatch subscription {{.Subscription}} ({{.Scope}}). To stop these messages,
 watchctl notify remove {{.Subscription}}, or use your mail program's unsubscribe button.
 `))
 
+// htmlMail is the HTML part. It must stay html/template: link texts and page
+// names came from crawled pages, and it escapes each one for where it goes,
+// so a mail client shows a text such as <img onerror=…> rather than running it.
 var htmlMail = htmltemplate.Must(htmltemplate.New("html").Funcs(funcs).Parse(
 	`<!doctype html><html><body>
 {{if .Test}}<p>This is a test message: subscription {{.Subscription}} ({{.Scope}}) reaches you.</p>

@@ -1,14 +1,17 @@
 package email_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
 	"net"
 	"net/mail"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+	"golang.org/x/net/html"
 
 	"github.com/portalwatch/portalwatch/internal/email"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -125,15 +129,30 @@ func TestEmailIsMultipartGroupedByPageWithUnsubscribe(t *testing.T) {
 	if len(got) != 1 || got[0].to != "desk@example.com" || got[0].from != "watch@example.com" {
 		t.Fatalf("server received %+v", got)
 	}
-	msg, err := mail.ReadMessage(strings.NewReader(string(got[0].data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u := msg.Header.Get("List-Unsubscribe"); !strings.Contains(u, "mailto:watch@example.com") || !strings.Contains(u, "unsubscribe%204") {
+	header, parts := mailParts(t, got[0].data)
+	if u := header.Get("List-Unsubscribe"); !strings.Contains(u, "mailto:watch@example.com") || !strings.Contains(u, "unsubscribe%204") {
 		t.Errorf("List-Unsubscribe %q", u)
 	}
-	if s := msg.Header.Get("Subject"); !strings.Contains(s, "3 new on 2 pages") {
+	if s := header.Get("Subject"); !strings.Contains(s, "3 new on 2 pages") {
 		t.Errorf("subject %q", s)
+	}
+	text, htmlPart := parts["text/plain"], parts["text/html"]
+	if !strings.Contains(text, "Ministry (https://ministry.example/)") || !strings.Contains(text, "https://news.example/story") ||
+		strings.Index(text, "Ministry") > strings.Index(text, "news.example") {
+		t.Errorf("text part, want updates grouped by page in order:\n%s", text)
+	}
+	if !strings.Contains(htmlPart, `<a href="https://news.example/story">Story &amp; more</a>`) || !strings.Contains(htmlPart, "A &lt;b&gt;") {
+		t.Errorf("html part, want escaped text:\n%s", htmlPart)
+	}
+}
+
+// mailParts reads a multipart/alternative message and returns its header
+// and its parts' decoded bodies by media type.
+func mailParts(t *testing.T, data []byte) (mail.Header, map[string]string) {
+	t.Helper()
+	msg, err := mail.ReadMessage(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
 	}
 	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
 	if err != nil || mediaType != "multipart/alternative" {
@@ -143,21 +162,99 @@ func TestEmailIsMultipartGroupedByPageWithUnsubscribe(t *testing.T) {
 	mr := multipart.NewReader(msg.Body, params["boundary"])
 	for {
 		p, err := mr.NextPart()
-		if err != nil {
+		if err == io.EOF {
 			break
 		}
-		body, _ := io.ReadAll(p)
+		if err != nil {
+			t.Fatalf("read message part: %v", err)
+		}
+		body, err := io.ReadAll(p)
+		if err != nil {
+			t.Fatalf("read message part: %v", err)
+		}
 		ct, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type"))
 		parts[ct] = decodeQP(t, p.Header.Get("Content-Transfer-Encoding"), body)
 	}
-	text, html := parts["text/plain"], parts["text/html"]
-	if !strings.Contains(text, "Ministry (https://ministry.example/)") || !strings.Contains(text, "https://news.example/story") ||
-		strings.Index(text, "Ministry") > strings.Index(text, "news.example") {
-		t.Errorf("text part, want updates grouped by page in order:\n%s", text)
+	return msg.Header, parts
+}
+
+// TestEmailHTMLShowsCrawledTextAsText sends link texts and a page name that
+// hold markup, parses the HTML part as a mail client does and finds only
+// the template's own elements, each update's text shown as it was.
+func TestEmailHTMLShowsCrawledTextAsText(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t)
+	e, err := email.New(email.Config{URL: "smtp://desk:s3cret@" + srv.addr, From: "watch@example.com"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(html, `<a href="https://news.example/story">Story &amp; more</a>`) || !strings.Contains(html, "A &lt;b&gt;") {
-		t.Errorf("html part, want escaped text:\n%s", html)
+	payloads := []string{
+		`<img src=x onerror=alert(1)>`,
+		`&lt;img src=x onerror=alert(2)&gt;`,
+		`&amp;lt;img src=x onerror=alert(3)&amp;gt;`,
+		`<script>alert(4)</script>`,
+		`]]><img src=x onerror=alert(5)>`,
+		`<b>bold</b><iframe src="https://evil.example/"></iframe>`,
 	}
+	pageName := `<script>alert("page")</script>Ministry`
+	b := watch.Batch{ID: "msg_markup", Pages: map[int64]watch.NotifiedPage{7: {ID: 7, URL: "https://ministry.example/", Name: pageName}}}
+	for i, s := range payloads {
+		b.Updates = append(b.Updates, watch.Update{ID: int64(i + 1), PageID: 7, URL: fmt.Sprintf("https://ministry.example/%d", i), Text: s, DiscoveredAt: time.Now()})
+	}
+	sub := watch.Subscription{ID: 4, Channel: watch.Email, Target: "desk@example.com"}
+	if res := e.Send(context.Background(), sub, watch.TypeUpdatesCreated, b); res.Err != nil {
+		t.Fatalf("send: %+v", res)
+	}
+	got := srv.messages()
+	if len(got) != 1 {
+		t.Fatalf("server received %d messages, want 1", len(got))
+	}
+	_, parts := mailParts(t, got[0].data)
+	doc, err := html.Parse(strings.NewReader(parts["text/html"]))
+	if err != nil {
+		t.Fatalf("parse the HTML part: %v", err)
+	}
+	// The elements the template writes; anything else came from the text.
+	ours := map[string]bool{"html": true, "head": true, "body": true, "h2": true, "a": true, "ul": true, "li": true, "hr": true, "p": true, "code": true}
+	var links, foreign []string
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			if !ours[n.Data] {
+				el := "<" + n.Data
+				for _, a := range n.Attr {
+					el += fmt.Sprintf(" %s=%q", a.Key, a.Val)
+				}
+				foreign = append(foreign, el+">")
+			}
+			if n.Data == "a" {
+				links = append(links, textOf(n))
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if len(foreign) > 0 {
+		t.Errorf("the HTML part holds elements the page wrote: %s\n%s", strings.Join(foreign, ", "), parts["text/html"])
+	}
+	want := append([]string{pageName}, payloads...)
+	if !slices.Equal(links, want) {
+		t.Errorf("links show %q, want the page's name and texts as they were: %q", links, want)
+	}
+}
+
+// textOf returns the text a mail client shows for n.
+func textOf(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	var s strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		s.WriteString(textOf(c))
+	}
+	return s.String()
 }
 
 func decodeQP(t *testing.T, enc string, body []byte) string {

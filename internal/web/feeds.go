@@ -8,6 +8,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
 	"strconv"
 	"strings"
@@ -188,6 +189,12 @@ func entryTitle(u watch.Update) string {
 	return u.URL
 }
 
+// writeAtom writes f as Atom 1.0. Its texts came from crawled pages or
+// from people and none is markup, so every text construct is type="text"
+// (RFC 4287 section 3.1.1): a reader shows the characters as they are.
+// gorilla/feeds marks content and summary type="html", which has a reader
+// decode the crawled text once and render it, a live <img onerror> and all;
+// titles, names and the subtitle carry no type, which means text.
 func writeAtom(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update) error {
 	af := (&feeds.Atom{Feed: f}).AtomFeed()
 	af.Id = f.Id
@@ -197,6 +204,12 @@ func writeAtom(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update) error {
 		// author of its links. The page's name is the source people know.
 		e.Author = &feeds.AtomAuthor{AtomPerson: feeds.AtomPerson{Name: updates[i].PageName}}
 		e.Published = e.Updated
+		if e.Content != nil {
+			e.Content.Type = "text"
+		}
+		if e.Summary != nil {
+			e.Summary.Type = "text"
+		}
 	}
 	return writeXML(buf, af)
 }
@@ -226,12 +239,27 @@ type rssDoc struct {
 	Channel rssChannel `xml:"channel"`
 }
 
+// writeRSS writes f as RSS 2.0. A description is HTML to every reader
+// (RSS 2.0 allows "entity-encoded HTML" there, and readers render it), so
+// the crawled text is HTML-escaped before it goes in: decoded from the XML it
+// is still escaped, and the reader shows the page's characters instead of
+// running its markup.
+//
+// Titles and the source's name stay plain text, escaped for XML only. RSS
+// 2.0 allows HTML in descriptions alone, and the RSS Advisory Board says
+// titles should not contain HTML; Atom's and JSON Feed's titles are plain
+// text too. Escaping titles once more would show "&amp;" for every "&" in
+// readers that follow the spec (gofeed decodes a title once); Miniflux
+// strips tags from an RSS title and shows it as text either way; and a
+// reader that rendered titles as HTML would be open to every feed it reads,
+// which escaping here could not fix.
 func writeRSS(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update, self string) error {
 	rf := (&feeds.Rss{Feed: f}).RssFeed()
+	rf.Description = html.EscapeString(rf.Description)
 	doc := rssDoc{Version: "2.0", Channel: rssChannel{RssFeed: rf}}
 	for i, it := range rf.Items {
 		it.Author = "" // RSS wants an e-mail address there; the page is the source
-		it.Description = entryContent(updates[i])
+		it.Description = html.EscapeString(entryContent(updates[i]))
 		it.Content = nil // the description carries it
 		it.Guid.IsPermaLink = "false"
 		doc.Channel.Items = append(doc.Channel.Items, rssItem{RssItem: it, Source: &rssSource{URL: self, Name: updates[i].PageName}})
@@ -261,6 +289,9 @@ type jsonFeed struct {
 	Items       []jsonFeedItem `json:"items"`
 }
 
+// jsonFeedItem is one entry of a JSON Feed. Its text goes in content_text,
+// the plain-text field, never in content_html, which readers render as HTML:
+// the text came from a crawled page.
 type jsonFeedItem struct {
 	ID            string           `json:"id"`
 	URL           string           `json:"url"`
