@@ -33,7 +33,10 @@ import (
 // against a receiver that fails 30 % of requests with 500 and lets 10 % time
 // out. At the end each subscription's receiver must hold exactly the updates
 // of its scope, every request signed, every repeat under a webhook-id seen
-// before. Run it alone: go test -tags chaos -count=1 -run TestNotif -v ./chaos
+// before. TestNotifierSlowReceivers runs notifiers against receivers that
+// hang, drip a 200 and answer at the timeout's edge: every request must be
+// an attempt in the delivery log. Run them alone, one at a time:
+// go test -tags chaos -count=1 -run TestNotifierUnderFaults -v ./chaos
 
 // flakyReceiver is a webhook receiver per subscription path (/hook/N).
 type flakyReceiver struct {
@@ -85,10 +88,18 @@ func (rc *flakyReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if rc.accept(r, body) {
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// accept notes the updates of a verified request as received, and reports
+// whether its body was a message.
+func (rc *flakyReceiver) accept(r *http.Request, body []byte) bool {
 	var msg webhook.Body
 	if err := json.Unmarshal(body, &msg); err != nil {
 		rc.t.Errorf("undecodable body: %v", err)
-		return
+		return false
 	}
 	id := r.Header.Get("webhook-id")
 	rc.mu.Lock()
@@ -108,7 +119,7 @@ func (rc *flakyReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.got[path][u.ID] = id
 	}
 	rc.accepted[path][id] = true
-	w.WriteHeader(http.StatusNoContent)
+	return true
 }
 
 func (rc *flakyReceiver) ids(path string) []int64 {
@@ -373,5 +384,194 @@ func TestNotifierNegativeControlCursorFirst(t *testing.T) {
 	t.Logf("cursor-first control: %d crashes, %d of %d updates delivered", crashes, len(got), len(want))
 	if crashes == 0 || len(got) >= len(want) {
 		t.Fatalf("the control lost nothing (%d crashes, %d of %d delivered): the checker has no teeth", crashes, len(got), len(want))
+	}
+}
+
+// slowReceiver puts the three slow receivers of issue 26 in front of a
+// flakyReceiver's bookkeeping: /hook/hang keeps its first request past the
+// notifier's timeout, /hook/drip accepts every message with a 200 whose
+// body drips for twice the timeout, /hook/edge accepts its first message
+// just before the timeout. Everything else is accepted at once.
+type slowReceiver struct {
+	*flakyReceiver
+	quit chan struct{} // closed when the test ends, before the server closes
+
+	mu    sync.Mutex
+	sends map[string]map[string]int // path -> webhook-id -> requests
+}
+
+func (rc *slowReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	path, id := r.URL.Path, r.Header.Get("webhook-id")
+	rc.flakyReceiver.mu.Lock()
+	rc.requests++
+	secret := rc.secrets[path]
+	rc.flakyReceiver.mu.Unlock()
+	if !verifySignature(secret, r.Header, body) {
+		rc.flakyReceiver.mu.Lock()
+		rc.badSigs++
+		rc.flakyReceiver.mu.Unlock()
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	rc.mu.Lock()
+	if rc.sends[path] == nil {
+		rc.sends[path] = map[string]int{}
+	}
+	rc.sends[path][id]++
+	first := len(rc.sends[path]) == 1 && rc.sends[path][id] == 1
+	rc.mu.Unlock()
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-r.Context().Done():
+		case <-rc.quit:
+		}
+		return false
+	}
+	switch {
+	case path == "/hook/hang" && first:
+		wait(3 * rc.timeout) // the notifier gives up long before
+	case path == "/hook/drip":
+		if !rc.accept(r, body) {
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		for start := time.Now(); time.Since(start) < 2*rc.timeout; {
+			if _, err := w.Write([]byte(".")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			if !wait(200 * time.Millisecond) {
+				return
+			}
+		}
+	case path == "/hook/edge" && first:
+		// So close to the timeout that the answer may land on either
+		// side: either must be recorded as what it was.
+		if wait(rc.timeout-10*time.Millisecond) && rc.accept(r, body) {
+			w.WriteHeader(http.StatusOK)
+		}
+	default:
+		if rc.accept(r, body) {
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}
+}
+
+// TestNotifierSlowReceivers runs two notifier programs, with the default
+// webhook timeout and the shortest lease they accept, against the three
+// slow receivers while checks commit: every update must reach each
+// receiver, every cursor move past the last, and every request be an
+// attempt in the delivery log, so that a message goes out again only after
+// a failure the log shows. Before issue 26 the record deadline ran out
+// with a send that took the timeout: the hang went unlogged and the
+// dripped 200 was sent again at every lease. It needs the real 10s
+// timeout; the run takes about as long.
+func TestNotifierSlowReceivers(t *testing.T) {
+	const timeout = 10 * time.Second
+	w := newWorld(t, servers{sharedQueues: true},
+		"PORTALWATCH_WEBHOOK_TIMEOUT="+timeout.String(), "PORTALWATCH_SMTP_TIMEOUT="+timeout.String(),
+		"PORTALWATCH_NOTIFIER_LEASE="+(2*timeout).String(), "PORTALWATCH_NOTIFIER_POLL=50ms",
+		"PORTALWATCH_NOTIFY_RETRY_MIN=200ms", "PORTALWATCH_NOTIFY_RETRY_MAX=1s")
+	rc := &slowReceiver{flakyReceiver: newFlakyReceiver(t, timeout, 0, 0), quit: make(chan struct{}), sends: map[string]map[string]int{}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	defer close(rc.quit) // before Close, which waits for the handlers
+	pages := notifyPages(t, w.sys.DB)
+	all := scopesFor(pages)[0]
+	scopes := []notifyScope{{"/hook/hang", all.args, all.where}, {"/hook/drip", all.args, all.where}, {"/hook/edge", all.args, all.where}}
+	subscribe(t, w.sys, rc.flakyReceiver, srv.URL, scopes)
+	w.startFleet(map[string]string{"notifier-1": "notifier", "notifier-2": "notifier"}, nil)
+
+	// Checks keep committing while the first sends hang.
+	writing, stopWriting := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stopWriting()
+	writeChecks(writing, w.sys.DB, pages, 2, 500*time.Millisecond)
+
+	ctx := context.Background()
+	// A timeout, a backoff and the rest: well under the old code's repeats
+	// at every lease.
+	err := testsvc.Poll(ctx, 2*timeout+15*time.Second, 100*time.Millisecond, func() (bool, string, error) {
+		var stuck int
+		err := w.sys.DB.QueryRow(ctx, `SELECT count(*) FROM subscriptions s
+			WHERE EXISTS (SELECT 1 FROM updates u WHERE (u.xact, u.id) > (s.cursor_xact, s.cursor_id))`).Scan(&stuck)
+		if err != nil {
+			return false, "", err
+		}
+		for _, s := range scopes {
+			if !slices.Equal(rc.ids(s.path), truth(t, w.sys.DB, s)) {
+				return false, fmt.Sprintf("%s lacks updates; %d cursors before the last update", s.path, stuck), nil
+			}
+		}
+		return stuck == 0, fmt.Sprintf("%d cursors before the last update", stuck), nil
+	})
+	if err != nil {
+		t.Errorf("waiting for every update delivered and recorded: %v", err)
+	}
+	w.fleet.shutdown()
+	w.sys.StopAll()
+
+	rc.flakyReceiver.mu.Lock()
+	defer rc.flakyReceiver.mu.Unlock()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.badSigs != 0 {
+		t.Errorf("%d requests failed signature verification", rc.badSigs)
+	}
+	if len(rc.strayDup) != 0 {
+		t.Errorf("%d repeats came under a webhook-id never accepted before, e.g. %v", len(rc.strayDup), rc.strayDup[:min(3, len(rc.strayDup))])
+	}
+	// Failures each receiver explains: the hang one, the edge none or one,
+	// the drip none.
+	explained := map[string][2]int{"/hook/hang": {1, 1}, "/hook/drip": {0, 0}, "/hook/edge": {0, 1}}
+	for _, s := range scopes {
+		var sub int64
+		if err := w.sys.DB.QueryRow(ctx, `SELECT id FROM subscriptions WHERE target = $1`, srv.URL+s.path).Scan(&sub); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := w.sys.DB.Query(ctx, `SELECT message_id, status, attempts, last_error FROM deliveries WHERE subscription_id = $1`, sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type entry struct {
+			status, lastError string
+			attempts          int
+		}
+		logged := map[string]entry{}
+		for rows.Next() {
+			var id string
+			var e entry
+			if err := rows.Scan(&id, &e.status, &e.attempts, &e.lastError); err != nil {
+				t.Fatal(err)
+			}
+			logged[id] = e
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		failures := 0
+		for id, n := range rc.sends[s.path] {
+			e, ok := logged[id]
+			switch {
+			case !ok:
+				t.Errorf("%s: message %s was sent %d times and is not in the delivery log", s.path, id, n)
+			case e.status != string(watch.Delivered) || e.attempts != n:
+				t.Errorf("%s: message %s was sent %d times; the delivery log says %s after %d attempts (%q)", s.path, id, n, e.status, e.attempts, e.lastError)
+			}
+			failures += n - 1
+		}
+		for id := range logged {
+			if rc.sends[s.path][id] == 0 {
+				t.Errorf("%s: the delivery log has message %s, which never came", s.path, id)
+			}
+		}
+		if want := explained[s.path]; failures < want[0] || failures > want[1] {
+			t.Errorf("%s: %d repeats, want %d to %d: one per failure the receiver caused", s.path, failures, want[0], want[1])
+		}
+		t.Logf("%s: %d updates in %d messages, %d requests, %d repeats", s.path, len(rc.got[s.path]), len(rc.sends[s.path]), len(rc.sends[s.path])+failures, failures)
 	}
 }

@@ -56,11 +56,16 @@ func defaults() settings {
 	}
 }
 
-// Validate checks the lease against the delivery timeouts.
+// Validate checks the lease against the delivery timeouts. A delivery
+// holds its lease through the send, which may take the whole timeout, and
+// then through the record of its outcome, whose deadline starts only after
+// the send: twice the longer timeout leaves a send that took all of it as
+// long again to record (milliseconds, normally).
 func (s settings) Validate() error {
 	if longest := max(s.Senders.Webhook.Timeout, s.Senders.Email.Timeout); s.Notifier.Lease < 2*longest {
 		return config.Invalid("Notifier.Lease", s.Notifier.Lease,
-			"want at least twice the longer of {Senders.Webhook.Timeout} and {Senders.Email.Timeout}, or deliveries outlive their lease and go out twice")
+			"want at least twice the longer of {Senders.Webhook.Timeout} and {Senders.Email.Timeout}: "+
+				"a send may take all of one and its outcome is recorded after it, or deliveries outlive their lease and go out twice")
 	}
 	return nil
 }

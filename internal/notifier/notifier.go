@@ -56,9 +56,11 @@ type Config struct {
 	// look found nothing to deliver, at least 10ms. Default 1s.
 	PollInterval time.Duration `env:"PORTALWATCH_NOTIFIER_POLL"`
 	// Lease is how long a claimed subscription is kept from other
-	// notifiers; it must exceed the longest delivery (webhook or SMTP
-	// timeout; the programs want twice that). A notifier that dies holds
-	// its subscriptions this long. At least 1s; default 2m.
+	// notifiers; it must cover a whole delivery, the send (up to the
+	// webhook or SMTP timeout) and then the record of its outcome, or the
+	// message goes out twice (the programs want twice the longer timeout).
+	// A notifier that dies holds its subscriptions this long. At least 1s;
+	// default 2m.
 	Lease time.Duration `env:"PORTALWATCH_NOTIFIER_LEASE"`
 	// RetryMin and RetryMax bound the wait before retry n, a random
 	// duration in [d/2, d] with d = RetryMin·2^n capped at RetryMax, from
@@ -259,19 +261,38 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
-// recordTimeout bounds writing an attempt's outcome, which must happen
-// even when the delivery was cut.
+// recordTimeout bounds writing an attempt's outcome or giving a lease
+// back, which must happen even when the delivery was cut. Each write gets
+// its own deadline, started when the write starts: the outcome's only once
+// the send has ended. A send may take its sender's whole timeout (a webhook
+// 10s, an SMTP session 30s by default) and a deadline started before it
+// would run out with it, leaving a hang unrecorded (attempts 0, never
+// paused) and a slow delivery unrecorded, sent again at every lease.
+//
+// The lease must cover the whole delivery: PendingBatch, the send (at most
+// the sender's timeout T) and this record (milliseconds on a healthy
+// database, at most recordTimeout). cmd/notifier wants Lease >= 2T, so a
+// send that took all of T still leaves T for the record. A record that
+// outlives the lease anyway (a sick database, T < recordTimeout) still
+// lands unless another notifier has claimed the subscription meanwhile;
+// then the store refuses it with watch.ErrLeaseLost, and that notifier's
+// send is a repeat under the same webhook-id, which at least once allows.
 const recordTimeout = 10 * time.Second
 
 // deliver sends lease l's next batch and records the outcome.
 func (s *Service) deliver(ctx context.Context, l watch.Lease) {
 	sub := l.Subscription
 	log := s.log.With("subscription_id", sub.ID, "channel", string(sub.Channel))
-	record, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
+	// recording returns a context for one write to the store, outliving
+	// a cut ctx by recordTimeout.
+	recording := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	}
 	release := func(why string, err error) {
 		s.deliveries.WithLabelValues(string(sub.Channel), "released").Inc()
-		if rerr := s.box.ReleaseLease(record, l); rerr != nil {
+		rctx, cancel := recording()
+		defer cancel()
+		if rerr := s.box.ReleaseLease(rctx, l); rerr != nil {
 			log.Warn("releasing subscription failed; its lease will run out", "err", rerr)
 		}
 		if err != nil {
@@ -294,6 +315,10 @@ func (s *Service) deliver(ctx context.Context, l watch.Lease) {
 		release("delivery cut at shutdown; the message will be sent again", res.Err)
 		return
 	}
+	// The send has ended, however long it took: only now does the
+	// record's deadline start.
+	record, cancel := recording()
+	defer cancel()
 	if res.Err == nil {
 		err := s.box.CompleteDelivery(record, l, b, watch.Attempt{ResponseCode: res.Code})
 		if err != nil {

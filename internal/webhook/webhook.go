@@ -28,6 +28,11 @@ const (
 	// DefaultTimeout bounds one webhook request, from the dial to
 	// the end of the kept response.
 	DefaultTimeout = 10 * time.Second
+	// AcceptedBodyGrace is how long the body of a 2xx answer is read
+	// for: the status accepts the message and the body is not needed, but
+	// one that comes with the status (most do) is read to its end so that
+	// the connection carries the next message.
+	AcceptedBodyGrace = 100 * time.Millisecond
 	// MaxResponseBytes is how much of a receiver's response is read and
 	// kept (in the delivery log's last error): a receiver must not make
 	// the notifier read or store more.
@@ -130,7 +135,9 @@ func body(typ string, b watch.Batch) ([]byte, error) {
 // Config configures a Sender.
 type Config struct {
 	// Timeout bounds one request from the dial to the end of the kept
-	// response, at least 100ms. Zero means DefaultTimeout.
+	// response, at least 100ms: Send never takes longer. A receiver that
+	// sends no status within it has failed ("no response in 10s"). Zero
+	// means DefaultTimeout.
 	Timeout time.Duration `env:"PORTALWATCH_WEBHOOK_TIMEOUT"`
 	// DialControl vets every address a request dials, after name
 	// resolution, so neither a redirecting name nor DNS rebinding reaches
@@ -153,9 +160,10 @@ func (c Config) Validate() error {
 // DialControl, and reads at most
 // MaxResponseBytes of a response. It is safe for concurrent use.
 type Sender struct {
-	cfg Config
-	hc  *http.Client
-	now func() time.Time
+	cfg         Config
+	dialTimeout time.Duration
+	hc          *http.Client
+	now         func() time.Time
 }
 
 // New returns a sender for cfg.
@@ -166,7 +174,8 @@ func New(cfg Config) *Sender {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "portalwatch"
 	}
-	dialer := &net.Dialer{Timeout: min(cfg.Timeout, 5*time.Second), Control: cfg.DialControl}
+	dialTimeout := min(cfg.Timeout, 5*time.Second)
+	dialer := &net.Dialer{Timeout: dialTimeout, Control: cfg.DialControl}
 	transport := &http.Transport{
 		Proxy:                  nil, // a proxy would hide the real destination from the dial guard
 		DialContext:            dialer.DialContext,
@@ -178,9 +187,13 @@ func New(cfg Config) *Sender {
 		MaxIdleConnsPerHost:    4,
 	}
 	return &Sender{
-		cfg: cfg,
+		cfg:         cfg,
+		dialTimeout: dialTimeout,
 		hc: &http.Client{
-			Transport:     transport,
+			Transport: transport,
+			// The whole request, the response's body included: a
+			// ResponseHeaderTimeout alone would leave a dripped body
+			// unbounded.
 			Timeout:       cfg.Timeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
@@ -193,7 +206,10 @@ func (w *Sender) CloseIdleConnections() { w.hc.CloseIdleConnections() }
 
 // Send posts batch b as a message of type typ to sub's URL, signed with its
 // secret under the headers webhook-id (b.ID, the same at every retry),
-// webhook-timestamp and webhook-signature. Any 2xx is a delivery.
+// webhook-timestamp and webhook-signature. Any 2xx within Config.Timeout is
+// a delivery, whatever its body does after: Send returns at most
+// AcceptedBodyGrace after the status. No status within Config.Timeout is a
+// failure, "no response in" the timeout.
 func (w *Sender) Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) watch.SendResult {
 	payload, err := body(typ, b)
 	if err != nil {
@@ -204,6 +220,10 @@ func (w *Sender) Send(ctx context.Context, sub watch.Subscription, typ string, b
 	if err != nil {
 		return watch.SendResult{Err: fmt.Errorf("subscription %d: %w", sub.ID, err), Gone: true}
 	}
+	// cut ends the request early, to stop reading the body of an
+	// accepted message.
+	ctx, cut := context.WithCancel(ctx)
+	defer cut()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.Target, bytes.NewReader(payload))
 	if err != nil {
 		return watch.SendResult{Err: fmt.Errorf("webhook URL %s: %w", sub.Target, err), Gone: true}
@@ -215,15 +235,23 @@ func (w *Sender) Send(ctx context.Context, sub watch.Subscription, typ string, b
 	req.Header.Set("webhook-signature", sig)
 	resp, err := w.hc.Do(req)
 	if err != nil {
-		return watch.SendResult{Err: postError(err)}
+		return watch.SendResult{Err: w.postError(ctx, err)}
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		// The receiver accepted the message with its status; its body
+		// says nothing the notifier needs, and a broken, endless or
+		// dripped one does not undo the delivery. It is read briefly, for
+		// the connection's sake, and then cut, so that the delivery is
+		// recorded when it happened and a receiver cannot hold the
+		// subscription's lease after accepting.
+		stop := time.AfterFunc(AcceptedBodyGrace, cut)
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
+		stop.Stop()
+		return watch.SendResult{Code: resp.StatusCode}
+	}
 	kept, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
 	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		// The receiver accepted the message; a broken body after that
-		// does not undo it.
-		return watch.SendResult{Code: resp.StatusCode}
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		return watch.SendResult{Code: resp.StatusCode, Err: fmt.Errorf("HTTP %d: redirects are not followed (Location: %s)",
 			resp.StatusCode, watch.ErrorLine(resp.Header.Get("Location")))}
@@ -243,15 +271,24 @@ func (w *Sender) Send(ctx context.Context, sub watch.Subscription, typ string, b
 }
 
 // postError says why a request got no response, without the URL (which
-// the log entry already names and which may carry a token).
-func postError(err error) error {
+// the log entry already names and which may carry a token): with a
+// timeout, which one ran out ("no response in 10s").
+func (w *Sender) postError(ctx context.Context, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return fmt.Errorf("no response in time: %w", err)
+	var (
+		ne net.Error
+		oe *net.OpError
+	)
+	switch {
+	case ctx.Err() != nil:
+		// The caller's deadline or cancellation, not the receiver's.
+	case errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout():
+		return fmt.Errorf("no connection in %s: %w", w.dialTimeout, err)
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("no response in %s: %w", w.cfg.Timeout, err)
 	}
 	return fmt.Errorf("no response: %w", err)
 }

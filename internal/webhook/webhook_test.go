@@ -116,8 +116,55 @@ func TestWebhookFailuresAreBoundedAndExplained(t *testing.T) {
 		t.Errorf("410: %+v, want Gone", res)
 	}
 	start := time.Now()
-	if res := send("/slow"); res.Err == nil || !strings.Contains(res.Err.Error(), "in time") || time.Since(start) > 5*time.Second {
-		t.Errorf("slow receiver: %+v after %s", res, time.Since(start))
+	if res := send("/slow"); res.Err == nil || !strings.HasPrefix(res.Err.Error(), "no response in 300ms: ") || time.Since(start) > 5*time.Second {
+		t.Errorf("slow receiver: %+v after %s, want %q", res, time.Since(start), "no response in 300ms: …")
+	}
+}
+
+// TestWebhookSlowBodies: a 2xx is a delivery the moment its status comes,
+// however its body drips, and Send returns soon after; a failure's body is
+// read only within the timeout. Issue 26: a dripped 200 held the sender for
+// the whole timeout, which the notifier's record deadline did not survive.
+func TestWebhookSlowBodies(t *testing.T) {
+	t.Parallel()
+	quit := make(chan struct{})
+	drip := func(status int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(status)
+			for {
+				if _, err := w.Write([]byte(".")); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-time.After(50 * time.Millisecond):
+				case <-r.Context().Done():
+					return
+				case <-quit:
+					return
+				}
+			}
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/drip-200", drip(http.StatusOK))
+	mux.Handle("/drip-500", drip(http.StatusInternalServerError))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	defer close(quit) // before Close, which waits for the handlers
+	const timeout = 2 * time.Second
+	w := webhook.New(webhook.Config{Timeout: timeout})
+	send := func(path string) (watch.SendResult, time.Duration) {
+		start := time.Now()
+		res := w.Send(context.Background(), watch.Subscription{ID: 1, Target: srv.URL + path, Secret: watch.NewWebhookSecret()}, watch.TypeUpdatesCreated, batch())
+		return res, time.Since(start)
+	}
+	if res, took := send("/drip-200"); res.Err != nil || res.Code != 200 || took > timeout/2 {
+		t.Errorf("200 with a dripped body: %+v after %s, want delivered at once", res, took)
+	}
+	res, took := send("/drip-500")
+	if res.Err == nil || res.Code != 500 || !strings.Contains(res.Err.Error(), "reading the response") || took > timeout+time.Second {
+		t.Errorf("500 with a dripped body: %+v after %s, want a failure within %s", res, took, timeout)
 	}
 }
 
