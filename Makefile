@@ -36,21 +36,10 @@ up: check-roles build
 	@# Migrations take a lock, but only the machine that runs the scheduler
 	@# needs them: a crawler machine may have no database access at all.
 	@case "$$(scripts/supervisor-roles.sh "$(ROLES)")" in *scheduler*) bin/watchctl migrate;; esac
-	@mkdir -p $(SUPERVISOR)/run $(SUPERVISOR)/logs
-	@# Recorded so that bin/watchctl uses the settings the programs run with.
-	@# The URLs can hold passwords: the file is readable by its owner only,
-	@# from its first byte (umask), not after a chmod.
-	@(umask 077; rm -f $(SUPERVISOR)/run/environment; \
-		env | grep -E '^(DATABASE_URL|AMQP_URL|REDIS_URL|PORTALWATCH_[A-Z_]+)=' > $(SUPERVISOR)/run/environment || true)
-	@if $(SUPCTL) pid >/dev/null 2>&1; then \
-		echo "restarting supervisord so the current environment applies"; \
-		$(SUPCTL) shutdown >/dev/null; \
-		while $(SUPCTL) pid >/dev/null 2>&1; do sleep 0.2; done; \
-	fi
-	@PORTALWATCH_SUPERVISOR_INCLUDE="$$(scripts/supervisor-roles.sh "$(ROLES)")" \
-		PORTALWATCH_SUPERVISOR_CRAWLERS=$(CRAWLERS) supervisord -c $(SUPCONF)
-	@for i in $$(seq 1 50); do $(SUPCTL) status 2>/dev/null | grep -qv STARTING && break; sleep 0.2; done
-	@sleep 2; $(SUPCTL) status
+	@# The programs and watchctl read the recorded settings: this shell's,
+	@# over those of the last make up (UNSET=NAME,... drops some).
+	@UNSET="$(UNSET)" scripts/supervise.sh record
+	@scripts/supervise.sh start "$$(scripts/supervisor-roles.sh "$(ROLES)")" $(CRAWLERS)
 
 # check-roles: refuse a bad ROLES, CRAWLERS or LOCAL_SERVICES in one line,
 # before anything is built or started.
@@ -59,13 +48,14 @@ check-roles:
 	@case "$(CRAWLERS)" in [1-9]|[1-9][0-9]|100) ;; *) echo "CRAWLERS=$(CRAWLERS): want 1 to 100 crawler processes" >&2; exit 2;; esac
 	@case "$(LOCAL_SERVICES)" in yes|no) ;; *) echo "LOCAL_SERVICES=$(LOCAL_SERVICES): want yes or no" >&2; exit 2;; esac
 
-## down: stop every program (gracefully) and supervisord itself. The
-## databases and the broker keep running.
+## down: stop every program (gracefully) and supervisord itself, and return
+## once they have exited. The databases and the broker keep running.
 down:
-	@if $(SUPCTL) pid >/dev/null 2>&1; then $(SUPCTL) shutdown; else echo "supervisord is not running"; fi
+	@scripts/supervise.sh stop
 
+## status: each program's state; exit status 3 when portalwatch is not running.
 status:
-	@$(SUPCTL) status
+	@scripts/supervise.sh status
 
 services:
 	@scripts/services.sh check-go

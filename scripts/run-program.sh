@@ -5,6 +5,15 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 program=${1:?usage: run-program.sh scheduler|crawler|processor|web}
+# The settings `make up` recorded come first (scripts/supervise.sh record),
+# the operator's file after them, so the file wins.
+# Its lines are NAME=value as recorded, taken as they are, never as shell
+# (a user agent holds parentheses).
+if [ -f "$root/deploy/supervisor/run/environment" ]; then
+  while IFS= read -r line; do
+    case $line in [A-Z]*=*) export "$line" ;; esac
+  done <"$root/deploy/supervisor/run/environment"
+fi
 if [ -f "$root/deploy/portalwatch.env" ]; then
   set -a
   # shellcheck disable=SC1091
