@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,19 +40,42 @@ func groupBursts(updates []watch.Update) []updateEvent {
 	return events
 }
 
-// printUpdates prints updates as a table; a burst is one line saying how
+// queryEvents reads the newest limit events f selects: updates, a burst
+// counting as one with every one of its updates, however many pages of
+// results that takes, so that a redesign's line says how many links it
+// really brought.
+func queryEvents(ctx context.Context, st *store.Store, f watch.UpdateFilter, limit int) ([]updateEvent, error) {
+	var all []watch.Update
+	f.Limit = watch.MaxUpdatesLimit
+	for {
+		page, err := st.QueryUpdates(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		// One event more than asked for proves the last one asked for is
+		// whole: its burst ended before the next event.
+		if events := groupBursts(all); len(events) > limit || len(page) < f.Limit {
+			return events[:min(limit, len(events))], nil
+		}
+		f.After = watch.CursorOf(page[len(page)-1])
+	}
+}
+
+// printEvents prints events as a table; a burst is one line saying how
 // many new links the redesign brought, followed by them when expand is set.
-func printUpdates(w io.Writer, updates []watch.Update, expand bool) error {
+func printEvents(w io.Writer, events []updateEvent, expand bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DISCOVERED\tPAGE\tTEXT\tURL")
-	for _, e := range groupBursts(updates) {
+	for _, e := range events {
 		at := e.first.DiscoveredAt.Local().Format("2006-01-02 15:04:05")
+		page := fmt.Sprintf("%d %s", e.first.PageID, oneLine(e.first.PageName))
 		if !e.first.Burst {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", at, e.first.PageID, oneLine(e.first.Text), e.first.URL)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at, page, oneLine(e.first.Text), e.first.URL)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\tredesign: %d new links on page %d at %s\t(--expand lists them)\n",
-			at, e.first.PageID, len(e.members), e.first.PageID, at)
+		fmt.Fprintf(tw, "%s\t%s\tredesign: %d new %s on page %d at %s\t(--expand lists them)\n",
+			at, page, len(e.members), plural(len(e.members), "link", "links"), e.first.PageID, at)
 		if expand {
 			for _, u := range e.members {
 				fmt.Fprintf(tw, "\t\t  %s\t%s\n", oneLine(u.Text), u.URL)
@@ -85,4 +109,12 @@ func (u *updatesCmd) printRemovals(c *cli, st *store.Store, f watch.RemovalFilte
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.RemovedAt.Local().Format("2006-01-02 15:04:05"), m.PageID, oneLine(m.Text), m.URL)
 	}
 	return tw.Flush()
+}
+
+// plural picks the word for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -85,6 +85,14 @@ func TestUpdatesShowsABurstAsOneLineAndListsRemovals(t *testing.T) {
 	if _, out, _ = runCLI(t, e, "updates", "--expand"); !strings.Contains(out, "/neu/3") {
 		t.Fatalf("updates --expand does not list the flood's links:\n%s", out)
 	}
+	// --limit counts lines: a redesign is one, with every link it brought
+	// (it once said "3 new links" of a flood of 25 with --limit 3).
+	if _, out, _ = runCLI(t, e, "updates", "--limit", "1"); !strings.Contains(out, "redesign: 25 new links on page 1") {
+		t.Fatalf("updates --limit 1:\n%s; want the whole flood on its line", out)
+	}
+	if _, out, _ = runCLI(t, e, "updates", "--page", "99"); !strings.Contains(out, "no updates of page 99") {
+		t.Fatalf("updates of a page without any:\n%s", out)
+	}
 	if _, out, _ = runCLI(t, e, "updates", "--json", "--limit", "1"); !strings.Contains(out, `"summary":"Teaser"`) || !strings.Contains(out, `"burst":true`) {
 		t.Fatalf("updates --json lacks summary or burst: %s", out)
 	}

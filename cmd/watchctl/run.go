@@ -519,11 +519,12 @@ func (u *updatesCmd) Run(c *cli) error {
 		}
 		return u.printRemovals(c, st, watch.RemovalFilter{PageID: pageID, Since: since, Limit: u.Limit})
 	}
-	updates, err := queryUpdates(c.ctx, st, watch.UpdateFilter{PageID: pageID, Since: since}, u.Limit)
-	if err != nil {
-		return err
-	}
+	f := watch.UpdateFilter{PageID: pageID, Since: since}
 	if u.JSON {
+		updates, err := queryUpdates(c.ctx, st, f, u.Limit)
+		if err != nil {
+			return err
+		}
 		enc := json.NewEncoder(c.stdout)
 		enc.SetEscapeHTML(false)
 		for _, u := range updates {
@@ -533,7 +534,27 @@ func (u *updatesCmd) Run(c *cli) error {
 		}
 		return nil
 	}
-	return printUpdates(c.stdout, updates, u.Expand)
+	events, err := queryEvents(c.ctx, st, f, u.Limit)
+	if err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		fmt.Fprintln(c.stdout, noUpdates(pageID, since))
+		return nil
+	}
+	return printEvents(c.stdout, events, u.Expand)
+}
+
+// noUpdates says that a query found nothing, and what it asked for.
+func noUpdates(pageID int64, since time.Time) string {
+	msg := "no updates"
+	if pageID != 0 {
+		msg += fmt.Sprintf(" of page %d", pageID)
+	}
+	if !since.IsZero() {
+		msg += " since " + since.Local().Format("2006-01-02 15:04:05")
+	}
+	return msg
 }
 
 // queryUpdates reads up to limit updates f selects, newest first, in

@@ -42,7 +42,8 @@ type Resolver interface {
 //
 // A nil r is net.DefaultResolver, the resolver the Client's dialer uses, so
 // registration judges a name by the addresses the crawler would dial. With
-// allowPrivate names are not resolved. A passing check is not a guarantee
+// allowPrivate a name is still resolved, so that one that does not exist
+// is refused in every mode, but any address it has will do. A passing check is not a guarantee
 // for later fetches, since DNS answers change; the Client therefore checks
 // every address again when it dials.
 func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) error {
@@ -54,13 +55,16 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 	if err != nil {
 		return err
 	}
-	if allowPrivate {
-		return nil
-	}
 	if isIP {
+		if allowPrivate {
+			return nil
+		}
 		return checkAddr(raw, addr)
 	}
 	if isLocalhost(host) {
+		if allowPrivate {
+			return nil
+		}
 		return &Error{Kind: KindBlocked, URL: raw,
 			Err: fmt.Errorf("%s is a localhost name, which always means this machine; %s", host, allowPrivateHint)}
 	}
@@ -80,6 +84,9 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 	}
 	if len(addrs) == 0 {
 		return &Error{Kind: KindDNS, URL: raw, Err: fmt.Errorf("cannot resolve %s: no addresses", host)}
+	}
+	if allowPrivate {
+		return nil // any address will do, but the name must exist
 	}
 	// Every address must be public: a resolver that answers with one
 	// public and one private address would otherwise let a dial pick the

@@ -145,10 +145,17 @@ func TestCheckURL(t *testing.T) {
 }
 
 func TestCheckURLAllowPrivate(t *testing.T) {
-	for _, u := range []string{"http://127.0.0.1:8080/", "http://2130706433/", "http://[::1]/", "http://evil.example/", "http://10.0.0.1/"} {
-		if err := CheckURL(context.Background(), u, true, fakeResolver{}); err != nil {
+	private := fakeResolver{"evil.example": addrs("127.0.0.1"), "lan.example": addrs("10.0.0.5", "93.184.216.34")}
+	for _, u := range []string{"http://127.0.0.1:8080/", "http://2130706433/", "http://[::1]/", "http://evil.example/",
+		"http://10.0.0.1/", "http://lan.example/", "http://localhost:8080/"} {
+		if err := CheckURL(context.Background(), u, true, private); err != nil {
 			t.Errorf("CheckURL(%q, allowPrivate) = %v, want nil", u, err)
 		}
+	}
+	// A name that does not exist is refused in every mode: allowing
+	// private addresses is no reason to watch a typo.
+	if err := CheckURL(context.Background(), "http://no-such-host.invalid/", true, private); KindOf(err) != KindDNS {
+		t.Errorf("CheckURL(no-such-host.invalid, allowPrivate) = %v, want a dns error", err)
 	}
 	// Syntax rules hold even with private addresses allowed.
 	for _, u := range []string{"file:///etc/passwd", `http://a\@b/`, "http://u@localhost/"} {
@@ -273,5 +280,14 @@ func TestParseIPv4Browser(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("parseIPv4Browser(%q) = %q, want %q", tt.host, got, tt.want)
 		}
+	}
+}
+
+// TestRefusalsDoNotRepeatAPassword: a URL refused for its user info once
+// came back in the refusal, password and all.
+func TestRefusalsDoNotRepeatAPassword(t *testing.T) {
+	err := CheckURL(context.Background(), "http://editor:s3cr3t@news.example/", false, fakeResolver{})
+	if KindOf(err) != KindBadURL || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "user info") {
+		t.Errorf("CheckURL with a password = %v, want a bad_url refusal without the password", err)
 	}
 }

@@ -144,7 +144,8 @@ type FetchError struct {
 // description is cleaned (CleanText): it may quote the network, such as
 // a TLS certificate's names, which can hold NUL bytes or bidi overrides.
 func (e *FetchError) Error() string {
-	u := e.URL
+	// A URL given with a password (refused for it) must not repeat it.
+	u := redactPassword(e.URL)
 	if strings.ContainsFunc(u, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
 		u = strconv.Quote(u)
 	}
@@ -162,4 +163,18 @@ func FetchKindOf(err error) FetchKind {
 		return fe.Kind
 	}
 	return FetchUnknown
+}
+
+// redactPassword returns raw with its user information's password replaced
+// by "xxxxx", and raw as it is when it has none or does not parse.
+func redactPassword(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, has := u.User.Password(); !has {
+		return raw
+	}
+	u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	return u.String()
 }

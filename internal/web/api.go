@@ -107,6 +107,13 @@ func (s *Server) apiListPages(w http.ResponseWriter, r *http.Request) {
 func (s *Server) pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
+		// GET /api/v1/pages/import lands here, on the {id} route: a path
+		// of its own under other methods deserves 405 and Allow.
+		if allow := s.exactMethods(r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.problem(w, r, http.StatusMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+"; use "+strings.Join(allow, ", "))
+			return 0, false
+		}
 		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("%q is not a page id: ids are positive whole numbers", r.PathValue("id")))
 		return 0, false
 	}

@@ -234,3 +234,16 @@ func TestRequestsHaveATimeBudget(t *testing.T) {
 		t.Errorf("a stuck search held its request for %s, past its 300ms budget", took)
 	}
 }
+
+// TestAPathOfItsOwnAnswers405: GET /api/v1/pages/import once fell on the
+// page route ({id} = "import") and answered 404.
+func TestAPathOfItsOwnAnswers405(t *testing.T) {
+	e := newEnv(t)
+	resp, body := e.do("GET", "/api/v1/pages/import", e.readTok, "")
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("GET /api/v1/pages/import = %d, Allow %q: %s; want 405 with Allow: POST", resp.StatusCode, resp.Header.Get("Allow"), body)
+	}
+	if resp, _ := e.do("GET", "/api/v1/pages/news", e.readTok, ""); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /api/v1/pages/news = %d, want 404", resp.StatusCode)
+	}
+}

@@ -441,6 +441,18 @@ func (s *Server) formBody(next http.Handler) http.Handler {
 	})
 }
 
+// exactMethods returns the methods of the routes whose pattern is r's path
+// itself, without a wildcard ("/api/v1/pages/import").
+func (s *Server) exactMethods(r *http.Request) []string {
+	var allow []string
+	for _, rt := range s.routes() {
+		if rt.pattern == r.URL.Path && rt.method != r.Method {
+			allow = append(allow, rt.method)
+		}
+	}
+	return allow
+}
+
 // allowedMethods returns the methods known routes r's path under.
 func allowedMethods(known *http.ServeMux, r *http.Request) []string {
 	var allow []string
