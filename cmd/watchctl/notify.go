@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/notifier"
@@ -223,7 +224,11 @@ func (r *notifyTestCmd) Run(c *cli) error {
 		return err
 	}
 	defer closeSenders()
-	res := notifier.SendTest(c.ctx, senders, sub)
+	pages, err := st.Pages(c.ctx)
+	if err != nil {
+		return err
+	}
+	res := notifier.SendTest(c.ctx, senders, sub, watch.TestBatch(sub, pages, time.Now()))
 	if res.Err != nil {
 		return fmt.Errorf("test message to subscription %d not delivered: %w", id, res.Err)
 	}

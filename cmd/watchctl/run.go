@@ -48,6 +48,7 @@ type commandLine struct {
 	List    listCmd    `cmd:"" help:"List watched pages and their status."`
 	Set     setCmd     `cmd:"" help:"Change a page's settings."`
 	Remove  removeCmd  `cmd:"" help:"Stop watching a page and delete its links and updates."`
+	Check   checkCmd   `cmd:"" help:"Check a page now, at the scheduler's next round."`
 	Updates updatesCmd `cmd:"" help:"Print new links, newest first."`
 	Dead    deadCmd    `cmd:"" help:"Show, retry or drop dead-lettered messages."`
 	Token   tokenCmd   `cmd:"" help:"Create, list and revoke the web API's tokens."`
@@ -476,6 +477,34 @@ func (r *removeCmd) Run(c *cli) error {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "removed page %d\n", id)
+	return nil
+}
+
+type checkCmd struct {
+	ID string `arg:"" name:"id" help:"The page's id (see watchctl list)."`
+}
+
+func (k *checkCmd) Run(c *cli) error {
+	id, err := parseID(k.ID)
+	if err != nil {
+		return err
+	}
+	st, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	page, err := st.CheckNow(c.ctx, id)
+	switch {
+	case errors.Is(err, watch.ErrPageNotFound):
+		return usagef("no page has id %d (see `watchctl list`)", id)
+	case errors.Is(err, watch.ErrPagePaused):
+		return usagef("page %d is paused: `watchctl set %d --enabled=true` resumes it", id, id)
+	case err != nil:
+		return err
+	}
+	fmt.Fprintf(c.stdout, "page %d (%s) is due now: the scheduler checks it within a few seconds (`watchctl list` shows the result)\n",
+		page.ID, page.DisplayName())
 	return nil
 }
 

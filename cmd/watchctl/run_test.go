@@ -123,9 +123,18 @@ func TestListSetRemoveUpdates(t *testing.T) {
 	if p.Interval != time.Minute || p.Enabled || !p.Options.SameSiteOnly || len(p.Options.Ignore) != 1 {
 		t.Fatalf("after set: %+v", p)
 	}
+	if code, _, errOut := runCLI(t, e, "check", "1"); code != exitUsage || !strings.Contains(errOut, "paused") {
+		t.Errorf("check of a paused page: exit %d %s, want 2 saying it is paused", code, errOut)
+	}
 	// "--enabled true" as two words, as people type it.
 	if code, _, errOut := runCLI(t, e, "set", "1", "--enabled", "true", "--same-site", "false"); code != 0 {
 		t.Fatalf("set --enabled true --same-site false: exit %d %s", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, e, "check", "1"); code != 0 || !strings.Contains(out, "due now") {
+		t.Errorf("check: exit %d %s%s", code, out, errOut)
+	}
+	if p, _ := st.Page(context.Background(), 1); time.Until(p.NextCheckAt) > 0 {
+		t.Errorf("after check the page is due at %s, want now", p.NextCheckAt)
 	}
 	p, _ = st.Page(context.Background(), 1)
 	if !p.Enabled || p.Options.SameSiteOnly {

@@ -168,6 +168,6 @@ func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger)
 // testSender sends test messages through the notifier's senders.
 type testSender map[watch.Channel]notifier.Sender
 
-func (t testSender) SendTest(ctx context.Context, sub watch.Subscription) watch.SendResult {
-	return notifier.SendTest(ctx, t, sub)
+func (t testSender) SendTest(ctx context.Context, sub watch.Subscription, sample watch.Batch) watch.SendResult {
+	return notifier.SendTest(ctx, t, sub, sample)
 }

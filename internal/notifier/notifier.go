@@ -363,10 +363,10 @@ func (s *Service) send(ctx context.Context, sub watch.Subscription, b watch.Batc
 
 // SendTest sends a test message to sub through the sender of its channel,
 // outside any lease, leaving its cursor and log alone.
-func SendTest(ctx context.Context, senders map[watch.Channel]Sender, sub watch.Subscription) watch.SendResult {
+func SendTest(ctx context.Context, senders map[watch.Channel]Sender, sub watch.Subscription, sample watch.Batch) watch.SendResult {
 	sender, ok := senders[sub.Channel]
 	if !ok {
 		return watch.SendResult{Err: errors.New("no " + string(sub.Channel) + " sender is configured (for e-mail, set PORTALWATCH_SMTP_URL)")}
 	}
-	return sender.Send(ctx, sub, watch.TypeTest, watch.Batch{ID: fmt.Sprintf("msg_test_%d_%d", sub.ID, time.Now().UnixNano())})
+	return sender.Send(ctx, sub, watch.TypeTest, sample)
 }

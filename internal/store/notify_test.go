@@ -445,3 +445,33 @@ func TestNotifyIdleCursorsAdvanceWithoutSkipping(t *testing.T) {
 		t.Fatalf("batch %v (%v), want the quiet page's 2 updates", updateIDs(b), err)
 	}
 }
+
+// TestPendingBatchCarriesWhatTheAPIShows: a message's updates are the
+// API's update objects, a redesign's flagged burst with their teasers, and
+// the page named as people see it when it has no name of its own (its
+// name was sent empty before).
+func TestPendingBatchCarriesWhatTheAPIShows(t *testing.T) {
+	st, pool := openStore(t)
+	ctx := context.Background()
+	page := addPage(t, st, "http://news.example/")
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: "http://hook.example/", Secret: "whsec_x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key, summary, burst)
+		VALUES ($1, 'http://news.example/a', 'A', 'ca', 1, 'A teaser', true)`, page); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, pool)
+	l, ok := claimOne(t, st)
+	if !ok {
+		t.Fatal("nothing to claim")
+	}
+	b, err := st.PendingBatch(ctx, l, 100)
+	if err != nil || len(b.Updates) != 1 {
+		t.Fatalf("PendingBatch = %+v, %v", b, err)
+	}
+	u := b.Updates[0]
+	if !u.Burst || u.Summary != "A teaser" || u.PageName != "news.example" || b.Pages[page].Name != "news.example" {
+		t.Errorf("pending update %+v of page %+v: want the burst flag, the teaser and the page's display name", u, b.Pages[page])
+	}
+}

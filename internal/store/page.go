@@ -72,7 +72,10 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 // (same-site, ignore patterns, regions, keyword rules) on a page that has a
 // baseline marks it for a silent re-baseline and clears its validators and
 // links digest, so that its next check fetches the whole page and records
-// the links the new options admit without updates (RebaselinePending).
+// the links the new options admit without updates (RebaselinePending). A
+// shorter interval applies from the next claim: the next check moves to
+// one interval after the last, or now, when that is before the check
+// already scheduled.
 func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch.Page, error) {
 	var intervalMS *int64
 	if e.Interval != nil {
@@ -90,6 +93,8 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 	page, err := scanPage(s.pool.QueryRow(ctx, `
 		UPDATE pages SET
 			check_interval  = coalesce($2 * interval '1 millisecond', check_interval),
+			next_check_at   = CASE WHEN $2 IS NULL THEN next_check_at ELSE least(next_check_at,
+				greatest(now(), coalesce(last_checked_at, now()) + $2 * interval '1 millisecond')) END,
 			enabled         = coalesce($3, enabled),
 			same_site_only  = coalesce($4, same_site_only),
 			ignore_patterns = coalesce($5, ignore_patterns),
@@ -115,6 +120,27 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 	}
 	if err != nil {
 		return watch.Page{}, fmt.Errorf("change page %d: %w", id, err)
+	}
+	return page, nil
+}
+
+// CheckNow makes the page due now, so that the next round of the scheduler
+// claims it, and returns it, or watch.ErrPageNotFound. A check in flight
+// is not doubled: the claim waits for its lease as for any due page. A
+// paused page stays paused; ErrPagePaused says so.
+func (s *Store) CheckNow(ctx context.Context, id int64) (watch.Page, error) {
+	page, err := scanPage(s.pool.QueryRow(ctx, `
+		UPDATE pages SET next_check_at = CASE WHEN enabled THEN least(next_check_at, now()) ELSE next_check_at END
+		WHERE id = $1
+		RETURNING `+pageColumns, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return watch.Page{}, fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
+	}
+	if err != nil {
+		return watch.Page{}, fmt.Errorf("check page %d now: %w", id, err)
+	}
+	if !page.Enabled {
+		return page, fmt.Errorf("page %d: %w", id, watch.ErrPagePaused)
 	}
 	return page, nil
 }

@@ -328,3 +328,46 @@ func TestPlainSQLInsertGetsDefaults(t *testing.T) {
 		t.Fatal("an interval under 10 seconds was accepted")
 	}
 }
+
+// TestShorterIntervalAndCheckNowApplyAtTheNextClaim: a shortened interval
+// waited for the check scheduled with the old one; check now makes a page
+// due at once, and a paused page stays paused.
+func TestShorterIntervalAndCheckNowApplyAtTheNextClaim(t *testing.T) {
+	st, pool := openStore(t)
+	ctx := context.Background()
+	p, err := st.CreatePage(ctx, watch.PageSpec{URL: "http://example.com/", Interval: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Checked just now, as the claim of its check schedules the next: a
+	// day away.
+	if _, err := pool.Exec(ctx, `UPDATE pages SET last_checked_at = now(), next_check_at = now() + interval '1 day' WHERE id = $1`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = st.Page(ctx, p.ID)
+	if time.Until(p.NextCheckAt) < 23*time.Hour {
+		t.Fatalf("after its first check the page is due at %s, want a day away", p.NextCheckAt)
+	}
+	short := time.Minute
+	p, err = st.EditPage(ctx, p.ID, watch.PageEdit{Interval: &short})
+	if err != nil || time.Until(p.NextCheckAt) > 2*time.Minute {
+		t.Fatalf("after --interval 1m the page is due at %s (%v), want within a minute", p.NextCheckAt, err)
+	}
+	long := 48 * time.Hour
+	if p2, err := st.EditPage(ctx, p.ID, watch.PageEdit{Interval: &long}); err != nil || !p2.NextCheckAt.Equal(p.NextCheckAt) {
+		t.Fatalf("a longer interval moved the scheduled check: %s to %s (%v)", p.NextCheckAt, p2.NextCheckAt, err)
+	}
+	if p, err = st.CheckNow(ctx, p.ID); err != nil || time.Until(p.NextCheckAt) > 0 {
+		t.Fatalf("after check now the page is due at %s (%v), want now", p.NextCheckAt, err)
+	}
+	off := false
+	if _, err := st.EditPage(ctx, p.ID, watch.PageEdit{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CheckNow(ctx, p.ID); !errors.Is(err, watch.ErrPagePaused) {
+		t.Errorf("check now of a paused page = %v, want ErrPagePaused", err)
+	}
+	if _, err := st.CheckNow(ctx, 999999); !errors.Is(err, watch.ErrPageNotFound) {
+		t.Errorf("check now of no page = %v, want ErrPageNotFound", err)
+	}
+}

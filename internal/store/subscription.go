@@ -263,7 +263,8 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 		scope, arg = "$3::text = ANY (p.tags)", sub.Tag
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, u.xact::text, p.base_url, coalesce(p.name, '')
+		SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, u.summary, u.burst, u.xact::text, p.base_url,
+			`+displayNameSQL+`
 		FROM updates u JOIN pages p ON p.id = u.page_id
 		WHERE (u.xact, u.id) > ($1::xid8, $2::bigint) AND u.xact < `+horizon+` AND `+scope+`
 		ORDER BY u.xact, u.id
@@ -281,7 +282,7 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 			page  watch.NotifiedPage
 			uXact string
 		)
-		if err := rows.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &uXact, &page.URL, &page.Name); err != nil {
+		if err := rows.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.Summary, &u.Burst, &uXact, &page.URL, &page.Name); err != nil {
 			return watch.Batch{}, fmt.Errorf("pending updates of subscription %d: %w", sub.ID, err)
 		}
 		// Without a digest a message holds one check: the run of rows
@@ -290,7 +291,7 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 		if sub.Digest == watch.DigestNone && len(b.Updates) > 0 && (uXact != lastXact || u.PageID != b.Updates[0].PageID) {
 			break
 		}
-		page.ID = u.PageID
+		page.ID, u.PageName = u.PageID, page.Name
 		b.Pages[u.PageID] = page
 		b.Updates = append(b.Updates, u)
 		lastXact = uXact

@@ -24,6 +24,9 @@ var ErrPageNotFound = errors.New("page not found")
 // registered.
 var ErrDuplicatePage = errors.New("page already registered")
 
+// ErrPagePaused is returned when a check is asked of a paused page.
+var ErrPagePaused = errors.New("page is paused: resume it to check it")
+
 // Page is a registered homepage and its check state.
 type Page struct {
 	ID                  int64

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -101,9 +102,32 @@ type Lease struct {
 
 // NotifiedPage is the page an update was found on, as messages show it.
 type NotifiedPage struct {
-	ID   int64  `json:"id"`
-	URL  string `json:"url"`
+	ID  int64  `json:"id"`
+	URL string `json:"url"`
+	// Name is the page's display name (Page.DisplayName): its name, else
+	// its title, else its host.
 	Name string `json:"name"`
+}
+
+// TestBatch is what a test message of sub carries: a sample update of a
+// page in sub's scope (the first of pages that is), marked as a sample in
+// its text and URL, so that a receiver sees the fields of a real message.
+// With no page in scope the sample's page is a made-up one, id 0. Its id
+// is new at every call: a test is never a repeat.
+func TestBatch(sub Subscription, pages []Page, now time.Time) Batch {
+	page := NotifiedPage{URL: "https://portal.example/", Name: "a sample page (none is in this subscription's scope yet)"}
+	for _, p := range pages {
+		if sub.PageID != 0 && p.ID != sub.PageID || sub.Tag != "" && !slices.Contains(p.Tags, sub.Tag) {
+			continue
+		}
+		page = NotifiedPage{ID: p.ID, URL: p.BaseURL, Name: p.DisplayName()}
+		break
+	}
+	u := Update{PageID: page.ID, PageName: page.Name, URL: strings.TrimSuffix(page.URL, "/") + "/portalwatch-test-message",
+		Text: "Test message from portalwatch: a sample of the updates this subscription will send", Code: "test",
+		DiscoveredAt: now.UTC()}
+	return Batch{ID: fmt.Sprintf("msg_test_%d_%d", sub.ID, now.UnixNano()), Updates: []Update{u},
+		Pages: map[int64]NotifiedPage{page.ID: page}}
 }
 
 // Batch is one message's worth of updates for one subscription: the

@@ -278,6 +278,25 @@ func (s *Server) editPage(r *http.Request, id int64, edit watch.PageEdit) (watch
 	return s.deps.Writer.EditPage(r.Context(), id, edit)
 }
 
+// apiCheckPage makes a page due now: 202, its next check is the
+// scheduler's next round (a second or so), not this request.
+func (s *Server) apiCheckPage(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.deps.Writer.CheckNow(r.Context(), id)
+	if errors.Is(err, watch.ErrPagePaused) {
+		s.problem(w, r, http.StatusConflict, err.Error())
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, toPageJSON(p))
+}
+
 func (s *Server) apiDeletePage(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.pathID(w, r)
 	if !ok {

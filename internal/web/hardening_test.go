@@ -247,3 +247,23 @@ func TestAPathOfItsOwnAnswers405(t *testing.T) {
 		t.Errorf("GET /api/v1/pages/news = %d, want 404", resp.StatusCode)
 	}
 }
+
+func TestCheckNow(t *testing.T) {
+	e := newEnv(t)
+	page := e.addPage("http://127.0.0.1:9/news")
+	path := fmt.Sprintf("/api/v1/pages/%d/check", page)
+	if resp, _ := e.do("POST", path, e.readTok, ""); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("check now with a read token = %d, want 403", resp.StatusCode)
+	}
+	resp, body := e.do("POST", path, e.writeTk, "")
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("check now = %d %s, want 202", resp.StatusCode, body)
+	}
+	e.do("PATCH", fmt.Sprintf("/api/v1/pages/%d", page), e.writeTk, `{"enabled":false}`)
+	if resp, body := e.do("POST", path, e.writeTk, ""); resp.StatusCode != http.StatusConflict {
+		t.Errorf("check now of a paused page = %d %s, want 409", resp.StatusCode, body)
+	}
+	if resp, _ := e.do("POST", "/api/v1/pages/999999/check", e.writeTk, ""); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("check now of no page = %d, want 404", resp.StatusCode)
+	}
+}

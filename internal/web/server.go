@@ -49,6 +49,8 @@ type PageWriter interface {
 	CreatePages(ctx context.Context, ps []watch.PageSpec) ([]watch.Page, error)
 	EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch.Page, error)
 	RemovePage(ctx context.Context, id int64) error
+	// CheckNow makes a page due now; watch.ErrPagePaused for a paused one.
+	CheckNow(ctx context.Context, id int64) (watch.Page, error)
 }
 
 // UpdateReader reads updates and the stamps that identify feeds.
@@ -239,6 +241,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v1/pages/{id}", read, s.apiGetPage, true},
 		{"PATCH", "/api/v1/pages/{id}", write, s.apiEditPage, true},
 		{"DELETE", "/api/v1/pages/{id}", write, s.apiDeletePage, true},
+		{"POST", "/api/v1/pages/{id}/check", write, s.apiCheckPage, true},
 		{"POST", "/api/v1/pages/import", write, s.apiImport, true},
 		{"GET", "/api/v1/pages/export", read, s.apiExport, true},
 		{"GET", "/api/v1/updates", read, s.apiUpdates, true},

@@ -31,7 +31,7 @@ type SubscriptionStore interface {
 // senders (and dial guard) the notifier uses, as `watchctl notify test`
 // does. It must honour ctx.
 type TestSender interface {
-	SendTest(ctx context.Context, sub watch.Subscription) watch.SendResult
+	SendTest(ctx context.Context, sub watch.Subscription, sample watch.Batch) watch.SendResult
 }
 
 // Deliveries: a log page holds 20 entries unless ?limit= says otherwise,
@@ -290,7 +290,11 @@ func (s *Server) sendTest(ctx context.Context, id int64) (watch.Subscription, wa
 	if s.deps.Tester == nil {
 		return sub, watch.SendResult{}, errNoTester
 	}
-	return sub, s.deps.Tester.SendTest(ctx, sub), nil
+	pages, err := s.deps.Pages.Pages(ctx)
+	if err != nil {
+		return sub, watch.SendResult{}, err
+	}
+	return sub, s.deps.Tester.SendTest(ctx, sub, watch.TestBatch(sub, pages, time.Now())), nil
 }
 
 // errNoTester is answered when the server was started without senders.

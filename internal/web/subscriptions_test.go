@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,8 +22,8 @@ import (
 // sendersTester sends test messages through real senders, as cmd/web's.
 type sendersTester map[watch.Channel]notifier.Sender
 
-func (t sendersTester) SendTest(ctx context.Context, sub watch.Subscription) watch.SendResult {
-	return notifier.SendTest(ctx, t, sub)
+func (t sendersTester) SendTest(ctx context.Context, sub watch.Subscription, sample watch.Batch) watch.SendResult {
+	return notifier.SendTest(ctx, t, sub, sample)
 }
 
 // webhookTester has a webhook sender that may dial loopback (the tests'
@@ -154,6 +155,14 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	want, err := webhook.Sign(hook.Secret, h.header.Get("webhook-id"), ts, h.body)
 	if err != nil || h.header.Get("webhook-signature") != want {
 		t.Fatalf("signature %q, want %q (%v)", h.header.Get("webhook-signature"), want, err)
+	}
+	// A test message shows the fields a real one has, for the
+	// subscription's own page, and says it is a sample.
+	var body webhook.Body
+	if err := json.Unmarshal(h.body, &body); err != nil || body.Type != watch.TypeTest || body.Page.ID != page ||
+		body.Page.Name != "127.0.0.1:9" || len(body.Updates) != 1 || body.Updates[0].PageID != page ||
+		!strings.Contains(body.Updates[0].Text, "Test message") {
+		t.Errorf("test message body %s (%v): want a marked sample of page %d", h.body, err, page)
 	}
 	// No SMTP sender: the far side is not reached, and the answer says so.
 	resp, b = e.do("POST", fmt.Sprintf("/api/v1/subscriptions/%d/test", mail.ID), e.writeTk, "")
