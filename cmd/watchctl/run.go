@@ -101,8 +101,8 @@ func newParser(stdout, stderr io.Writer, exit func(int)) (*kong.Kong, error) {
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.Vars{
-			"default_interval": watch.DefaultInterval.String(),
-			"min_interval":     watch.MinInterval.String(),
+			"default_interval": watch.FormatDuration(watch.DefaultInterval),
+			"min_interval":     watch.FormatDuration(watch.MinInterval),
 		},
 	)
 }
@@ -271,12 +271,12 @@ func (migrateCmd) Run(c *cli) error {
 }
 
 type addCmd struct {
-	URL      string        `arg:"" name:"url" help:"The homepage: an absolute http or https URL."`
-	Interval time.Duration `default:"${default_interval}" placeholder:"D" help:"Time between checks, at least ${min_interval} (default ${default})."`
-	SameSite bool          `name:"same-site" help:"Keep only links to the page's host and its subdomains."`
-	Ignore   []string      `sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this regular expression (RE2; repeatable)."`
-	Name     string        `placeholder:"NAME" help:"What to call the page (default: its <title>, else its host)."`
-	Tag      []string      `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters: letters, digits, '-', '_' (repeatable)."`
+	URL      string         `arg:"" name:"url" help:"The homepage: an absolute http or https URL."`
+	Interval watch.Duration `default:"${default_interval}" placeholder:"D" help:"Time between checks (10s, 5m, 1h, 1d), at least ${min_interval} (default ${default})."`
+	SameSite bool           `name:"same-site" help:"Keep only links to the page's host and its subdomains."`
+	Ignore   []string       `sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this regular expression (RE2; repeatable)."`
+	Name     string         `placeholder:"NAME" help:"What to call the page (default: its <title>, else its host)."`
+	Tag      []string       `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters: letters, digits, '-', '_' (repeatable)."`
 	// A pointer, as on set: --burst-detection=false, or the value as the
 	// next word, is what people type.
 	BurstDetection *bool `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
@@ -287,7 +287,7 @@ func (a *addCmd) Run(c *cli) error {
 	opts := a.options()
 	opts.SameSiteOnly, opts.Ignore = a.SameSite, a.Ignore
 	p, err := c.policy.CheckPage(c.ctx, watch.PageSpec{
-		URL: a.URL, Interval: a.Interval, Options: opts, Name: a.Name, Tags: a.Tag,
+		URL: a.URL, Interval: time.Duration(a.Interval), Options: opts, Name: a.Name, Tags: a.Tag,
 		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection,
 	})
 	if err != nil {
@@ -305,7 +305,7 @@ func (a *addCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "watching page %d: %s every %s\n", page.ID, page.BaseURL, page.Interval)
+	fmt.Fprintf(c.stdout, "watching page %d: %s every %s\n", page.ID, page.BaseURL, watch.FormatDuration(page.Interval))
 	return nil
 }
 
@@ -347,7 +347,7 @@ func (l *listCmd) Run(c *cli) error {
 		if p.LastCut > 0 {
 			status += fmt.Sprintf(" (%d new links over the caps)", p.LastCut)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), p.Interval, p.Enabled, last, status, p.BaseURL, oneLine(p.LastError))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled, last, status, p.BaseURL, oneLine(p.LastError))
 	}
 	return tw.Flush()
 }
@@ -389,15 +389,15 @@ func parseID(s string) (int64, error) {
 }
 
 type setCmd struct {
-	ID          string         `arg:"" name:"id" help:"The page's id (see watchctl list)."`
-	Interval    *time.Duration `placeholder:"D" help:"Time between checks, at least ${min_interval}."`
-	Enabled     *bool          `placeholder:"true|false" help:"Check the page (true) or pause it (false)."`
-	SameSite    *bool          `name:"same-site" placeholder:"true|false" help:"Keep only links to the page's host and its subdomains."`
-	Ignore      []string       `sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this regular expression (RE2; repeatable; replaces the list)."`
-	ClearIgnore bool           `name:"clear-ignore" help:"Remove every ignore pattern."`
-	Name        *string        `placeholder:"NAME" help:"What to call the page (\"\" goes back to its <title>, else its host)."`
-	Tag         []string       `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters (repeatable; replaces the list)."`
-	ClearTags   bool           `name:"clear-tags" help:"Remove every tag."`
+	ID          string          `arg:"" name:"id" help:"The page's id (see watchctl list)."`
+	Interval    *watch.Duration `placeholder:"D" help:"Time between checks (10s, 5m, 1h, 1d), at least ${min_interval}."`
+	Enabled     *bool           `placeholder:"true|false" help:"Check the page (true) or pause it (false)."`
+	SameSite    *bool           `name:"same-site" placeholder:"true|false" help:"Keep only links to the page's host and its subdomains."`
+	Ignore      []string        `sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this regular expression (RE2; repeatable; replaces the list)."`
+	ClearIgnore bool            `name:"clear-ignore" help:"Remove every ignore pattern."`
+	Name        *string         `placeholder:"NAME" help:"What to call the page (\"\" goes back to its <title>, else its host)."`
+	Tag         []string        `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters (repeatable; replaces the list)."`
+	ClearTags   bool            `name:"clear-tags" help:"Remove every tag."`
 	optionFlags
 	BurstDetection *bool `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
 }
@@ -407,7 +407,7 @@ func (s *setCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	change := watch.PageEdit{Interval: s.Interval, Enabled: s.Enabled, SameSiteOnly: s.SameSite, Name: s.Name,
+	change := watch.PageEdit{Interval: (*time.Duration)(s.Interval), Enabled: s.Enabled, SameSiteOnly: s.SameSite, Name: s.Name,
 		BurstDetection: s.BurstDetection}
 	s.optionFlags.edit(&change)
 	if len(s.Ignore) > 0 || s.ClearIgnore {
@@ -449,7 +449,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "page %d: %s every %s, enabled %t, same-site %t, ignore %q, name %q, tags %q\n",
-		page.ID, page.BaseURL, page.Interval, page.Enabled, page.Options.SameSiteOnly, page.Options.Ignore, page.Name, page.Tags)
+		page.ID, page.BaseURL, watch.FormatDuration(page.Interval), page.Enabled, page.Options.SameSiteOnly, page.Options.Ignore, page.Name, page.Tags)
 	printOptions(c.stdout, page)
 	if page.RebaselinePending && !reflect.DeepEqual(before.Options, page.Options) {
 		fmt.Fprintf(c.stdout, "page %d: its options changed what it admits; its next check re-baselines silently (the links now admitted are recorded, not reported as new)\n", page.ID)
@@ -610,13 +610,8 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
-			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	d, err := watch.ParseDuration(s)
+	if err != nil {
 		return time.Time{}, usagef("--since %q: want a duration back from now (90s, 1h, 2d) or a time like 2026-11-30T08:00:00Z", s)
 	}
 	return now.Add(-d), nil

@@ -130,6 +130,13 @@ func TestListSetRemoveUpdates(t *testing.T) {
 	if code, _, errOut := runCLI(t, e, "set", "1", "--enabled", "true", "--same-site", "false"); code != 0 {
 		t.Fatalf("set --enabled true --same-site false: exit %d %s", code, errOut)
 	}
+	// Durations as people write them, days included, and shown so.
+	if code, _, errOut := runCLI(t, e, "set", "1", "--interval", "1d"); code != 0 {
+		t.Errorf("set --interval 1d: exit %d %s", code, errOut)
+	}
+	if _, out, _ := runCLI(t, e, "list"); !strings.Contains(out, "\t1d\t") && !strings.Contains(out, " 1d ") {
+		t.Errorf("list does not show the interval as 1d:\n%s", out)
+	}
 	if code, out, errOut := runCLI(t, e, "check", "1"); code != 0 || !strings.Contains(out, "due now") {
 		t.Errorf("check: exit %d %s%s", code, out, errOut)
 	}

@@ -141,9 +141,9 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return errors.New(`want a duration string such as "5m"`)
 	}
-	v, err := time.ParseDuration(s)
+	v, err := watch.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf(`%q is not a duration: want one such as "5m" or "1h30m"`, s)
+		return err
 	}
 	*d = duration(v)
 	return nil
@@ -435,9 +435,15 @@ func parseFilter(q map[string][]string) (watch.UpdateFilter, error) {
 		dst  *time.Time
 	}{{"since", &f.Since}, {"until", &f.Until}} {
 		if v := get(t.name); v != "" {
-			if *t.dst, err = time.Parse(time.RFC3339, v); err != nil {
-				return f, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-11-30T08:00:00Z", t.name, v)
+			if *t.dst, err = time.Parse(time.RFC3339, v); err == nil {
+				continue
 			}
+			// As watchctl takes it: a duration back from now.
+			if d, derr := watch.ParseDuration(v); derr == nil {
+				*t.dst = time.Now().Add(-d)
+				continue
+			}
+			return f, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-11-30T08:00:00Z, or a duration back from now such as 1h or 2d", t.name, v)
 		}
 	}
 	f.Text = get("q")

@@ -267,3 +267,19 @@ func TestCheckNow(t *testing.T) {
 		t.Errorf("check now of no page = %d, want 404", resp.StatusCode)
 	}
 }
+
+// TestDurationsAsPeopleWriteThem: "1d" was refused where "2d" worked one
+// command further, and the API took since only as a timestamp.
+func TestDurationsAsPeopleWriteThem(t *testing.T) {
+	e := newEnv(t)
+	resp, body := e.do("POST", "/api/v1/pages", e.writeTk, `{"url":"http://127.0.0.1:9/daily","interval":"1d"}`)
+	if resp.StatusCode != http.StatusCreated || !strings.Contains(string(body), `"interval_seconds":86400`) {
+		t.Errorf("a page every 1d = %d %s", resp.StatusCode, body)
+	}
+	if resp, body := e.do("GET", "/api/v1/updates?since=1h", e.readTok, ""); resp.StatusCode != 200 {
+		t.Errorf("since=1h = %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := e.do("GET", "/api/v1/updates?since=soon", e.readTok, ""); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("since=soon = %d, want 400", resp.StatusCode)
+	}
+}

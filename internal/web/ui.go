@@ -122,9 +122,9 @@ func formInterval(typed string, def time.Duration) (time.Duration, error) {
 	if typed == "" {
 		return def, nil
 	}
-	d, err := time.ParseDuration(typed)
+	d, err := watch.ParseDuration(typed)
 	if err != nil {
-		return 0, &watch.RefusedError{Field: "interval", Err: fmt.Errorf("%q is not a duration: write it like 5m or 1h30m", typed)}
+		return 0, &watch.RefusedError{Field: "interval", Err: err}
 	}
 	return d, nil
 }
@@ -137,7 +137,7 @@ type pagesView struct {
 }
 
 func (s *Server) uiPages(w http.ResponseWriter, r *http.Request) {
-	s.showPages(w, r, http.StatusOK, pageForm{Interval: watch.DefaultInterval.String(), Enabled: true, BurstDetection: true})
+	s.showPages(w, r, http.StatusOK, pageForm{Interval: watch.FormatDuration(watch.DefaultInterval), Enabled: true, BurstDetection: true})
 }
 
 func (s *Server) showPages(w http.ResponseWriter, r *http.Request, status int, form pageForm) {
@@ -243,7 +243,7 @@ func (s *Server) uiPage(w http.ResponseWriter, r *http.Request) {
 func editFormOf(p watch.Page) pageForm {
 	o := p.Options
 	lines := func(l []string) string { return strings.Join(l, "\n") }
-	return pageForm{URL: p.BaseURL, Name: p.Name, Tags: strings.Join(p.Tags, " "), Interval: p.Interval.String(),
+	return pageForm{URL: p.BaseURL, Name: p.Name, Tags: strings.Join(p.Tags, " "), Interval: watch.FormatDuration(p.Interval),
 		Ignore: lines(o.Ignore), Within: lines(o.Within), Exclude: lines(o.Exclude), IncludeText: lines(o.IncludeText),
 		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
 		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection}
@@ -283,7 +283,7 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	var before watch.Page
 	d, err := formInterval(form.Interval, 0)
 	if err == nil && form.Interval == "" {
-		err = &watch.RefusedError{Field: "interval", Err: errors.New("give the time between checks, like 5m or 1h30m")}
+		err = &watch.RefusedError{Field: "interval", Err: errors.New("give the time between checks, like 5m, 1h30m or 1d")}
 	}
 	if err == nil {
 		edit.Interval = &d
