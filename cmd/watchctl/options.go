@@ -9,14 +9,14 @@ import (
 
 // optionFlags are the flags of a page's regions and keyword rules, shared by
 // add and set. Each is repeatable; on set, a flag given replaces its list,
-// and given only as ” (--within ”) it empties the list.
+// and given only as an empty value (--within "") it empties the list.
 type optionFlags struct {
-	Within      []string `sep:"none" placeholder:"SELECTOR" help:"Count only links inside elements this CSS selector matches, e.g. '#latest-news' (repeatable; '' clears on set)."`
-	Exclude     []string `sep:"none" placeholder:"SELECTOR" help:"Never count links inside elements this CSS selector matches, e.g. 'nav', 'footer' (repeatable; '' clears on set)."`
-	IncludeText []string `name:"include-text" sep:"none" placeholder:"REGEXP" help:"Keep only links whose text or teaser matches one of these (RE2, case ignored; repeatable; '' clears on set)."`
-	ExcludeText []string `name:"exclude-text" sep:"none" placeholder:"REGEXP" help:"Drop links whose text or teaser matches this (RE2, case ignored; repeatable; '' clears on set)."`
-	IncludeURL  []string `name:"include-url" sep:"none" placeholder:"REGEXP" help:"Keep only links whose URL matches one of these (RE2; repeatable; '' clears on set)."`
-	ExcludeURL  []string `name:"exclude-url" sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this (RE2; repeatable; '' clears on set)."`
+	Within      []string `sep:"none" placeholder:"SELECTOR" help:"Count only links inside elements this CSS selector matches, e.g. '#latest-news' (repeatable; an empty value clears it on set)."`
+	Exclude     []string `sep:"none" placeholder:"SELECTOR" help:"Never count links inside elements this CSS selector matches, e.g. 'nav', 'footer' (repeatable; an empty value clears it on set)."`
+	IncludeText []string `name:"include-text" sep:"none" placeholder:"REGEXP" help:"Keep only links whose text or teaser matches one of these (RE2, case ignored; repeatable; an empty value clears it on set)."`
+	ExcludeText []string `name:"exclude-text" sep:"none" placeholder:"REGEXP" help:"Drop links whose text or teaser matches this (RE2, case ignored; repeatable; an empty value clears it on set)."`
+	IncludeURL  []string `name:"include-url" sep:"none" placeholder:"REGEXP" help:"Keep only links whose URL matches one of these (RE2; repeatable; an empty value clears it on set)."`
+	ExcludeURL  []string `name:"exclude-url" sep:"none" placeholder:"REGEXP" help:"Drop links whose URL matches this (RE2; repeatable; an empty value clears it on set)."`
 }
 
 // options returns the lists as a new page's options, empty entries dropped.
@@ -40,7 +40,7 @@ func (f optionFlags) edit(e *watch.PageEdit) {
 	}
 }
 
-// nonEmpty drops empty entries: ” is how a person says "none".
+// nonEmpty drops empty entries: an empty value is how a person says "none".
 func nonEmpty(l []string) []string {
 	out := make([]string, 0, len(l))
 	for _, s := range l {

@@ -100,6 +100,15 @@ func newParser(stdout, stderr io.Writer, exit func(int)) (*kong.Kong, error) {
 		kong.Writers(stdout, stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		// A boolean flag takes its value after "=", which its line says,
+		// so that --same-site=false is found without reading the code.
+		kong.ValueFormatter(func(v *kong.Value) string {
+			h := kong.DefaultHelpValueFormatter(v)
+			if v.IsBool() && v.Name != "help" {
+				h += " (--" + v.Name + "=true|false)"
+			}
+			return h
+		}),
 		kong.Vars{
 			"default_interval": watch.FormatDuration(watch.DefaultInterval),
 			"min_interval":     watch.FormatDuration(watch.MinInterval),

@@ -321,3 +321,23 @@ func TestListShowsWhatTheLastCheckLeftOut(t *testing.T) {
 		t.Fatalf("list --json: exit %d, want the cut counts\n%s", code, out)
 	}
 }
+
+// TestHelpIsPlainAndSaysHowBooleansAreWritten: help once showed '' as a
+// curly quote, and gave no hint that a boolean takes =false.
+func TestHelpIsPlainAndSaysHowBooleansAreWritten(t *testing.T) {
+	for _, cmd := range [][]string{{"add"}, {"set"}, {"updates"}, {"list"}, {"notify", "add", "webhook"}, {"import"}} {
+		var out strings.Builder
+		code := run(context.Background(), append(cmd, "--help"), func(string) string { return "" }, &out, &out)
+		help := out.String()
+		if code != exitOK || strings.ContainsAny(help, "‘’“”") {
+			t.Errorf("watchctl %s --help: exit %d, curly quotes in:\n%s", strings.Join(cmd, " "), code, help)
+		}
+	}
+	var out strings.Builder
+	run(context.Background(), []string{"set", "--help"}, func(string) string { return "" }, &out, &out)
+	for _, want := range []string{"--same-site=true|false", "--enabled=true|false", "--burst-detection=true|false"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("watchctl set --help does not say %s:\n%s", want, out.String())
+		}
+	}
+}

@@ -54,13 +54,17 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 	if p.Interval == 0 {
 		p.Interval = watch.DefaultInterval
 	}
+	// A URL already watched inserts no row, so it draws no id from the
+	// sequence: refused adds leave no gaps in the ids people see. Two adds
+	// of one URL at once still meet the unique key.
 	page, err := scanPage(q.QueryRow(ctx, `
 		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled, `+optionColumns+`, burst_detection)
-		VALUES ($1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13, NOT $14)
+		SELECT $1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13, NOT $14
+		WHERE NOT EXISTS (SELECT 1 FROM pages WHERE base_url = $1)
 		RETURNING `+pageColumns,
 		append(append([]any{p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused},
 			optionArgs(p.Options)...), p.BurstDetectionOff)...))
-	if isUniqueViolation(err) {
+	if isUniqueViolation(err) || errors.Is(err, pgx.ErrNoRows) {
 		return watch.Page{}, watch.ErrDuplicatePage
 	}
 	return page, err

@@ -371,3 +371,23 @@ func TestShorterIntervalAndCheckNowApplyAtTheNextClaim(t *testing.T) {
 		t.Errorf("check now of no page = %v, want ErrPageNotFound", err)
 	}
 }
+
+// TestRefusedAddsUseNoID: an add refused as a duplicate drew an id, so the
+// next page's id skipped one.
+func TestRefusedAddsUseNoID(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	a, err := st.CreatePage(ctx, watch.PageSpec{URL: "http://example.com/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := st.CreatePage(ctx, watch.PageSpec{URL: "http://example.com/a"}); !errors.Is(err, watch.ErrDuplicatePage) {
+			t.Fatalf("a second add of one URL = %v, want ErrDuplicatePage", err)
+		}
+	}
+	b, err := st.CreatePage(ctx, watch.PageSpec{URL: "http://example.com/b"})
+	if err != nil || b.ID != a.ID+1 {
+		t.Errorf("the page after three refused adds has id %d (%v), want %d", b.ID, err, a.ID+1)
+	}
+}

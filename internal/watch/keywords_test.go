@@ -52,7 +52,7 @@ func TestKeywordRulesCaps(t *testing.T) {
 	big := strings.Repeat("a", MaxPatternInsts-2)
 	o := LinkOptions{Ignore: []string{big, big, big}, ExcludeText: []string{big, big, big}}
 	p, errs := CompilePatterns(o)
-	if len(p.Ignore) != 3 || len(p.ExcludeText) != 2 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "excludeText pattern") {
+	if len(p.Ignore) != 3 || len(p.ExcludeText) != 2 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "exclude-text pattern") {
 		t.Fatalf("CompilePatterns: %d ignore, %d excludeText, errors %v; want 3, 2 and one excludeText refusal", len(p.Ignore), len(p.ExcludeText), errs)
 	}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "together") {
@@ -71,9 +71,9 @@ func TestKeywordRulesCaps(t *testing.T) {
 		o    LinkOptions
 		want string
 	}{
-		{LinkOptions{IncludeText: []string{"("}}, `includeText pattern "("`},
-		{LinkOptions{ExcludeURL: []string{""}}, "excludeUrl pattern"},
-		{LinkOptions{IncludeURL: []string{`\w{1000}`}}, "includeUrl pattern"},
+		{LinkOptions{IncludeText: []string{"("}}, `include-text pattern "("`},
+		{LinkOptions{ExcludeURL: []string{""}}, "exclude-url pattern"},
+		{LinkOptions{IncludeURL: []string{`\w{1000}`}}, "include-url pattern"},
 	} {
 		if err := tt.o.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("Validate(%+v) = %v, want one line naming %q", tt.o, err, tt.want)

@@ -152,8 +152,8 @@ func (o LinkOptions) caps() error {
 	for _, l := range []struct {
 		kind string
 		n    int
-	}{{"ignore", len(o.Ignore)}, {"includeText", len(o.IncludeText)}, {"excludeText", len(o.ExcludeText)},
-		{"includeUrl", len(o.IncludeURL)}, {"excludeUrl", len(o.ExcludeURL)}} {
+	}{{"ignore", len(o.Ignore)}, {"include-text", len(o.IncludeText)}, {"exclude-text", len(o.ExcludeText)},
+		{"include-url", len(o.IncludeURL)}, {"exclude-url", len(o.ExcludeURL)}} {
 		if l.n > MaxIgnorePatterns {
 			return fmt.Errorf("%d %s patterns; at most %d are allowed", l.n, l.kind, MaxIgnorePatterns)
 		}

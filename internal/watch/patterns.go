@@ -185,10 +185,10 @@ func CompilePatterns(o LinkOptions) (Patterns, []error) {
 		dst      *[]*regexp.Regexp
 	}{
 		{"ignore pattern", o.Ignore, false, &p.Ignore},
-		{"includeText pattern", o.IncludeText, true, &p.IncludeText},
-		{"excludeText pattern", o.ExcludeText, true, &p.ExcludeText},
-		{"includeUrl pattern", o.IncludeURL, false, &p.IncludeURL},
-		{"excludeUrl pattern", o.ExcludeURL, false, &p.ExcludeURL},
+		{"include-text pattern", o.IncludeText, true, &p.IncludeText},
+		{"exclude-text pattern", o.ExcludeText, true, &p.ExcludeText},
+		{"include-url pattern", o.IncludeURL, false, &p.IncludeURL},
+		{"exclude-url pattern", o.ExcludeURL, false, &p.ExcludeURL},
 	} {
 		res, errs := compileList(l.kind, l.src, l.foldCase, &total)
 		*l.dst = res
