@@ -322,7 +322,7 @@ func TestListShowsWhatTheLastCheckLeftOut(t *testing.T) {
 	}
 }
 
-// TestHelpIsPlainAndSaysHowBooleansAreWritten: help once showed ” as a
+// TestHelpIsPlainAndSaysHowBooleansAreWritten: help once showed two apostrophes as a
 // curly quote, and gave no hint that a boolean takes =false.
 func TestHelpIsPlainAndSaysHowBooleansAreWritten(t *testing.T) {
 	for _, cmd := range [][]string{{"add"}, {"set"}, {"updates"}, {"list"}, {"notify", "add", "webhook"}, {"import"}} {
