@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -65,7 +64,7 @@ func queryEvents(ctx context.Context, st *store.Store, f watch.UpdateFilter, lim
 // printEvents prints events as a table; a burst is one line saying how
 // many new links the redesign brought, followed by them when expand is set.
 func printEvents(w io.Writer, events []updateEvent, expand bool) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "DISCOVERED\tPAGE\tTEXT\tURL")
 	for _, e := range events {
 		at := e.first.DiscoveredAt.Local().Format("2006-01-02 15:04:05")
@@ -103,7 +102,7 @@ func (u *updatesCmd) printRemovals(c *cli, st *store.Store, f watch.RemovalFilte
 		}
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(c.stdout)
 	fmt.Fprintln(tw, "REMOVED\tPAGE\tTEXT\tURL")
 	for _, m := range removals {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.RemovedAt.Local().Format("2006-01-02 15:04:05"), m.PageID, oneLine(m.Text), m.URL)

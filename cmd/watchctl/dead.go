@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -103,9 +102,9 @@ func (d *deadPurgeCmd) Run(c *cli) error {
 }
 
 func (c *cli) deadList(dead *queue.Dead, queues []string, limit int, asJSON bool) error {
-	var tw *tabwriter.Writer
+	var tw *table
 	if !asJSON {
-		tw = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		tw = newTable(c.stdout)
 		defer tw.Flush()
 	}
 	for _, q := range queues {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/fetch"
@@ -132,7 +131,7 @@ func (notifyListCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(c.stdout)
 	fmt.Fprintln(tw, "ID\tCHANNEL\tTARGET\tSCOPE\tDIGEST\tLAST DELIVERY\tSTATUS\tATTEMPTS\tCODE\tLAST ERROR\tPAUSED")
 	for _, s := range subs {
 		last, status, attempts, code := "never", "-", "-", "-"

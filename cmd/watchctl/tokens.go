@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"text/tabwriter"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -68,7 +67,7 @@ func (tokenListCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(c.stdout)
 	fmt.Fprintln(tw, "NAME\tRIGHTS\tCREATED\tLAST USED")
 	for _, t := range tokens {
 		rights, used := "read", "never"
