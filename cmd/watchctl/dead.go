@@ -77,7 +77,7 @@ func (d *deadRequeueCmd) Run(c *cli) error {
 		if err != nil {
 			return fmt.Errorf("%w (%d moved before the error)", err, n)
 		}
-		fmt.Fprintf(c.stdout, "requeued %d messages from %s to %s\n", n, queue.DeadLetterQueue(q), q)
+		fmt.Fprintf(c.stdout, "requeued %d %s from %s to %s\n", n, plural(n, "message", "messages"), queue.DeadLetterQueue(q), q)
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func (d *deadPurgeCmd) Run(c *cli) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "purged %d messages from %s\n", n, queue.DeadLetterQueue(q))
+		fmt.Fprintf(c.stdout, "purged %d %s from %s\n", n, plural(n, "message", "messages"), queue.DeadLetterQueue(q))
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func (c *cli) deadList(dead *queue.Dead, queues []string, limit int, asJSON bool
 			}
 			continue
 		}
-		fmt.Fprintf(tw, "%s: %d messages\n", queue.DeadLetterQueue(q), total)
+		fmt.Fprintf(tw, "%s: %d %s\n", queue.DeadLetterQueue(q), total, plural(total, "message", "messages"))
 		if len(letters) == 0 {
 			continue
 		}

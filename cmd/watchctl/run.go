@@ -274,7 +274,7 @@ func (migrateCmd) Run(c *cli) error {
 		fmt.Fprintf(c.stdout, "database is up to date (version %d)\n", version)
 		return nil
 	}
-	fmt.Fprintf(c.stdout, "applied %d migrations; database is at version %d\n", len(applied), version)
+	fmt.Fprintf(c.stdout, "applied %d %s; database is at version %d\n", len(applied), plural(len(applied), "migration", "migrations"), version)
 	return nil
 }
 
@@ -350,7 +350,7 @@ func (l *listCmd) Run(c *cli) error {
 		}
 		// A check that left links out says so where the status is read.
 		if p.LastTruncated > 0 {
-			status += fmt.Sprintf(" (%d links over the limits)", p.LastTruncated)
+			status += fmt.Sprintf(" (%d %s over the limits)", p.LastTruncated, plural(p.LastTruncated, "link", "links"))
 		}
 		if p.LastCut > 0 {
 			status += fmt.Sprintf(" (%d new links over the caps)", p.LastCut)
