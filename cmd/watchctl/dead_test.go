@@ -49,13 +49,13 @@ func TestDeadListRequeuePurge(t *testing.T) {
 	testsvc.WaitDepth(t, 20*time.Second, queue.DeadLetterQueue(jobQ), 1)
 
 	code, out, errOut := runCLI(t, e, "dead", "list")
-	if code != 0 || !strings.Contains(out, queue.DeadLetterQueue(jobQ)+": 1 messages") || !strings.Contains(out, "job is not JSON") ||
+	if code != 0 || !strings.Contains(out, queue.DeadLetterQueue(jobQ)+": 1 message\n") || !strings.Contains(out, "job is not JSON") ||
 		!strings.Contains(out, `{"broken":`) || !strings.Contains(out, queue.DeadLetterQueue(taskQ)+": 0 messages") {
 		t.Fatalf("dead list: exit %d\n%s%s", code, out, errOut)
 	}
 	testsvc.WaitDepth(t, 20*time.Second, queue.DeadLetterQueue(jobQ), 1) // listing keeps the message
 
-	if code, out, errOut := runCLI(t, e, "dead", "requeue", "--queue", "job"); code != 0 || !strings.Contains(out, "requeued 1 messages") {
+	if code, out, errOut := runCLI(t, e, "dead", "requeue", "--queue", "job"); code != 0 || !strings.Contains(out, "requeued 1 message ") {
 		t.Fatalf("dead requeue: exit %d\n%s%s", code, out, errOut)
 	}
 	testsvc.WaitDepth(t, 20*time.Second, queue.DeadLetterQueue(jobQ), 0)
