@@ -30,14 +30,20 @@ const (
 )
 
 // Caps on one import. A list that passes MaxBytes, MaxRows, MaxRowBytes,
-// MaxColumns (its header) or MaxFolderDepth is refused as a whole as soon
-// as the reader gets there; a row that passes MaxCellBytes, MaxColumns,
-// MaxRowTags or MaxListItems is a bad row, named with the others.
+// MaxColumns (its header), MaxFolderDepth or MaxCheckedBytes is refused as
+// a whole as soon as the reader gets there; a row that passes
+// MaxCellBytes, MaxColumns, MaxRowTags or MaxListItems is a bad row, named
+// with the others.
 const (
 	// MaxRows bounds one import: the reader stops at page MaxRows+1.
 	MaxRows = 10000
 	// MaxBytes bounds the size of one import's file.
 	MaxBytes = 8 << 20
+	// MaxCheckedBytes bounds the text of a list's pages once checked
+	// (ReadChecked): URLs normalised, names, tags and lists. A URL's
+	// non-ASCII characters take three times their bytes once percent-encoded,
+	// so a file within MaxBytes could otherwise hold three times as much.
+	MaxCheckedBytes = MaxBytes
 	// MaxRowBytes bounds one CSV row (its quotes and line breaks included)
 	// and one token of an OPML file (a tag with its attributes, a text, a
 	// comment), as the parser reads them. A page at every cap of the domain
@@ -125,12 +131,19 @@ func (e RowError) Error() string { return fmt.Sprintf("row %d: %v", e.Line, e.Er
 // BadRowsError lists every bad row of a list; nothing of it was written.
 type BadRowsError struct{ Rows []RowError }
 
-func (e *BadRowsError) Error() string {
+func (e *BadRowsError) Error() string { return e.Summary(len(e.Rows)) }
+
+// Summary is Error with at most n rows named, and how many more there are:
+// for an answer that names every row elsewhere.
+func (e *BadRowsError) Summary(n int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d bad rows, nothing imported", len(e.Rows))
-	for _, r := range e.Rows {
+	for _, r := range e.Rows[:min(n, len(e.Rows))] {
 		b.WriteString("\n")
 		b.WriteString(r.Error())
+	}
+	if more := len(e.Rows) - n; more > 0 {
+		fmt.Fprintf(&b, "\n… and %d more", more)
 	}
 	return b.String()
 }
@@ -238,7 +251,8 @@ func (rd *Reader) discard() { io.Copy(io.Discard, rd.lr) }
 // Read reads a whole list in format, at most MaxRows pages from at most
 // MaxBytes, in file order. A row it cannot read (a bad interval, say) comes
 // with its Err set, for Check to report with the others; a list it cannot
-// read at all gives an *UnreadableError (see Reader.Next).
+// read at all gives an *UnreadableError (see Reader.Next). The rows it
+// returns are held whole; ReadChecked holds a checked list in less.
 func Read(r io.Reader, format string) ([]Row, error) {
 	rd, err := NewReader(r, format)
 	if err != nil {
