@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -43,9 +44,19 @@ type PageReader interface {
 // registration already.
 type PageWriter interface {
 	CreatePage(ctx context.Context, p watch.PageSpec) (watch.Page, error)
-	CreatePages(ctx context.Context, ps []watch.PageSpec) ([]watch.Page, error)
 	EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch.Page, error)
 	RemovePage(ctx context.Context, id int64) error
+}
+
+// PageImporter is what an import needs of the store, none of which holds an
+// import whole: which of its URLs are registered, the registration of its
+// pages one at a time in one transaction (all or none; a URL registered
+// meanwhile wraps watch.ErrDuplicatePage), and the new pages read back a
+// batch at a time for the answer.
+type PageImporter interface {
+	WatchedAmong(ctx context.Context, urls []string) ([]string, error)
+	ImportPages(ctx context.Context, pages iter.Seq[watch.PageSpec]) ([]int64, error)
+	EachPage(ctx context.Context, ids []int64, fn func(watch.Page) error) error
 }
 
 // UpdateReader reads updates and the stamps that identify feeds.
@@ -98,11 +109,13 @@ type Config struct {
 
 // Deps are the adapters the server reads and writes through.
 type Deps struct {
-	Pages   PageReader
-	Writer  PageWriter
-	Updates UpdateReader
-	Tokens  TokenVerifier
-	Dead    DeadLetterCounter
+	Pages  PageReader
+	Writer PageWriter
+	// Importer registers imported lists.
+	Importer PageImporter
+	Updates  UpdateReader
+	Tokens   TokenVerifier
+	Dead     DeadLetterCounter
 	// Removals reads the links removed from their pages.
 	Removals RemovalReader
 	// Subscriptions reads and writes notification subscriptions.
