@@ -2,22 +2,24 @@
 // for watchctl import/export and the HTTP API, and checks an import as one:
 // every row goes through registration, and a list with any bad row is
 // refused whole, each bad row named with its reason.
+//
+// A list is read as a stream, one row at a time (a Reader): CSV record by
+// record, OPML token by token, never as a tree. The caps below are counted
+// and measured while reading, so a list costs memory in proportion to one
+// row, and the reader stops at the first cap a list passes, with a message
+// that names the row.
 package pagefile
 
 import (
-	"context"
-	"encoding/csv"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
-	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -27,11 +29,65 @@ const (
 	OPML = "opml"
 )
 
-// MaxRows bounds one import; a longer list is refused as a whole.
-const MaxRows = 10000
+// Caps on one import. A list that passes MaxBytes, MaxRows, MaxRowBytes,
+// MaxColumns (its header), MaxFolderDepth or MaxCheckedBytes is refused as
+// a whole as soon as the reader gets there; a row that passes
+// MaxCellBytes, MaxColumns, MaxRowTags or MaxListItems is a bad row, named
+// with the others.
+const (
+	// MaxRows bounds one import: the reader stops at page MaxRows+1.
+	MaxRows = 10000
+	// MaxBytes bounds the size of one import's file.
+	MaxBytes = 8 << 20
+	// MaxCheckedBytes bounds the text of a list's pages once checked
+	// (ReadChecked): URLs normalised, names, tags and lists. A URL's
+	// non-ASCII characters take three times their bytes once percent-encoded,
+	// so a file within MaxBytes could otherwise hold three times as much.
+	MaxCheckedBytes = MaxBytes
+	// MaxRowBytes bounds one CSV row (its quotes and line breaks included)
+	// and one token of an OPML file (a tag with its attributes, a text, a
+	// comment), as the parser reads them. A page at every cap of the domain
+	// (a 2 KiB URL, 20 tags, five lists of 20 patterns of 256 bytes, ten
+	// selectors) takes about 35 KiB; 128 KiB leaves room for quoting.
+	MaxRowBytes = 128 << 10
+	// MaxCellBytes bounds each cell (CSV) or attribute (OPML) the reader
+	// uses. The longest value a page holds is a list of 20 patterns of 256
+	// bytes (5,139 bytes with their line breaks); a URL is at most 2 KiB
+	// once normalised.
+	MaxCellBytes = 8 << 10
+	// MaxColumns bounds the cells of a CSV header or row: the list has 14
+	// columns, and a spreadsheet may add a few of its own.
+	MaxColumns = 64
+	// MaxFolderDepth bounds how deep OPML folders nest. Each folder a page
+	// sits in becomes one of its tags, and a page has at most watch.MaxTags
+	// (20), so a page under more folders than that could only be imported
+	// with their names repeated; feed readers nest one to three deep.
+	MaxFolderDepth = 32
+	// MaxRowTags bounds the tags one row names as written (a CSV row's tags
+	// cell; an OPML page's folders and categories), repeats included: twice
+	// watch.MaxTags, so that the domain names an ordinary excess in its own
+	// words and the reader stops only an absurd one.
+	MaxRowTags = 2 * watch.MaxTags
+	// MaxListItems bounds the items of one list cell or attribute (ignore
+	// patterns, region selectors, keyword rules): twice
+	// watch.MaxIgnorePatterns, the longest list the domain admits, for the
+	// same reason.
+	MaxListItems = 2 * watch.MaxIgnorePatterns
+)
 
-// MaxBytes bounds the size of one import's file.
-const MaxBytes = 8 << 20
+// maxElementDepth bounds how deep any OPML element nests: the folders, with
+// opml, body, the page's outline and a few levels below it that the reader
+// skips.
+const maxElementDepth = MaxFolderDepth + 8
+
+// maxErrorBytes bounds the message of one bad row, so that an answer naming
+// 10,000 of them stays a few MiB however long the values it quotes; a longer
+// message keeps its head and its tail, where the reason usually is
+// ("<url>: <what is wrong with it>").
+const (
+	maxErrorBytes = 300
+	errorHead     = 100
+)
 
 // csvHeader names the CSV columns, in order. tags are separated by spaces;
 // ignore patterns, region selectors and keyword rules by line breaks
@@ -64,109 +120,6 @@ type Row struct {
 	Err error
 }
 
-// Write writes pages in format (CSV or OPML).
-func Write(w io.Writer, format string, pages []watch.Page) error {
-	switch format {
-	case CSV:
-		cw := csv.NewWriter(w)
-		cw.Write(csvHeader)
-		for _, p := range pages {
-			o := p.Options
-			cw.Write([]string{p.BaseURL, p.Name, strings.Join(p.Tags, " "), p.Interval.String(),
-				strconv.FormatBool(p.Enabled), strconv.FormatBool(o.SameSiteOnly), lines(o.Ignore),
-				lines(o.Within), lines(o.Exclude), lines(o.IncludeText), lines(o.ExcludeText), lines(o.IncludeURL), lines(o.ExcludeURL),
-				strconv.FormatBool(p.BurstDetection)})
-		}
-		cw.Flush()
-		return cw.Error()
-	case OPML:
-		doc := opml{Version: "2.0", Title: "portalwatch pages"}
-		for _, p := range pages {
-			po := p.Options
-			o := outline{Text: p.DisplayName(), Type: "link", URL: p.BaseURL, Interval: p.Interval.String(),
-				SameSite: po.SameSiteOnly, Ignore: lines(po.Ignore), Within: lines(po.Within), Exclude: lines(po.Exclude),
-				IncludeText: lines(po.IncludeText), ExcludeText: lines(po.ExcludeText),
-				IncludeURL: lines(po.IncludeURL), ExcludeURL: lines(po.ExcludeURL)}
-			if !p.Enabled {
-				o.Enabled = "false"
-			}
-			if !p.BurstDetection {
-				o.BurstDetection = "false"
-			}
-			// Always written, so that an empty name (the page is shown by
-			// its title or host, the outline's text) comes back empty.
-			o.Name = &p.Name
-			for _, t := range p.Tags {
-				o.Category = append(o.Category, "/"+t)
-			}
-			doc.Outlines = append(doc.Outlines, o)
-		}
-		if _, err := io.WriteString(w, xml.Header); err != nil {
-			return err
-		}
-		enc := xml.NewEncoder(w)
-		enc.Indent("", "  ")
-		if err := enc.Encode(doc); err != nil {
-			return fmt.Errorf("write OPML: %w", err)
-		}
-		_, err := io.WriteString(w, "\n")
-		return err
-	}
-	return fmt.Errorf("unknown format %q: want csv or opml", format)
-}
-
-type opml struct {
-	XMLName  xml.Name  `xml:"opml"`
-	Version  string    `xml:"version,attr"`
-	Title    string    `xml:"head>title"`
-	Outlines []outline `xml:"body>outline"`
-}
-
-// outline is an OPML 2.0 outline of type "link"; the pw-prefixed
-// attributes carry what OPML has no word for. Other readers ignore them.
-type outline struct {
-	Text     string  `xml:"text,attr"`
-	Type     string  `xml:"type,attr,omitempty"`
-	URL      string  `xml:"url,attr,omitempty"`
-	HTMLURL  string  `xml:"htmlUrl,attr,omitempty"`
-	XMLURL   string  `xml:"xmlUrl,attr,omitempty"`
-	Category catList `xml:"category,attr,omitempty"`
-	Name     *string `xml:"pwName,attr,omitempty"` // nil: absent, as in other programs' OPML
-	Interval string  `xml:"pwInterval,attr,omitempty"`
-	Enabled  string  `xml:"pwEnabled,attr,omitempty"`
-	SameSite bool    `xml:"pwSameSite,attr,omitempty"`
-	Ignore   string  `xml:"pwIgnore,attr,omitempty"`
-	// Regions and keyword rules, one selector or pattern a line (the
-	// encoder writes a line break in an attribute as &#xA;, so it survives).
-	Within         string    `xml:"pwWithin,attr,omitempty"`
-	Exclude        string    `xml:"pwExclude,attr,omitempty"`
-	IncludeText    string    `xml:"pwIncludeText,attr,omitempty"`
-	ExcludeText    string    `xml:"pwExcludeText,attr,omitempty"`
-	IncludeURL     string    `xml:"pwIncludeUrl,attr,omitempty"`
-	ExcludeURL     string    `xml:"pwExcludeUrl,attr,omitempty"`
-	BurstDetection string    `xml:"pwBurstDetection,attr,omitempty"` // written only as "false"
-	Children       []outline `xml:"outline"`
-}
-
-// lines joins a list as its cell or attribute holds it.
-func lines(l []string) string { return strings.Join(l, "\n") }
-
-// catList is OPML's comma-separated category list.
-type catList []string
-
-func (c catList) MarshalXMLAttr(name xml.Name) (xml.Attr, error) {
-	return xml.Attr{Name: name, Value: strings.Join(c, ",")}, nil
-}
-
-func (c *catList) UnmarshalXMLAttr(a xml.Attr) error {
-	for _, s := range strings.Split(a.Value, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*c = append(*c, s)
-		}
-	}
-	return nil
-}
-
 // RowError is a bad row: where and why.
 type RowError struct {
 	Line int
@@ -178,149 +131,144 @@ func (e RowError) Error() string { return fmt.Sprintf("row %d: %v", e.Line, e.Er
 // BadRowsError lists every bad row of a list; nothing of it was written.
 type BadRowsError struct{ Rows []RowError }
 
-func (e *BadRowsError) Error() string {
+func (e *BadRowsError) Error() string { return e.Summary(len(e.Rows)) }
+
+// Summary is Error with at most n rows named, and how many more there are:
+// for an answer that names every row elsewhere.
+func (e *BadRowsError) Summary(n int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d bad rows, nothing imported", len(e.Rows))
-	for _, r := range e.Rows {
+	for _, r := range e.Rows[:min(n, len(e.Rows))] {
 		b.WriteString("\n")
 		b.WriteString(r.Error())
+	}
+	if more := len(e.Rows) - n; more > 0 {
+		fmt.Fprintf(&b, "\n… and %d more", more)
 	}
 	return b.String()
 }
 
-// Read reads a list in format, at most MaxRows pages from at most MaxBytes.
-// A row it cannot read (a bad interval, say) comes with its Err set, for
-// Check to report with the others; a file it cannot read at all gives an
-// error.
-func Read(r io.Reader, format string) ([]Row, error) {
+// UnreadableError is a list that cannot be read at all: not CSV or OPML,
+// over a cap of the whole list, or empty. Its message is Err's.
+type UnreadableError struct{ Err error }
+
+func (e *UnreadableError) Error() string { return e.Err.Error() }
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
+// errRowTooLong is what rowBudget answers once a row has used its bytes.
+var errRowTooLong = errors.New("row too long")
+
+// rowBudget is the reader under a format's parser. It hands over at most
+// MaxRowBytes between two calls of reset (the parser's own read-ahead, 4 KiB,
+// comes on top), so no row, attribute, text or comment can grow the parser's
+// buffers past that before the reader sees it.
+type rowBudget struct {
+	r    io.Reader
+	left int
+}
+
+func (b *rowBudget) reset() { b.left = MaxRowBytes }
+
+func (b *rowBudget) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errRowTooLong
+	}
+	if len(p) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= n
+	return n, err
+}
+
+// Reader reads a list one row at a time, holding no more than the row it
+// returns. It is not safe for concurrent use.
+type Reader struct {
+	lr   *io.LimitedReader
+	next func() (Row, error) // the format's: io.EOF after the last row
+	rows int
+	err  error // the first error returned, returned again
+}
+
+// NewReader returns a Reader of the list r holds in format, or an error
+// naming the formats. Reading starts with the first call of Next.
+func NewReader(r io.Reader, format string) (*Reader, error) {
 	lr := &io.LimitedReader{R: r, N: MaxBytes + 1}
-	var (
-		rows []Row
-		bad  []RowError
-		err  error
-	)
+	budget := &rowBudget{r: lr}
+	rd := &Reader{lr: lr}
 	switch format {
 	case CSV:
-		rows, bad, err = readCSV(lr)
+		rd.next = newCSVReader(budget).next
 	case OPML:
-		rows, bad, err = readOPML(lr)
+		rd.next = newOPMLReader(budget).next
 	default:
 		return nil, fmt.Errorf("unknown format %q: want csv or opml", format)
 	}
-	if lr.N <= 0 {
-		return nil, fmt.Errorf("the list is larger than %d bytes", MaxBytes)
+	return rd, nil
+}
+
+// Next returns the next row, io.EOF after the last one, or an
+// *UnreadableError when the list cannot be read: a syntax error, page
+// MaxRows+1, a row over MaxRowBytes, a CSV header over MaxColumns, folders
+// deeper than MaxFolderDepth, no page at all. Once the list has proven
+// unreadable the rest of r is read and dropped (up to MaxBytes, through a
+// small buffer), so that a file over MaxBytes is refused as such whatever
+// else is wrong with it, and an HTTP client gets its answer after sending
+// its whole body. A row that cannot be read on its own (a bad interval, a
+// cell over MaxCellBytes) comes with its Err set.
+func (rd *Reader) Next() (Row, error) {
+	if rd.err != nil {
+		return Row{}, rd.err
 	}
+	row, err := rd.next()
+	switch {
+	case err == nil && rd.rows == MaxRows:
+		err = fmt.Errorf("more than %d pages: import at most %d at a time", MaxRows, MaxRows)
+	case err == io.EOF && rd.rows == 0:
+		err = errors.New("the list holds no page")
+	}
+	if err != nil && err != io.EOF {
+		rd.discard()
+	}
+	if rd.lr.N <= 0 {
+		err = fmt.Errorf("the list is larger than %d bytes", MaxBytes)
+	}
+	if err != nil {
+		if err != io.EOF {
+			err = &UnreadableError{Err: err}
+		}
+		rd.err = err
+		return Row{}, err
+	}
+	rd.rows++
+	return row, nil
+}
+
+// discard reads the rest of the list, up to MaxBytes+1, and drops it; an
+// error reading on changes nothing: the list is refused already.
+func (rd *Reader) discard() { io.Copy(io.Discard, rd.lr) }
+
+// Read reads a whole list in format, at most MaxRows pages from at most
+// MaxBytes, in file order. A row it cannot read (a bad interval, say) comes
+// with its Err set, for Check to report with the others; a list it cannot
+// read at all gives an *UnreadableError (see Reader.Next). The rows it
+// returns are held whole; ReadChecked holds a checked list in less.
+func Read(r io.Reader, format string) ([]Row, error) {
+	rd, err := NewReader(r, format)
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range bad {
-		rows = append(rows, Row{Line: b.Line, Err: b.Err})
-	}
-	slices.SortFunc(rows, func(a, b Row) int { return a.Line - b.Line })
-	if len(rows) > MaxRows {
-		return nil, fmt.Errorf("the list has %d pages: at most %d are imported at once", len(rows), MaxRows)
-	}
-	if len(rows) == 0 {
-		return nil, errors.New("the list holds no page")
-	}
-	return rows, nil
-}
-
-func readCSV(r io.Reader) ([]Row, []RowError, error) {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	header, err := cr.Read()
-	if err != nil {
-		return nil, nil, fmt.Errorf("read CSV header: %w", err)
-	}
-	col := map[string]int{}
-	for i, h := range header {
-		col[strings.ToLower(strings.TrimSpace(h))] = i
-	}
-	if _, ok := col["url"]; !ok {
-		return nil, nil, fmt.Errorf("the CSV header %q has no url column (columns: %s)", strings.Join(header, ","), strings.Join(csvHeader, ","))
-	}
-	var (
-		rows []Row
-		bad  []RowError
-	)
+	var rows []Row
 	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
+		row, err := rd.Next()
+		if err == io.EOF {
+			return rows, nil
 		}
 		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				return nil, nil, fmt.Errorf("CSV line %d: %w", pe.Line, pe.Err)
-			}
-			return nil, nil, fmt.Errorf("read CSV: %w", err)
-		}
-		line, _ := cr.FieldPos(0)
-		get := func(name string) string {
-			if i, ok := col[name]; ok && i < len(rec) {
-				return strings.TrimSpace(rec[i])
-			}
-			return ""
-		}
-		row, err := makeRow(line, get("url"), get("name"), strings.Fields(get("tags")), settings{
-			Interval: get("interval"), Enabled: get("enabled"), SameSite: get("same_site"), BurstDetection: get("burst_detection"),
-			Ignore: get("ignore"), Within: get("within"), Exclude: get("exclude"), IncludeText: get("include_text"),
-			ExcludeText: get("exclude_text"), IncludeURL: get("include_url"), ExcludeURL: get("exclude_url")})
-		if err != nil {
-			bad = append(bad, RowError{Line: line, Err: err})
-			continue
+			return nil, err
 		}
 		rows = append(rows, row)
 	}
-	return rows, bad, nil
-}
-
-func readOPML(r io.Reader) ([]Row, []RowError, error) {
-	var doc opml
-	if err := xml.NewDecoder(r).Decode(&doc); err != nil {
-		return nil, nil, fmt.Errorf("read OPML: %w", err)
-	}
-	var (
-		rows []Row
-		bad  []RowError
-		n    int
-	)
-	// An outline without a URL is a folder, as feed readers write them:
-	// its text becomes a tag of the pages inside it.
-	var walk func(os []outline, folders []string)
-	walk = func(os []outline, folders []string) {
-		for _, o := range os {
-			n++
-			url := firstNonEmpty(o.URL, o.HTMLURL, o.XMLURL)
-			if url == "" {
-				walk(o.Children, append(folders, o.Text))
-				continue
-			}
-			tags := append([]string(nil), folders...)
-			for _, c := range o.Category {
-				tags = append(tags, strings.Trim(c, "/"))
-			}
-			// Another program's OPML names a page by the outline's text.
-			name := o.Text
-			if o.Name != nil {
-				name = *o.Name
-			} else if name == url {
-				name = ""
-			}
-			row, err := makeRow(n, url, name, tags, settings{Interval: o.Interval, Enabled: o.Enabled,
-				SameSite: strconv.FormatBool(o.SameSite), BurstDetection: o.BurstDetection, Ignore: o.Ignore, Within: o.Within,
-				Exclude: o.Exclude, IncludeText: o.IncludeText, ExcludeText: o.ExcludeText, IncludeURL: o.IncludeURL,
-				ExcludeURL: o.ExcludeURL})
-			if err != nil {
-				bad = append(bad, RowError{Line: n, Err: err})
-				continue
-			}
-			rows = append(rows, row)
-		}
-	}
-	walk(doc.Outlines, nil)
-	return rows, bad, nil
 }
 
 // settings are a row's cells (CSV) or attributes (OPML) after its URL,
@@ -339,7 +287,7 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 	if s.Interval != "" {
 		d, err := time.ParseDuration(s.Interval)
 		if err != nil {
-			return Row{}, fmt.Errorf("interval %q: want a duration such as 5m", s.Interval)
+			return Row{}, fmt.Errorf("interval %s: want a duration such as 5m", quoteShort(s.Interval))
 		}
 		row.Page.Interval = d
 	}
@@ -355,24 +303,91 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 		}
 		v, err := strconv.ParseBool(b.v)
 		if err != nil {
-			return Row{}, fmt.Errorf("%s %q: want true or false", b.name, b.v)
+			return Row{}, fmt.Errorf("%s %s: want true or false", b.name, quoteShort(b.v))
 		}
 		*b.dst = v
 	}
 	row.Page.Paused, row.Page.BurstDetectionOff = !enabled, !burstDetection
 	// Registration checks the lists' contents; here they are only split.
 	for _, l := range []struct {
-		cell string
-		dst  *[]string
-	}{{s.Ignore, &o.Ignore}, {s.Within, &o.Within}, {s.Exclude, &o.Exclude}, {s.IncludeText, &o.IncludeText},
-		{s.ExcludeText, &o.ExcludeText}, {s.IncludeURL, &o.IncludeURL}, {s.ExcludeURL, &o.ExcludeURL}} {
-		for _, item := range strings.Split(l.cell, "\n") {
-			if item = strings.TrimSpace(item); item != "" {
-				*l.dst = append(*l.dst, item)
-			}
+		name, cell string
+		dst        *[]string
+	}{{"ignore", s.Ignore, &o.Ignore}, {"within", s.Within, &o.Within}, {"exclude", s.Exclude, &o.Exclude},
+		{"include_text", s.IncludeText, &o.IncludeText}, {"exclude_text", s.ExcludeText, &o.ExcludeText},
+		{"include_url", s.IncludeURL, &o.IncludeURL}, {"exclude_url", s.ExcludeURL, &o.ExcludeURL}} {
+		items, ok := splitUpTo(l.cell, "\n", MaxListItems)
+		if !ok {
+			return Row{}, fmt.Errorf("%s holds more than %d items: a list has at most %d", l.name, MaxListItems, watch.MaxIgnorePatterns)
 		}
+		*l.dst = items
 	}
 	return row, nil
+}
+
+// splitUpTo splits s at sep into its items, trimmed, empty ones dropped, or
+// reports false when there are more than max, without making them.
+func splitUpTo(s, sep string, max int) ([]string, bool) {
+	var items []string
+	for item := range strings.SplitSeq(s, sep) {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		if len(items) == max {
+			return nil, false
+		}
+		items = append(items, item)
+	}
+	return items, true
+}
+
+// fieldsUpTo is strings.Fields that reports false when s holds more than
+// max fields, without making them.
+func fieldsUpTo(s string, max int) ([]string, bool) {
+	var fields []string
+	for f := range strings.FieldsSeq(s) {
+		if len(fields) == max {
+			return nil, false
+		}
+		fields = append(fields, f)
+	}
+	return fields, true
+}
+
+// cellTooLong is the error of a cell or attribute over MaxCellBytes.
+func cellTooLong(what string, n int) error {
+	return fmt.Errorf("%s is %d bytes long: the longest read is %d", what, n, MaxCellBytes)
+}
+
+// quoteShort quotes a value for a message, cut to 40 characters: enough to
+// recognise it, never a cell's worth.
+func quoteShort(s string) string {
+	const max = 40
+	if utf8.RuneCountInString(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := 0
+	for range max {
+		_, n := utf8.DecodeRuneInString(s[cut:])
+		cut += n
+	}
+	return strconv.Quote(s[:cut]) + "…"
+}
+
+// shortError returns err, or for a message over maxErrorBytes an error of
+// its first errorHead bytes and its last, "…" between, cut at characters.
+func shortError(err error) error {
+	msg := err.Error()
+	if len(msg) <= maxErrorBytes {
+		return err
+	}
+	head, tail := errorHead, len(msg)-(maxErrorBytes-errorHead)
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+		tail++
+	}
+	return errors.New(msg[:head] + "…" + msg[tail:])
 }
 
 func firstNonEmpty(s ...string) string {
@@ -382,45 +397,4 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
-}
-
-// Check puts every row through pol (as watchctl add and the API do) and
-// refuses rows whose URL is already registered (registered reports it) or
-// given twice. It returns a *BadRowsError naming every bad row, or another
-// error when a row could not be checked (a DNS failure, ctx ended).
-func Check(ctx context.Context, pol registration.Policy, rows []Row, registered func(url string) bool) ([]watch.PageSpec, error) {
-	var (
-		out   []watch.PageSpec
-		bad   []RowError
-		first = map[string]int{}
-	)
-	for _, row := range rows {
-		if row.Err != nil {
-			bad = append(bad, RowError{Line: row.Line, Err: row.Err})
-			continue
-		}
-		p, err := pol.CheckPage(ctx, row.Page)
-		var refused *watch.RefusedError
-		switch {
-		case errors.As(err, &refused):
-			bad = append(bad, RowError{Line: row.Line, Err: err})
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("row %d: %w", row.Line, err)
-		}
-		if line, ok := first[p.URL]; ok {
-			bad = append(bad, RowError{Line: row.Line, Err: fmt.Errorf("%s is also on row %d", p.URL, line)})
-			continue
-		}
-		first[p.URL] = row.Line
-		if registered(p.URL) {
-			bad = append(bad, RowError{Line: row.Line, Err: fmt.Errorf("%s is already watched", p.URL)})
-			continue
-		}
-		out = append(out, p)
-	}
-	if len(bad) > 0 {
-		return nil, &BadRowsError{Rows: bad}
-	}
-	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +45,81 @@ func (s *Store) CreatePages(ctx context.Context, ps []watch.PageSpec) ([]watch.P
 		return nil, fmt.Errorf("import pages: %w", err)
 	}
 	return pages, nil
+}
+
+// ImportPages registers the pages yields in one transaction, as
+// CreatePages does: all of them or, on any error, none; a URL already
+// registered, or given twice, yields an error wrapping
+// watch.ErrDuplicatePage that names its position (from 1). It takes the
+// pages one at a time and keeps only their ids, so that an import of
+// thousands of pages with their lists is never held whole; read them back
+// with EachPage. It returns the new pages' ids in order.
+func (s *Store) ImportPages(ctx context.Context, pages iter.Seq[watch.PageSpec]) ([]int64, error) {
+	var ids []int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		ids = ids[:0]
+		for p := range pages {
+			page, err := createPage(ctx, tx, p)
+			if err != nil {
+				return fmt.Errorf("row %d: %s: %w", len(ids)+1, p.URL, err)
+			}
+			ids = append(ids, page.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("import pages: %w", err)
+	}
+	return ids, nil
+}
+
+// watchedBatch is how many URLs WatchedAmong asks about in one query, and
+// pageBatch how many pages EachPage reads in one.
+const (
+	watchedBatch = 200
+	pageBatch    = 100
+)
+
+// WatchedAmong returns those of urls (normalised) that are registered
+// already, asking watchedBatch at a time, so that an import is checked
+// against the pages it names, never against every page.
+func (s *Store) WatchedAmong(ctx context.Context, urls []string) ([]string, error) {
+	var watched []string
+	for batch := range slices.Chunk(urls, watchedBatch) {
+		rows, err := s.pool.Query(ctx, `SELECT base_url FROM pages WHERE base_url = ANY($1)`, batch)
+		if err != nil {
+			return nil, fmt.Errorf("find watched pages: %w", err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("find watched pages: %w", err)
+		}
+		watched = append(watched, got...)
+	}
+	return watched, nil
+}
+
+// EachPage calls fn with each page of ids that exists, in id order. It
+// reads pageBatch pages at a time and calls fn between reads, so that
+// neither every page nor a connection is held while fn runs (fn may be
+// writing to a slow client). An error of fn ends it and is returned as is.
+func (s *Store) EachPage(ctx context.Context, ids []int64, fn func(watch.Page) error) error {
+	for batch := range slices.Chunk(slices.Sorted(slices.Values(ids)), pageBatch) {
+		rows, err := s.pool.Query(ctx, `SELECT `+pageColumns+` FROM pages WHERE id = ANY($1) ORDER BY id`, batch)
+		if err != nil {
+			return fmt.Errorf("read pages: %w", err)
+		}
+		pages, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Page, error) { return scanPage(r) })
+		if err != nil {
+			return fmt.Errorf("read pages: %w", err)
+		}
+		for _, p := range pages {
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // rowQuerier is a pool or a transaction.

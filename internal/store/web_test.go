@@ -3,6 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +68,62 @@ func TestCreatePagesWritesAllOrNothing(t *testing.T) {
 	pages, err := st.CreatePages(ctx, []watch.PageSpec{{URL: "https://a.example/"}, {URL: "https://b.example/", Tags: []string{"x"}}})
 	if err != nil || len(pages) != 2 {
 		t.Fatalf("import: %v %v", pages, err)
+	}
+}
+
+// TestImportPagesOneAtATime: ImportPages writes every page it is handed or,
+// on a URL registered or given twice, none; WatchedAmong finds the URLs
+// registered among many, and EachPage reads pages back by id, in id order,
+// across its batches.
+func TestImportPagesOneAtATime(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	specs := func(urls ...string) iter.Seq[watch.PageSpec] {
+		return func(yield func(watch.PageSpec) bool) {
+			for _, u := range urls {
+				if !yield(watch.PageSpec{URL: u, Tags: []string{"x"}}) {
+					return
+				}
+			}
+		}
+	}
+	_, err := st.ImportPages(ctx, specs("https://a.example/", "https://b.example/", "https://a.example/"))
+	if !errors.Is(err, watch.ErrDuplicatePage) || !strings.Contains(err.Error(), "row 3") {
+		t.Fatalf("import with a repeated URL: %v, want ErrDuplicatePage naming row 3", err)
+	}
+	if pages, _ := st.Pages(ctx); len(pages) != 0 {
+		t.Fatalf("a failed import left %d pages", len(pages))
+	}
+	// More than a batch of EachPage (100) and of WatchedAmong (200).
+	urls := make([]string, 407)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("https://p%d.example/", i)
+	}
+	ids, err := st.ImportPages(ctx, specs(urls...))
+	if err != nil || len(ids) != len(urls) {
+		t.Fatalf("import of %d pages: %d ids, %v", len(urls), len(ids), err)
+	}
+	asked := append(slices.Clone(urls[:203]), "https://new.example/")
+	watched, err := st.WatchedAmong(ctx, asked)
+	if err != nil || len(watched) != 203 || slices.Contains(watched, "https://new.example/") {
+		t.Errorf("WatchedAmong of %d URLs: %d watched, %v", len(asked), len(watched), err)
+	}
+	var read []watch.Page
+	reversed := slices.Clone(ids)
+	slices.Reverse(reversed)
+	if err := st.EachPage(ctx, append(reversed, ids[len(ids)-1]+1000), func(p watch.Page) error {
+		read = append(read, p)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(read) != len(ids) || read[0].ID != ids[0] || read[len(read)-1].BaseURL != urls[len(urls)-1] || strings.Join(read[5].Tags, ",") != "x" {
+		t.Errorf("EachPage read %d pages, want %d in id order", len(read), len(ids))
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if err := st.EachPage(ctx, ids, func(watch.Page) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Errorf("EachPage whose fn fails: %v after %d calls, want the error after 1", err, calls)
 	}
 }
 

@@ -328,52 +328,75 @@ func listFormat(r *http.Request) (string, error) {
 	return "", errors.New("say the format: ?format=csv|opml, or Content-Type text/csv or text/x-opml")
 }
 
+// apiImport reads, checks and registers a list as a stream: the list is
+// read a row at a time and held checked and packed (pagefile.ReadChecked),
+// registered a page at a time, and the new pages are written to the answer
+// a batch at a time, so that no import within pagefile's caps holds its
+// pages whole.
 func (s *Server) apiImport(w http.ResponseWriter, r *http.Request) {
 	format, err := listFormat(r)
 	if err != nil {
 		s.problem(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	pages, err := s.importList(r, http.MaxBytesReader(w, r.Body, pagefile.MaxBytes+1), format)
+	ctx := r.Context()
+	list, err := pagefile.ReadChecked(ctx, s.cfg.Policy, http.MaxBytesReader(w, r.Body, pagefile.MaxBytes+1), format)
 	if err != nil {
 		s.importError(w, r, err)
 		return
 	}
-	out := make([]pageJSON, len(pages))
-	for i, p := range pages {
-		out[i] = toPageJSON(p)
+	watched, err := s.deps.Importer.WatchedAmong(ctx, list.URLs())
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"pages": out})
+	list.RefuseWatched(watched)
+	if err := list.Err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ids, err := s.deps.Importer.ImportPages(ctx, list.Pages())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	// The answer is writeJSON's {"pages":[...]}, written a page at a time.
+	io.WriteString(w, `{"pages":[`)
+	var (
+		buf   bytes.Buffer
+		first = true
+	)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err = s.deps.Importer.EachPage(ctx, ids, func(p watch.Page) error {
+		buf.Reset()
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		if err := enc.Encode(toPageJSON(p)); err != nil {
+			return err
+		}
+		_, err := w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+		return err
+	})
+	if err != nil {
+		// The pages are stored and the status sent: a cut answer (not
+		// JSON) is all that can tell the client, most often gone already.
+		s.log.Warn("the answer to an import was cut", "method", r.Method, "path", r.URL.Path, "pages", len(ids), "err", err)
+		return
+	}
+	io.WriteString(w, "]}\n")
 }
 
-// errUnreadableList marks a list that could not be read at all.
-var errUnreadableList = errors.New("unreadable list")
-
-// importList reads a list, checks every row through registration and
-// stores all of them, or none.
-func (s *Server) importList(r *http.Request, body io.Reader, format string) ([]watch.Page, error) {
-	rows, err := pagefile.Read(body, format)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errUnreadableList, err)
-	}
-	existing, err := s.deps.Pages.Pages(r.Context())
-	if err != nil {
-		return nil, err
-	}
-	registered := make(map[string]bool, len(existing))
-	for _, p := range existing {
-		registered[p.BaseURL] = true
-	}
-	specs, err := pagefile.Check(r.Context(), s.cfg.Policy, rows, func(u string) bool { return registered[u] })
-	if err != nil {
-		return nil, err
-	}
-	return s.deps.Writer.CreatePages(r.Context(), specs)
-}
-
+// importError answers an import that failed before anything was written:
+// 400 for a list that cannot be read, else as writeError.
 func (s *Server) importError(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, errUnreadableList) {
-		s.problem(w, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), errUnreadableList.Error()+": "))
+	var unreadable *pagefile.UnreadableError
+	if errors.As(err, &unreadable) {
+		s.problem(w, r, http.StatusBadRequest, unreadable.Error())
 		return
 	}
 	s.writeError(w, r, err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/portalwatch/portalwatch/internal/pagefile"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -228,6 +229,50 @@ func TestAPIImportAndExport(t *testing.T) {
 	}
 	if resp, _ := e.do("GET", "/api/v1/pages/export?format=xls", e.readTok, ""); resp.StatusCode != 400 {
 		t.Errorf("export as xls: %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestAPIImportAnswersLongListsInBounds: a list over MaxRows is refused as
+// unreadable; a list of many bad rows names every one in errors and the
+// first few in its detail; pages registered already are named bad rows; a
+// good list is answered page by page.
+func TestAPIImportAnswersLongListsInBounds(t *testing.T) {
+	e := newEnv(t)
+	var many strings.Builder
+	many.WriteString("url\n")
+	for i := range pagefile.MaxRows + 1 {
+		fmt.Fprintf(&many, "http://127.0.0.1:9/p%d\n", i)
+	}
+	resp, b := e.do("POST", "/api/v1/pages/import?format=csv", e.writeTk, many.String())
+	if p := decode[problemDetails](t, b); resp.StatusCode != 400 || p.Detail != "more than 10000 pages: import at most 10000 at a time" {
+		t.Errorf("%d rows: %d %+v, want 400", pagefile.MaxRows+1, resp.StatusCode, p)
+	}
+
+	var bad strings.Builder
+	bad.WriteString("url,interval\n")
+	for i := range 25 {
+		fmt.Fprintf(&bad, "http://127.0.0.1:9/b%d,soon\n", i)
+	}
+	resp, b = e.do("POST", "/api/v1/pages/import?format=csv", e.writeTk, bad.String())
+	p := decode[problemDetails](t, b)
+	if resp.StatusCode != 422 || len(p.Errors) != 25 || p.Errors[24].Row != 26 || strings.Count(p.Detail, "\nrow ") != 10 ||
+		!strings.HasSuffix(p.Detail, "\n… and 15 more") {
+		t.Errorf("25 bad rows: %d %+v, want 422 naming 25 in errors, 10 in the detail", resp.StatusCode, p)
+	}
+
+	good := "url,tags\nhttp://127.0.0.1:9/a,x\nhttp://127.0.0.1:9/b,\n"
+	resp, b = e.do("POST", "/api/v1/pages/import?format=csv", e.writeTk, good)
+	got := decode[struct{ Pages []pageJSON }](t, b).Pages
+	if resp.StatusCode != 201 || len(got) != 2 || got[0].URL != "http://127.0.0.1:9/a" || fmt.Sprint(got[0].Tags) != "[x]" || got[1].ID != got[0].ID+1 {
+		t.Fatalf("import: %d %s", resp.StatusCode, b)
+	}
+	resp, b = e.do("POST", "/api/v1/pages/import?format=csv", e.writeTk, "url\nhttp://127.0.0.1:9/c\nhttp://127.0.0.1:9/b\n")
+	p = decode[problemDetails](t, b)
+	if resp.StatusCode != 422 || len(p.Errors) != 1 || p.Errors[0].Row != 3 || !strings.Contains(p.Errors[0].Detail, "already watched") {
+		t.Errorf("a list with a page watched already: %d %+v", resp.StatusCode, p)
+	}
+	if n := e.pageCount(); n != 2 {
+		t.Errorf("%d pages, want the 2 of the good list", n)
 	}
 }
 

@@ -56,6 +56,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	s.problem(w, r, http.StatusInternalServerError, "the request could not be carried out; the server's log says why")
 }
 
+// badRowsInDetail is how many bad rows of an import the detail of its
+// problem names; its errors name every one.
+const badRowsInDetail = 10
+
 // writeError answers err from a page write or read with the status it
 // deserves: 404, 409, 422 (with the refused field), 503 for a name lookup
 // that failed (a retry may work), 500 for the rest.
@@ -76,7 +80,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		for i, row := range bad.Rows {
 			errs[i] = fieldError{Row: row.Line, Detail: row.Err.Error()}
 		}
-		s.problem(w, r, http.StatusUnprocessableEntity, bad.Error(), errs...)
+		// errors names every row; the detail, the first few.
+		s.problem(w, r, http.StatusUnprocessableEntity, bad.Summary(badRowsInDetail), errs...)
 	case watch.FetchKindOf(err) == watch.FetchDNS || watch.FetchKindOf(err) == watch.FetchTimeout:
 		s.problem(w, r, http.StatusServiceUnavailable, err.Error()+"; try again")
 	default:

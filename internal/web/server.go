@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"iter"
 	"log/slog"
 	"mime"
 	"net"
@@ -46,11 +47,21 @@ type PageReader interface {
 // registration already.
 type PageWriter interface {
 	CreatePage(ctx context.Context, p watch.PageSpec) (watch.Page, error)
-	CreatePages(ctx context.Context, ps []watch.PageSpec) ([]watch.Page, error)
 	EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch.Page, error)
 	RemovePage(ctx context.Context, id int64) error
 	// CheckNow makes a page due now; watch.ErrPagePaused for a paused one.
 	CheckNow(ctx context.Context, id int64) (watch.Page, error)
+}
+
+// PageImporter is what an import needs of the store, none of which holds an
+// import whole: which of its URLs are registered, the registration of its
+// pages one at a time in one transaction (all or none; a URL registered
+// meanwhile wraps watch.ErrDuplicatePage), and the new pages read back a
+// batch at a time for the answer.
+type PageImporter interface {
+	WatchedAmong(ctx context.Context, urls []string) ([]string, error)
+	ImportPages(ctx context.Context, pages iter.Seq[watch.PageSpec]) ([]int64, error)
+	EachPage(ctx context.Context, ids []int64, fn func(watch.Page) error) error
 }
 
 // UpdateReader reads updates and the stamps that identify feeds.
@@ -148,10 +159,12 @@ func (c Config) Validate() error {
 
 // Deps are the adapters the server reads and writes through.
 type Deps struct {
-	Pages   PageReader
-	Writer  PageWriter
-	Updates UpdateReader
-	Tokens  TokenVerifier
+	Pages  PageReader
+	Writer PageWriter
+	// Importer registers imported lists.
+	Importer PageImporter
+	Updates  UpdateReader
+	Tokens   TokenVerifier
 	// Sessions keeps the sign-ins of the web page.
 	Sessions SessionStore
 	Dead     DeadLetterCounter

@@ -1,0 +1,108 @@
+package pagefile
+
+import (
+	"encoding/csv"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// Write writes pages in format (CSV or OPML).
+func Write(w io.Writer, format string, pages []watch.Page) error {
+	switch format {
+	case CSV:
+		cw := csv.NewWriter(w)
+		cw.Write(csvHeader)
+		for _, p := range pages {
+			o := p.Options
+			cw.Write([]string{p.BaseURL, p.Name, strings.Join(p.Tags, " "), p.Interval.String(),
+				strconv.FormatBool(p.Enabled), strconv.FormatBool(o.SameSiteOnly), lines(o.Ignore),
+				lines(o.Within), lines(o.Exclude), lines(o.IncludeText), lines(o.ExcludeText), lines(o.IncludeURL), lines(o.ExcludeURL),
+				strconv.FormatBool(p.BurstDetection)})
+		}
+		cw.Flush()
+		return cw.Error()
+	case OPML:
+		doc := opml{Version: "2.0", Title: "portalwatch pages"}
+		for _, p := range pages {
+			po := p.Options
+			o := outline{Text: p.DisplayName(), Type: "link", URL: p.BaseURL, Interval: p.Interval.String(),
+				SameSite: po.SameSiteOnly, Ignore: lines(po.Ignore), Within: lines(po.Within), Exclude: lines(po.Exclude),
+				IncludeText: lines(po.IncludeText), ExcludeText: lines(po.ExcludeText),
+				IncludeURL: lines(po.IncludeURL), ExcludeURL: lines(po.ExcludeURL)}
+			if !p.Enabled {
+				o.Enabled = "false"
+			}
+			if !p.BurstDetection {
+				o.BurstDetection = "false"
+			}
+			// Always written, so that an empty name (the page is shown by
+			// its title or host, the outline's text) comes back empty.
+			o.Name = &p.Name
+			for _, t := range p.Tags {
+				o.Category = append(o.Category, "/"+t)
+			}
+			doc.Outlines = append(doc.Outlines, o)
+		}
+		if _, err := io.WriteString(w, xml.Header); err != nil {
+			return err
+		}
+		enc := xml.NewEncoder(w)
+		enc.Indent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			return fmt.Errorf("write OPML: %w", err)
+		}
+		_, err := io.WriteString(w, "\n")
+		return err
+	}
+	return fmt.Errorf("unknown format %q: want csv or opml", format)
+}
+
+// opml is the document Write writes.
+type opml struct {
+	XMLName  xml.Name  `xml:"opml"`
+	Version  string    `xml:"version,attr"`
+	Title    string    `xml:"head>title"`
+	Outlines []outline `xml:"body>outline"`
+}
+
+// outline is an OPML 2.0 outline of type "link", as Write writes it; the
+// pw-prefixed attributes carry what OPML has no word for. Other readers
+// ignore them. The reader (opml.go) reads the same attributes token by
+// token, never into this tree: a test writes every one and reads it back.
+type outline struct {
+	Text     string  `xml:"text,attr"`
+	Type     string  `xml:"type,attr,omitempty"`
+	URL      string  `xml:"url,attr,omitempty"`
+	HTMLURL  string  `xml:"htmlUrl,attr,omitempty"`
+	XMLURL   string  `xml:"xmlUrl,attr,omitempty"`
+	Category catList `xml:"category,attr,omitempty"`
+	Name     *string `xml:"pwName,attr,omitempty"` // nil: absent, as in other programs' OPML
+	Interval string  `xml:"pwInterval,attr,omitempty"`
+	Enabled  string  `xml:"pwEnabled,attr,omitempty"`
+	SameSite bool    `xml:"pwSameSite,attr,omitempty"`
+	Ignore   string  `xml:"pwIgnore,attr,omitempty"`
+	// Regions and keyword rules, one selector or pattern a line (the
+	// encoder writes a line break in an attribute as &#xA;, so it survives).
+	Within         string `xml:"pwWithin,attr,omitempty"`
+	Exclude        string `xml:"pwExclude,attr,omitempty"`
+	IncludeText    string `xml:"pwIncludeText,attr,omitempty"`
+	ExcludeText    string `xml:"pwExcludeText,attr,omitempty"`
+	IncludeURL     string `xml:"pwIncludeUrl,attr,omitempty"`
+	ExcludeURL     string `xml:"pwExcludeUrl,attr,omitempty"`
+	BurstDetection string `xml:"pwBurstDetection,attr,omitempty"` // written only as "false"
+}
+
+// lines joins a list as its cell or attribute holds it.
+func lines(l []string) string { return strings.Join(l, "\n") }
+
+// catList is OPML's comma-separated category list.
+type catList []string
+
+func (c catList) MarshalXMLAttr(name xml.Name) (xml.Attr, error) {
+	return xml.Attr{Name: name, Value: strings.Join(c, ",")}, nil
+}
