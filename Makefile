@@ -78,6 +78,7 @@ vet:
 ## a short fault-injection run with its negative controls.
 test: services vet
 	@scripts/services.sh ensure chromium
+	@scripts/services.sh ensure axe
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	$(MAKE) --no-print-directory chaos-short

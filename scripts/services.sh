@@ -4,6 +4,8 @@
 #
 #   scripts/services.sh ensure [postgres|redis|rabbitmq|supervisor|all]  (default: all)
 #   scripts/services.sh ensure chromium    (the browser test's headless Chromium; not in all)
+#   scripts/services.sh ensure axe         (the browser test's accessibility checker, axe-core from npm,
+#                                           into .cache/axe; not in all)
 #   scripts/services.sh ensure-db NAME
 #   scripts/services.sh redis-limits   apply maxmemory and eviction policy to a running Redis
 #   scripts/services.sh check-go
@@ -59,6 +61,7 @@ usage() {
 	cat <<'EOF'
 usage: scripts/services.sh ensure [postgres|redis|rabbitmq|supervisor|all]
        scripts/services.sh ensure chromium
+       scripts/services.sh ensure axe
        scripts/services.sh ensure-db NAME
        scripts/services.sh redis-limits
        scripts/services.sh check-go
@@ -452,6 +455,25 @@ ensure_chromium() {
 	chromium_installed || die "chromium not found after installing it"
 }
 
+# The browser test runs axe-core, pinned, in that Chromium to check each page's
+# accessibility. It comes from npm into the repository's .cache (ignored by
+# git); the test reads it from there, or from PORTALWATCH_AXE_JS.
+AXE_VERSION=4.10.3
+AXE_DIR=$ROOT_DIR/.cache/axe
+AXE_JS=$AXE_DIR/node_modules/axe-core/axe.min.js
+axe_installed() { [[ -f $AXE_JS ]] && grep -q "axe v$AXE_VERSION" "$AXE_JS"; }
+
+ensure_axe() {
+	axe_installed && return 0
+	command -v npm >/dev/null 2>&1 || apt_install npm
+	command -v npm >/dev/null 2>&1 || die "npm not found after installing it"
+	mkdir -p "$AXE_DIR"
+	say "installing axe-core $AXE_VERSION from npm into $AXE_DIR"
+	npm install --prefix "$AXE_DIR" --no-save --no-audit --no-fund --loglevel=error "axe-core@$AXE_VERSION" >/dev/null ||
+		die "npm could not install axe-core@$AXE_VERSION"
+	axe_installed || die "axe-core $AXE_VERSION not found at $AXE_JS after installing it"
+}
+
 # ---------------------------------------------------------------- commands
 
 # Packages missing for the given services that are not already reachable,
@@ -466,6 +488,7 @@ preinstall() {
 		rabbitmq) if rabbitmq_up; then UP[$svc]=1; elif ! rabbitmq_installed; then pkgs+=(rabbitmq-server); fi ;;
 		supervisor) ;; # installed on its own: its default daemon must be stopped afterwards
 		chromium) if chromium_installed; then UP[$svc]=1; fi ;;
+		axe) if axe_installed; then UP[$svc]=1; fi ;;
 		esac
 	done
 	apt_install "${pkgs[@]}"
@@ -478,6 +501,7 @@ status_of() {
 	rabbitmq) printf 'rabbitmq 127.0.0.1:%s' "$RABBITMQ_PORT" ;;
 	supervisor) printf 'supervisord installed' ;;
 	chromium) printf 'chromium installed' ;;
+	axe) printf 'axe-core %s installed' "$AXE_VERSION" ;;
 	esac
 }
 
@@ -486,7 +510,7 @@ cmd_ensure() {
 	local -a svcs
 	case $what in
 	all) svcs=(postgres redis rabbitmq supervisor) ;;
-	postgres | redis | rabbitmq | supervisor | chromium) svcs=("$what") ;;
+	postgres | redis | rabbitmq | supervisor | chromium | axe) svcs=("$what") ;;
 	*) usage ;;
 	esac
 	preinstall "${svcs[@]}"

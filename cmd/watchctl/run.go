@@ -46,7 +46,9 @@ type commandLine struct {
 	Add     addCmd     `cmd:"" help:"Watch a homepage."`
 	List    listCmd    `cmd:"" help:"List watched pages and their status."`
 	Set     setCmd     `cmd:"" help:"Change a page's settings."`
-	Remove  removeCmd  `cmd:"" help:"Stop watching a page and delete its links and updates."`
+	Remove  removeCmd  `cmd:"" help:"Stop watching a page: it goes to the trash for 7 days, restorable, then is deleted with its links and updates."`
+	Restore restoreCmd `cmd:"" help:"Bring a page back from the trash, with its history."`
+	Trash   trashCmd   `cmd:"" help:"List the pages in the trash and when each is deleted for good."`
 	Check   checkCmd   `cmd:"" help:"Check a page now, at the scheduler's next round."`
 	Updates updatesCmd `cmd:"" help:"Print new links, newest first."`
 	Dead    deadCmd    `cmd:"" help:"Show, retry or drop dead-lettered messages."`
@@ -313,7 +315,11 @@ func (a *addCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "watching page %d: %s every %s\n", page.ID, page.BaseURL, watch.FormatDuration(page.Interval))
+	if page.Restored {
+		fmt.Fprintf(c.stdout, "restored page %d from the trash, with its history: %s every %s\n", page.ID, page.BaseURL, watch.FormatDuration(page.Interval))
+	} else {
+		fmt.Fprintf(c.stdout, "watching page %d: %s every %s\n", page.ID, page.BaseURL, watch.FormatDuration(page.Interval))
+	}
 	return nil
 }
 
@@ -469,23 +475,73 @@ type removeCmd struct {
 	ID string `arg:"" name:"id" help:"The page's id (see watchctl list)."`
 }
 
+// onPage does to the page the id argument names what do does, as remove,
+// restore and check do; a page do does not find is a usage error saying
+// missing (with the id).
+func (c *cli) onPage(arg string, do func(*store.Store, context.Context, int64) (watch.Page, error), missing string) (watch.Page, error) {
+	id, err := parseID(arg)
+	if err != nil {
+		return watch.Page{}, err
+	}
+	st, err := c.open()
+	if err != nil {
+		return watch.Page{}, err
+	}
+	defer st.Close()
+	page, err := do(st, c.ctx, id)
+	if errors.Is(err, watch.ErrPageNotFound) {
+		return page, usagef(missing, id)
+	}
+	return page, err
+}
+
 func (r *removeCmd) Run(c *cli) error {
-	id, err := parseID(r.ID)
+	page, err := c.onPage(r.ID, (*store.Store).TrashPage, "no watched page has id %d (see `watchctl list`, and `watchctl trash` for removed ones)")
 	if err != nil {
 		return err
 	}
+	id := page.ID
+	fmt.Fprintf(c.stdout, "moved page %d (%s) to the trash: it is no longer checked, and is deleted with its links and updates on %s; `watchctl restore %d` brings it back until then\n",
+		id, page.DisplayName(), page.PurgeAt().Local().Format("2006-01-02 15:04"), id)
+	return nil
+}
+
+type restoreCmd struct {
+	ID string `arg:"" name:"id" help:"The page's id (see watchctl trash)."`
+}
+
+func (r *restoreCmd) Run(c *cli) error {
+	page, err := c.onPage(r.ID, (*store.Store).RestorePage, "the trash holds no page %d (see `watchctl trash`)")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "restored page %d (%s) with its history; it is checked at the next round\n", page.ID, page.DisplayName())
+	return nil
+}
+
+type trashCmd struct{}
+
+func (trashCmd) Run(c *cli) error {
 	st, err := c.open()
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.RemovePage(c.ctx, id); errors.Is(err, watch.ErrPageNotFound) {
-		return usagef("no page has id %d (see `watchctl list`)", id)
-	} else if err != nil {
+	pages, err := st.TrashedPages(c.ctx)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "removed page %d\n", id)
-	return nil
+	if len(pages) == 0 {
+		fmt.Fprintln(c.stdout, "the trash is empty")
+		return nil
+	}
+	tw := newTable(c.stdout)
+	fmt.Fprintln(tw, "ID\tNAME\tREMOVED\tDELETED FOR GOOD\tURL")
+	for _, p := range pages {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), p.DeletedAt.Local().Format("2006-01-02 15:04"),
+			p.PurgeAt().Local().Format("2006-01-02 15:04"), p.BaseURL)
+	}
+	return tw.Flush()
 }
 
 type checkCmd struct {
@@ -493,21 +549,10 @@ type checkCmd struct {
 }
 
 func (k *checkCmd) Run(c *cli) error {
-	id, err := parseID(k.ID)
-	if err != nil {
-		return err
-	}
-	st, err := c.open()
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	page, err := st.CheckNow(c.ctx, id)
+	page, err := c.onPage(k.ID, (*store.Store).CheckNow, "no watched page has id %d (see `watchctl list`)")
 	switch {
-	case errors.Is(err, watch.ErrPageNotFound):
-		return usagef("no page has id %d (see `watchctl list`)", id)
 	case errors.Is(err, watch.ErrPagePaused):
-		return usagef("page %d is paused: `watchctl set %d --enabled=true` resumes it", id, id)
+		return usagef("page %d is paused: `watchctl set %d --enabled=true` resumes it", page.ID, page.ID)
 	case err != nil:
 		return err
 	}

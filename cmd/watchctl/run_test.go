@@ -179,11 +179,34 @@ func TestListSetRemoveUpdates(t *testing.T) {
 		t.Errorf("updates --since yesterday: exit %d %q", code, errOut)
 	}
 
-	if code, out, _ := runCLI(t, e, "remove", "1"); code != 0 || !strings.Contains(out, "removed page 1") {
+	if code, out, _ := runCLI(t, e, "remove", "1"); code != 0 || !strings.Contains(out, "moved page 1") || !strings.Contains(out, "watchctl restore 1") {
 		t.Errorf("remove: exit %d %q", code, out)
 	}
-	if code, _, _ := runCLI(t, e, "remove", "1"); code != exitUsage {
-		t.Errorf("remove twice: exit %d, want 2", code)
+	if code, out, _ := runCLI(t, e, "list"); code != 0 || strings.Contains(out, "http://127.0.0.1:9/") {
+		t.Errorf("list after remove: exit %d, still lists the page:\n%s", code, out)
+	}
+	if code, out, _ := runCLI(t, e, "trash"); code != 0 || !strings.Contains(out, "DELETED FOR GOOD") || !strings.Contains(out, "http://127.0.0.1:9/") {
+		t.Errorf("trash: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := runCLI(t, e, "remove", "1"); code != exitUsage || !strings.Contains(errOut, "watchctl trash") {
+		t.Errorf("remove twice: exit %d %q, want 2 pointing at the trash", code, errOut)
+	}
+	if code, out, _ := runCLI(t, e, "restore", "1"); code != 0 || !strings.Contains(out, "restored page 1") {
+		t.Errorf("restore: exit %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, e, "updates", "--page", "1"); code != 0 || !strings.Contains(out, "Breaking") {
+		t.Errorf("updates of the restored page: exit %d, its history is gone:\n%s", code, out)
+	}
+	if code, _, errOut := runCLI(t, e, "restore", "1"); code != exitUsage || !strings.Contains(errOut, "no page 1") {
+		t.Errorf("restore twice: exit %d %q, want 2", code, errOut)
+	}
+	if code, out, _ := runCLI(t, e, "trash"); code != 0 || !strings.Contains(out, "the trash is empty") {
+		t.Errorf("trash after restore: exit %d %q", code, out)
+	}
+	// Adding a trashed URL again restores it.
+	runCLI(t, e, "remove", "1")
+	if code, out, _ := runCLI(t, e, "add", "http://127.0.0.1:9/"); code != 0 || !strings.Contains(out, "restored page 1") {
+		t.Errorf("add of a trashed URL: exit %d %q, want page 1 restored", code, out)
 	}
 	if code, _, _ := runCLI(t, e, "remove", "abc"); code != exitUsage {
 		t.Errorf("remove abc: exit %d, want 2", code)

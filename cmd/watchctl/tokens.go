@@ -1,10 +1,8 @@
 package main
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"regexp"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -16,15 +14,9 @@ type tokenCmd struct {
 	Revoke tokenRevokeCmd `cmd:"" help:"Delete a token; requests that carry it are refused from now on."`
 }
 
-// tokenPrefix marks portalwatch's tokens, so a leaked one is easy to
-// recognise in a log or a secret scanner.
-const tokenPrefix = "pw_"
-
-var tokenNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
 func checkTokenName(name string) error {
-	if !tokenNameRE.MatchString(name) {
-		return usagef("token name %q: use 1 to 64 letters, digits, '_', '.' or '-'", name)
+	if err := watch.CheckTokenName(name); err != nil {
+		return usagef("%v", err)
 	}
 	return nil
 }
@@ -43,9 +35,7 @@ func (t *tokenCreateCmd) Run(c *cli) error {
 		return err
 	}
 	defer st.Close()
-	// rand.Text holds 130 random bits: not guessable, and short enough to
-	// paste into a feed reader.
-	secret := tokenPrefix + rand.Text()
+	secret := watch.NewTokenSecret()
 	if _, err := st.CreateToken(c.ctx, t.Name, secret, t.Write); errors.Is(err, watch.ErrDuplicateToken) {
 		return usagef("a token named %q exists (see `watchctl token list`; revoke it first to replace it)", t.Name)
 	} else if err != nil {

@@ -15,7 +15,7 @@ func TestTokenCreateListRevoke(t *testing.T) {
 	e, st := migrated(t)
 	code, out, errOut := runCLI(t, e, "token", "create", "feeds")
 	secret := strings.TrimSpace(out)
-	if code != exitOK || !strings.HasPrefix(secret, tokenPrefix) || len(secret) < 20 {
+	if code != exitOK || !strings.HasPrefix(secret, watch.TokenPrefix) || len(secret) < 20 {
 		t.Fatalf("token create: exit %d %q %q", code, out, errOut)
 	}
 	if tok, err := st.VerifyToken(context.Background(), secret); err != nil || tok.Write {

@@ -185,6 +185,11 @@ func checkParsed(raw string, u *url.URL) error {
 		return badURL(raw, "not an absolute URL; give one such as https://example.com/")
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
+		// "example.com:8080" parses as scheme "example.com": a host and
+		// port typed without the scheme, not a scheme of its own.
+		if strings.Contains(u.Scheme, ".") || u.Scheme == "localhost" {
+			return badURL(raw, "has no scheme; give one such as https://example.com/")
+		}
 		return badURL(raw, "scheme %q is not allowed; only http and https are", u.Scheme)
 	}
 	if u.Opaque != "" || u.Host == "" || u.Hostname() == "" {

@@ -55,6 +55,7 @@ func TestCheckURL(t *testing.T) {
 		// Malformed.
 		{"", KindBadURL, "empty URL"},
 		{"example.com", KindBadURL, "not an absolute URL"},
+		{"example.com:8080/news", KindBadURL, "has no scheme; give one such as https://example.com/"},
 		{"/relative/path", KindBadURL, "not an absolute URL"},
 		{"//example.com/", KindBadURL, "not an absolute URL"},
 		{"file:///etc/passwd", KindBadURL, `scheme "file" is not allowed`},

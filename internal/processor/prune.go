@@ -16,7 +16,13 @@ type Pruning interface {
 	MaintainUpdatePartitions(ctx context.Context, retention time.Duration, ahead int) (watch.PartitionChanges, error)
 	PruneLinks(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 	PruneRemovals(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+	EmptyTrash(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+	PruneSparklines(ctx context.Context, olderThan time.Duration) (int64, error)
 }
+
+// SparklineHours is how far back the pages list's sparklines reach; the
+// hourly counts behind them are kept a day longer, then deleted.
+const SparklineHours = 7 * 24
 
 // RetentionConfig says what the Pruner deletes and how fast.
 type RetentionConfig struct {
@@ -97,7 +103,9 @@ func retention(field string, d time.Duration) error {
 }
 
 // Pruner keeps the weekly partitions of updates, made ahead and dropped past
-// retention, and deletes links gone from their pages in bounded batches.
+// retention, deletes links gone from their pages in bounded batches, and
+// deletes for good the pages that have been in the trash for
+// watch.TrashRetention and the hourly counts older than the sparklines.
 // Several processors may each run one: partition maintenance runs under an
 // advisory lock, and the link statements skip rows another is deleting.
 type Pruner struct {
@@ -158,9 +166,20 @@ func (p *Pruner) Round(ctx context.Context) (parts watch.PartitionChanges, links
 			return parts, links, fmt.Errorf("removals: %w", err)
 		}
 	}
-	if len(parts.Created) > 0 || len(parts.Dropped) > 0 || links > 0 || removals > 0 {
+	// A page with many updates takes a while to delete with its rows:
+	// one batch a round is enough for a trash people fill by hand.
+	purged, err := p.st.EmptyTrash(ctx, watch.TrashRetention, p.cfg.Batch)
+	if err != nil {
+		return parts, links, fmt.Errorf("trash: %w", err)
+	}
+	hours, err := p.st.PruneSparklines(ctx, (SparklineHours+24)*time.Hour)
+	if err != nil {
+		return parts, links, fmt.Errorf("sparklines: %w", err)
+	}
+	if len(parts.Created) > 0 || len(parts.Dropped) > 0 || links > 0 || removals > 0 || purged > 0 {
 		p.log.Info("retention round", "partitions_created", parts.Created, "partitions_dropped", parts.Dropped,
-			"updates_moved_from_default", parts.Moved, "links_deleted", links, "removals_deleted", removals)
+			"updates_moved_from_default", parts.Moved, "links_deleted", links, "removals_deleted", removals,
+			"trashed_pages_deleted", purged, "hourly_counts_deleted", hours)
 	}
 	return parts, links, nil
 }

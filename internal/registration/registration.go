@@ -45,17 +45,15 @@ var errNoGuard = errors.New("registration: no URL guard configured (Policy.Guard
 // error means the host's name could not be resolved (timeout, DNS failure)
 // or ctx ended.
 func (pol Policy) CheckPage(ctx context.Context, s watch.PageSpec) (watch.PageSpec, error) {
-	s, err := s.Normalize()
-	if err != nil {
+	// Every rule is checked, so that all that is wrong is told at once.
+	normal, err := s.Normalize()
+	grammar := checkRegionGrammar(s.Options.Within, s.Options.Exclude)
+	url, urlErr := pol.CheckURL(ctx, s.URL)
+	if err := watch.JoinRefused(urlErr, err, grammar); err != nil {
 		return watch.PageSpec{}, err
 	}
-	if err := checkRegionGrammar(s.Options.Within, s.Options.Exclude); err != nil {
-		return watch.PageSpec{}, err
-	}
-	if s.URL, err = pol.CheckURL(ctx, s.URL); err != nil {
-		return watch.PageSpec{}, err
-	}
-	return s, nil
+	normal.URL = url
+	return normal, nil
 }
 
 // CheckURL checks raw as CheckPage does and returns it normalised.
@@ -90,13 +88,6 @@ func (pol Policy) CheckURL(ctx context.Context, raw string) (string, error) {
 // grammar of the region selectors e sets. It returns e with its name and
 // tags normalised; every error is a *watch.RefusedError.
 func CheckEdit(e watch.PageEdit, current watch.LinkOptions) (watch.PageEdit, error) {
-	e, err := e.Normalize()
-	if err != nil {
-		return watch.PageEdit{}, err
-	}
-	if err := e.Apply(current).Validate(); err != nil {
-		return watch.PageEdit{}, err
-	}
 	var within, exclude []string
 	if e.Within != nil {
 		within = *e.Within
@@ -104,7 +95,12 @@ func CheckEdit(e watch.PageEdit, current watch.LinkOptions) (watch.PageEdit, err
 	if e.Exclude != nil {
 		exclude = *e.Exclude
 	}
-	if err := checkRegionGrammar(within, exclude); err != nil {
+	grammar := checkRegionGrammar(within, exclude)
+	e, err := e.Normalize()
+	if err == nil {
+		err = e.Apply(current).Validate()
+	}
+	if err := watch.JoinRefused(err, grammar); err != nil {
 		return watch.PageEdit{}, err
 	}
 	return e, nil
@@ -113,11 +109,7 @@ func CheckEdit(e watch.PageEdit, current watch.LinkOptions) (watch.PageEdit, err
 // checkRegionGrammar parses each list of region selectors on its own, so
 // that a refusal names its list; their caps were checked by the domain.
 func checkRegionGrammar(within, exclude []string) error {
-	if _, err := domwalk.CompileRegions(within, nil); err != nil {
-		return watch.Refused("within", err)
-	}
-	if _, err := domwalk.CompileRegions(nil, exclude); err != nil {
-		return watch.Refused("exclude", err)
-	}
-	return nil
+	_, errWithin := domwalk.CompileRegions(within, nil)
+	_, errExclude := domwalk.CompileRegions(nil, exclude)
+	return watch.JoinRefused(watch.Refused("within", errWithin), watch.Refused("exclude", errExclude))
 }

@@ -56,6 +56,17 @@ func TestCheckPage(t *testing.T) {
 			t.Errorf("CheckPage(%+v) = %v, want a refusal of %s saying %q", tt.page, err, tt.field, tt.msg)
 		}
 	}
+	// Everything wrong at once, each refusal naming its field, so that a
+	// form shows them all beside their fields.
+	_, err = pol.CheckPage(ctx, watch.PageSpec{URL: "news.example", Interval: time.Second, Name: "bad\x00name",
+		Options: watch.LinkOptions{Within: []string{"main > "}, IncludeText: []string{"(x"}}})
+	var fields []string
+	for _, r := range watch.RefusalsOf(err) {
+		fields = append(fields, r.Field)
+	}
+	if got := strings.Join(fields, " "); got != "url interval includeText name within" {
+		t.Errorf("CheckPage of five bad fields refused %q (%v), want url interval includeText name within", got, err)
+	}
 	if _, err := (Policy{}).CheckURL(ctx, "http://news.example/"); err == nil {
 		t.Error("a Policy without GuardURL admitted a URL; it must admit nothing")
 	}

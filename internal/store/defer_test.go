@@ -56,8 +56,11 @@ func TestDeferCheckFreesTheLeaseAndKeepsTheStatus(t *testing.T) {
 		t.Errorf("a stale deferral moved the next check from %v to %v", after.NextCheckAt, got.NextCheckAt)
 	}
 
-	if err := st.RemovePage(ctx, p.ID); err != nil {
+	if _, err := st.TrashPage(ctx, p.ID); err != nil {
 		t.Fatal(err)
+	}
+	if n, err := st.EmptyTrash(ctx, 0, 10); err != nil || n != 1 {
+		t.Fatalf("EmptyTrash = %d, %v; want the page deleted", n, err)
 	}
 	if err := st.DeferCheck(ctx, p.ID, time.Now(), until); !errors.Is(err, watch.ErrPageNotFound) {
 		t.Errorf("DeferCheck of a removed page = %v, want ErrPageNotFound", err)

@@ -89,7 +89,11 @@ func updateIDs(b watch.Batch) []int64 {
 func TestNotifyCursorSkipsNothingCommittedOutOfOrder(t *testing.T) {
 	st, pool := openStore(t)
 	ctx := context.Background()
+	// Two pages: the checks of one page are serialised by its row (and
+	// its hourly count, page_hours), so commits out of order are of
+	// different pages' checks.
 	page := addPage(t, st, "http://example.com/")
+	other := addPage(t, st, "http://example.org/")
 	sub, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: "http://hook.example/", Secret: "whsec_x"})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +108,7 @@ func TestNotifyCursorSkipsNothingCommittedOutOfOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Larger ids, committed first.
-	if _, err := pool.Exec(ctx, insertUpdate, page, "http://example.com/fast/", 2); err != nil {
+	if _, err := pool.Exec(ctx, insertUpdate, other, "http://example.org/fast/", 2); err != nil {
 		t.Fatal(err)
 	}
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,7 +17,8 @@ import (
 
 // CreatePage registers a page with its name and tags, due at once. p must
 // have passed registration.Policy.CheckPage. It returns
-// watch.ErrDuplicatePage when the URL is already registered.
+// watch.ErrDuplicatePage when the URL is already registered. A URL in the
+// trash is restored, with p's settings and its history (Page.Restored).
 func (s *Store) CreatePage(ctx context.Context, p watch.PageSpec) (watch.Page, error) {
 	page, err := createPage(ctx, s.pool, p)
 	if err != nil {
@@ -80,13 +83,13 @@ const (
 	pageBatch    = 100
 )
 
-// WatchedAmong returns those of urls (normalised) that are registered
-// already, asking watchedBatch at a time, so that an import is checked
+// WatchedAmong returns those of urls (normalised) that are watched already
+// (not in the trash: adding one of those restores it), asking watchedBatch at a time, so that an import is checked
 // against the pages it names, never against every page.
 func (s *Store) WatchedAmong(ctx context.Context, urls []string) ([]string, error) {
 	var watched []string
 	for batch := range slices.Chunk(urls, watchedBatch) {
-		rows, err := s.pool.Query(ctx, `SELECT base_url FROM pages WHERE base_url = ANY($1)`, batch)
+		rows, err := s.pool.Query(ctx, `SELECT base_url FROM pages WHERE base_url = ANY($1) AND deleted_at IS NULL`, batch)
 		if err != nil {
 			return nil, fmt.Errorf("find watched pages: %w", err)
 		}
@@ -131,16 +134,38 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 	if p.Interval == 0 {
 		p.Interval = watch.DefaultInterval
 	}
+	args := append(append([]any{p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused},
+		optionArgs(p.Options)...), p.BurstDetectionOff)
+	// A URL in the trash comes back with its history and the settings
+	// given now; its next check re-baselines silently when they change
+	// what it admits, as an edit would (EditPage).
+	rebase := "baseline_at IS NOT NULL AND " + admitsChanged(3, 4, 8, 9, 10, 11, 12, 13)
+	page, err := scanPage(q.QueryRow(ctx, `
+		UPDATE pages SET
+			deleted_at = NULL, check_interval = $2 * interval '1 millisecond', next_check_at = now(),
+			same_site_only = $3, ignore_patterns = $4, name = $5, tags = $6, enabled = NOT $7,
+			(`+optionColumns+`) = ($8, $9, $10, $11, $12, $13), burst_detection = NOT $14,
+			rebaseline    = rebaseline OR (`+rebase+`),
+			etag          = CASE WHEN `+rebase+` THEN NULL ELSE etag END,
+			last_modified = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
+			links_digest  = CASE WHEN `+rebase+` THEN NULL ELSE links_digest END,
+			changed_at = now()
+		WHERE base_url = $1 AND deleted_at IS NOT NULL
+		RETURNING `+pageColumns, args...))
+	if err == nil {
+		page.Restored = true
+		return page, nil
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return watch.Page{}, err
+	}
 	// A URL already watched inserts no row, so it draws no id from the
 	// sequence: refused adds leave no gaps in the ids people see. Two adds
 	// of one URL at once still meet the unique key.
-	page, err := scanPage(q.QueryRow(ctx, `
+	page, err = scanPage(q.QueryRow(ctx, `
 		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled, `+optionColumns+`, burst_detection)
 		SELECT $1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13, NOT $14
 		WHERE NOT EXISTS (SELECT 1 FROM pages WHERE base_url = $1)
-		RETURNING `+pageColumns,
-		append(append([]any{p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused},
-			optionArgs(p.Options)...), p.BurstDetectionOff)...))
+		RETURNING `+pageColumns, args...))
 	if isUniqueViolation(err) || errors.Is(err, pgx.ErrNoRows) {
 		return watch.Page{}, watch.ErrDuplicatePage
 	}
@@ -193,7 +218,7 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 			last_modified     = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
 			links_digest      = CASE WHEN `+rebase+` THEN NULL ELSE links_digest END,
 			changed_at      = now()
-		WHERE id = $1
+		WHERE id = $1 AND deleted_at IS NULL
 		RETURNING `+pageColumns,
 		append(append([]any{id, intervalMS, e.Enabled, e.SameSiteOnly, ignore, e.Name, tags}, optionEditArgs(e)...), e.BurstDetection)...))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -212,7 +237,7 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 func (s *Store) CheckNow(ctx context.Context, id int64) (watch.Page, error) {
 	page, err := scanPage(s.pool.QueryRow(ctx, `
 		UPDATE pages SET next_check_at = CASE WHEN enabled THEN least(next_check_at, now()) ELSE next_check_at END
-		WHERE id = $1
+		WHERE id = $1 AND deleted_at IS NULL
 		RETURNING `+pageColumns, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return watch.Page{}, fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
@@ -226,9 +251,10 @@ func (s *Store) CheckNow(ctx context.Context, id int64) (watch.Page, error) {
 	return page, nil
 }
 
-// Page returns one page, or watch.ErrPageNotFound.
+// Page returns one watched page, or watch.ErrPageNotFound (also for a
+// page in the trash).
 func (s *Store) Page(ctx context.Context, id int64) (watch.Page, error) {
-	page, err := scanPage(s.pool.QueryRow(ctx, `SELECT `+pageColumns+` FROM pages WHERE id = $1`, id))
+	page, err := scanPage(s.pool.QueryRow(ctx, `SELECT `+pageColumns+` FROM pages WHERE id = $1 AND deleted_at IS NULL`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return watch.Page{}, fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
 	}
@@ -238,9 +264,9 @@ func (s *Store) Page(ctx context.Context, id int64) (watch.Page, error) {
 	return page, nil
 }
 
-// Pages returns every registered page in id order.
+// Pages returns every watched page (none of the trash) in id order.
 func (s *Store) Pages(ctx context.Context) ([]watch.Page, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+pageColumns+` FROM pages ORDER BY id`)
+	rows, err := s.pool.Query(ctx, `SELECT `+pageColumns+` FROM pages WHERE deleted_at IS NULL ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list pages: %w", err)
 	}
@@ -251,24 +277,11 @@ func (s *Store) Pages(ctx context.Context) ([]watch.Page, error) {
 	return pages, nil
 }
 
-// RemovePage deletes a page with its links and updates, or returns
-// watch.ErrPageNotFound.
-func (s *Store) RemovePage(ctx context.Context, id int64) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM pages WHERE id = $1`, id)
-	if err != nil {
-		return fmt.Errorf("remove page %d: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
-	}
-	return nil
-}
-
 const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::bigint, enabled, next_check_at,
 	last_checked_at, coalesce(last_status, 0), coalesce(last_error, ''), consecutive_failures, baseline_at,
 	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
 	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
-	rebaseline, burst_detection`
+	rebaseline, burst_detection, deleted_at`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -276,12 +289,13 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 		intervalMS int64
 		checked    *time.Time
 		baseline   *time.Time
+		deleted    *time.Time
 	)
 	err := row.Scan(&p.ID, &p.BaseURL, &intervalMS, &p.Enabled, &p.NextCheckAt, &checked, &p.LastStatus,
 		&p.LastError, &p.ConsecutiveFailures, &baseline, &p.Options.SameSiteOnly, &p.Options.Ignore, &p.CreatedAt,
 		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
 		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
-		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection)
+		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &deleted)
 	if err != nil {
 		return watch.Page{}, err
 	}
@@ -292,5 +306,78 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 	if baseline != nil {
 		p.BaselineAt = *baseline
 	}
+	if deleted != nil {
+		p.DeletedAt = *deleted
+	}
 	return p, nil
+}
+
+// QueryPages returns the watched pages q selects, in id order, at most
+// q.LimitOrDefault of them after q.After: the pages list reads a screenful,
+// never every page.
+func (s *Store) QueryPages(ctx context.Context, q watch.PageQuery) ([]watch.Page, error) {
+	var (
+		where = []string{"deleted_at IS NULL", "id > $1"}
+		args  = []any{q.After}
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if q.Tag != "" {
+		where = append(where, "tags @> ARRAY["+arg(q.Tag)+"::text]")
+	}
+	if q.Text != "" {
+		p := arg("%" + escapeLike(q.Text) + "%")
+		where = append(where, "(name ILIKE "+p+" OR title ILIKE "+p+" OR base_url ILIKE "+p+")")
+	}
+	switch q.Status {
+	case "":
+	case "failing":
+		where = append(where, "enabled AND consecutive_failures > 0")
+	case "paused":
+		where = append(where, "NOT enabled")
+	case "pending":
+		where = append(where, "enabled AND last_checked_at IS NULL")
+	default:
+		return nil, watch.Refused("status", fmt.Errorf("status %q: want one of %s", q.Status, strings.Join(watch.PageStatuses, ", ")))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+pageColumns+` FROM pages WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY id LIMIT `+arg(q.LimitOrDefault()), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list pages: %w", err)
+	}
+	pages, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Page, error) { return scanPage(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list pages: %w", err)
+	}
+	return pages, nil
+}
+
+// CountPages sums the pages up for the head of the pages list.
+func (s *Store) CountPages(ctx context.Context) (watch.PageCounts, error) {
+	var c watch.PageCounts
+	err := s.pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE deleted_at IS NULL),
+			count(*) FILTER (WHERE deleted_at IS NULL AND enabled AND consecutive_failures > 0),
+			count(*) FILTER (WHERE deleted_at IS NULL AND NOT enabled),
+			count(*) FILTER (WHERE deleted_at IS NOT NULL)
+		FROM pages`).Scan(&c.Watched, &c.Failing, &c.Paused, &c.Trash)
+	if err != nil {
+		return watch.PageCounts{}, fmt.Errorf("count pages: %w", err)
+	}
+	return c, nil
+}
+
+// Tags returns the tags the watched pages have, sorted.
+func (s *Store) Tags(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT t FROM pages, unnest(tags) AS t WHERE deleted_at IS NULL ORDER BY t`)
+	if err != nil {
+		return nil, fmt.Errorf("list tags: %w", err)
+	}
+	tags, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list tags: %w", err)
+	}
+	return tags, nil
 }

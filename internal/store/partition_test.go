@@ -150,9 +150,12 @@ func TestPartitionMigrationKeepsEveryRowAndGoesBack(t *testing.T) {
 	if err != nil || len(again.Updates) != 0 {
 		t.Fatalf("same links again after 00006: %d updates, %v; want none", len(again.Updates), err)
 	}
-	// Removing a page still removes its links and updates.
-	if err := st.RemovePage(ctx, pageIDs[2]); err != nil {
+	// Deleting a page for good still deletes its links and updates.
+	if _, err := st.TrashPage(ctx, pageIDs[2]); err != nil {
 		t.Fatal(err)
+	}
+	if n, err := st.EmptyTrash(ctx, 0, 10); err != nil || n != 1 {
+		t.Fatalf("EmptyTrash = %d, %v; want the page deleted", n, err)
 	}
 	var orphans int64
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM links WHERE page_id = $1) + (SELECT count(*) FROM updates WHERE page_id = $1)`,

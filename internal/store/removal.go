@@ -84,7 +84,8 @@ func (s *Store) Removals(ctx context.Context, f watch.RemovalFilter) ([]watch.Re
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+removalColumns+` FROM `+namedRemovals+`
-		WHERE `+removalNamed+` AND ($1::bigint IS NULL OR r.page_id = $1) AND ($2::timestamptz IS NULL OR r.removed_at >= $2)
+		WHERE `+removalNamed+` AND r.page_id NOT IN (SELECT id FROM pages WHERE deleted_at IS NOT NULL)
+			AND ($1::bigint IS NULL OR r.page_id = $1) AND ($2::timestamptz IS NULL OR r.removed_at >= $2)
 		ORDER BY r.removed_at DESC, r.id DESC
 		LIMIT $3`, pageID, since, f.LimitOrDefault())
 	if err != nil {

@@ -89,7 +89,7 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(
 const ClaimDueQuery = `
 		WITH due AS (
 			SELECT id, next_check_at, due_keys FROM pages
-			WHERE enabled AND next_check_at <= now() AND (lease_until IS NULL OR lease_until <= now())
+			WHERE enabled AND deleted_at IS NULL AND next_check_at <= now() AND (lease_until IS NULL OR lease_until <= now())
 			ORDER BY next_check_at
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED

@@ -264,11 +264,11 @@ func TestDuplicatePageAndRemove(t *testing.T) {
 	if _, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://dup.example/"}); !errors.Is(err, watch.ErrDuplicatePage) {
 		t.Fatalf("second CreatePage = %v, want ErrDuplicatePage", err)
 	}
-	if err := st.RemovePage(ctx, p.ID); err != nil {
+	if _, err := st.TrashPage(ctx, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RemovePage(ctx, p.ID); !errors.Is(err, watch.ErrPageNotFound) {
-		t.Fatalf("RemovePage twice = %v, want ErrPageNotFound", err)
+	if _, err := st.TrashPage(ctx, p.ID); !errors.Is(err, watch.ErrPageNotFound) {
+		t.Fatalf("TrashPage twice = %v, want ErrPageNotFound", err)
 	}
 }
 

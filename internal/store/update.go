@@ -13,7 +13,8 @@ import (
 )
 
 // QueryUpdates returns the updates f selects, newest first by
-// (discovered_at, id), each with its page's display name. Paging is by
+// (discovered_at, id), each with its page's display name and, for a link
+// since taken down, when (removals_link). Pages in the trash are left out. Paging is by
 // keyset: f.After is the cursor of the last update of the previous call,
 // so a page of results costs the same however deep it is. Limit is capped
 // at watch.MaxUpdatesLimit; 0 means 100.
@@ -36,7 +37,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	}
 	var tagPages []int64
 	if f.Tag != "" {
-		if err := s.pool.QueryRow(ctx, `SELECT coalesce(array_agg(id), '{}') FROM pages WHERE tags @> ARRAY[$1::text]`,
+		if err := s.pool.QueryRow(ctx, `SELECT coalesce(array_agg(id), '{}') FROM pages WHERE tags @> ARRAY[$1::text] AND deleted_at IS NULL`,
 			f.Tag).Scan(&tagPages); err != nil {
 			return nil, fmt.Errorf("query updates: pages of tag %q: %w", f.Tag, err)
 		}
@@ -56,10 +57,14 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	if f.Text != "" {
 		where = append(where, "u.text ILIKE "+arg("%"+escapeLike(f.Text)+"%"))
 	}
+	if !f.NewerThan.IsZero() {
+		where = append(where, "(u.discovered_at, u.id) > ("+arg(f.NewerThan.DiscoveredAt)+"::timestamptz, "+arg(f.NewerThan.ID)+"::bigint)")
+	}
 	if !f.After.IsZero() {
 		where = append(where, "(u.discovered_at, u.id) < ("+arg(f.After.DiscoveredAt)+"::timestamptz, "+arg(f.After.ID)+"::bigint)")
 	}
-	const columns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL + `, u.summary, u.burst`
+	const columns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL + `, u.summary, u.burst,
+		(SELECT max(r.removed_at) FROM removals r WHERE r.page_id = u.page_id AND r.link_key = u.link_key)`
 	const order = ` ORDER BY u.discovered_at DESC, u.id DESC LIMIT `
 	var sql string
 	switch {
@@ -76,10 +81,10 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 		if len(tagPages) > 0 {
 			where = append(where, "u.page_id = ANY("+arg(tagPages)+"::bigint[])")
 		}
-		sql = `SELECT ` + columns + ` FROM updates u JOIN pages p ON p.id = u.page_id`
-		if len(where) > 0 {
-			sql += " WHERE " + strings.Join(where, " AND ")
-		}
+		// Updates of pages in the trash are left out; the trash is small
+		// and short-lived, so the newest-first walk skips few rows.
+		where = append(where, "p.deleted_at IS NULL")
+		sql = `SELECT ` + columns + ` FROM updates u JOIN pages p ON p.id = u.page_id WHERE ` + strings.Join(where, " AND ")
 		sql += order + arg(f.Limit)
 	}
 	rows, err := s.pool.Query(ctx, sql, args...)
@@ -88,7 +93,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	}
 	updates, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Update, error) {
 		var u watch.Update
-		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary, &u.Burst)
+		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary, &u.Burst, &u.RemovedAt)
 		return u, err
 	})
 	if err != nil {
@@ -131,13 +136,13 @@ func (s *Store) FeedStamp(ctx context.Context, scope watch.FeedScope) (watch.Fee
 			FROM pages p LEFT JOIN LATERAL (
 				SELECT id, discovered_at FROM updates WHERE page_id = p.id
 				ORDER BY discovered_at DESC, id DESC LIMIT 1) t ON true
-			WHERE p.id = $1`, scope.PageID).Scan(&newID, &newest, &st.Pages, &st.PageSum, &chg)
+			WHERE p.id = $1 AND p.deleted_at IS NULL`, scope.PageID).Scan(&newID, &newest, &st.Pages, &st.PageSum, &chg)
 		if err == pgx.ErrNoRows {
 			return watch.FeedStamp{}, fmt.Errorf("page %d: %w", scope.PageID, watch.ErrPageNotFound)
 		}
 	case scope.Tag != "":
 		err = s.pool.QueryRow(ctx, `
-			WITH scoped AS (SELECT id, changed_at FROM pages WHERE tags @> ARRAY[$1::text]),
+			WITH scoped AS (SELECT id, changed_at FROM pages WHERE tags @> ARRAY[$1::text] AND deleted_at IS NULL),
 			tops AS (
 				SELECT t.id, t.discovered_at FROM scoped p CROSS JOIN LATERAL (
 					SELECT id, discovered_at FROM updates WHERE page_id = p.id
@@ -150,7 +155,7 @@ func (s *Store) FeedStamp(ctx context.Context, scope watch.FeedScope) (watch.Fee
 		err = s.pool.QueryRow(ctx, `
 			WITH top AS (SELECT id, discovered_at FROM updates ORDER BY discovered_at DESC, id DESC LIMIT 1)
 			SELECT (SELECT id FROM top), (SELECT discovered_at FROM top),
-				count(*), coalesce(sum(id), 0), max(changed_at) FROM pages`).Scan(&newID, &newest, &st.Pages, &st.PageSum, &chg)
+				count(*), coalesce(sum(id), 0), max(changed_at) FROM pages WHERE deleted_at IS NULL`).Scan(&newID, &newest, &st.Pages, &st.PageSum, &chg)
 	}
 	if err != nil {
 		return watch.FeedStamp{}, fmt.Errorf("read feed stamp: %w", err)

@@ -1,6 +1,10 @@
 package watch
 
-import "errors"
+import (
+	"errors"
+	"slices"
+	"strings"
+)
 
 // ErrPermanent marks a failure that no retry can fix: a message that cannot
 // be decoded, data the database refuses. It is the one spelling of "do not
@@ -69,4 +73,70 @@ func Refused(field string, err error) error {
 		return err
 	}
 	return &RefusedError{Field: field, Err: err}
+}
+
+// Refusals are every rule one input broke, so that a person mends them all
+// at once: a form shows each beside its field, the API lists them.
+type Refusals []*RefusedError
+
+func (r Refusals) Error() string {
+	msgs := make([]string, len(r))
+	for i, e := range r {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap returns each refusal, for errors.As and errors.Is.
+func (r Refusals) Unwrap() []error {
+	errs := make([]error, len(r))
+	for i, e := range r {
+		errs[i] = e
+	}
+	return errs
+}
+
+// JoinRefused returns the refusals among errs as one error: nil when every
+// one is nil, the *RefusedError itself when there is one, else Refusals.
+// An error that is not a refusal (a name lookup that timed out) is
+// returned alone: the input could not be checked, which is no rule broken.
+func JoinRefused(errs ...error) error {
+	var all Refusals
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		got := RefusalsOf(err)
+		if got == nil {
+			return err
+		}
+		// Two checks of one rule (the domain's and the selector
+		// grammar's) may refuse alike: say it once.
+		for _, r := range got {
+			if !slices.ContainsFunc(all, func(o *RefusedError) bool { return o.Field == r.Field && o.Error() == r.Error() }) {
+				all = append(all, r)
+			}
+		}
+	}
+	switch len(all) {
+	case 0:
+		return nil
+	case 1:
+		return all[0]
+	}
+	return all
+}
+
+// RefusalsOf returns every refusal err holds, in order; nil when it holds
+// none.
+func RefusalsOf(err error) Refusals {
+	var many Refusals
+	if errors.As(err, &many) {
+		return many
+	}
+	var one *RefusedError
+	if errors.As(err, &one) {
+		return Refusals{one}
+	}
+	return nil
 }

@@ -173,13 +173,12 @@ func (o LinkOptions) caps() error {
 // grammar is checked by domwalk.CompileRegions, which needs a selector
 // parser this package does not import.
 func (o LinkOptions) Validate() error {
+	var errs []error
 	for _, l := range o.lists() {
-		if err := l.alone.caps(); err != nil {
-			return Refused(l.field, err)
-		}
+		errs = append(errs, Refused(l.field, l.alone.caps()))
 	}
-	if err := o.caps(); err != nil {
-		return Refused("options", err)
+	if err := JoinRefused(errs...); err != nil {
+		return err
 	}
-	return nil
+	return Refused("options", o.caps())
 }

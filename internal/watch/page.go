@@ -62,7 +62,21 @@ type Page struct {
 	// BurstDetection flags a check whose new links flood the page (a
 	// redesign) as one burst; true unless a person turned it off.
 	BurstDetection bool
+	// DeletedAt is when the page was moved to the trash; zero for a
+	// watched page. A page in the trash is not checked and is left out of
+	// every list and feed; it is deleted for good TrashRetention after.
+	DeletedAt time.Time
+	// Restored says the add that returned the page brought it back from
+	// the trash, with its history, instead of registering it anew.
+	Restored bool
 }
+
+// TrashRetention is how long a deleted page stays in the trash, restorable,
+// before it is deleted for good with its links and updates.
+const TrashRetention = 7 * 24 * time.Hour
+
+// PurgeAt is when a page in the trash is deleted for good.
+func (p Page) PurgeAt() time.Time { return p.DeletedAt.Add(TrashRetention) }
 
 // Limits of the names and tags people give pages.
 const (
@@ -194,18 +208,11 @@ func (s PageSpec) Normalize() (PageSpec, error) {
 	if s.Interval == 0 {
 		s.Interval = DefaultInterval
 	}
-	if err := checkInterval(s.Interval); err != nil {
+	var nameErr, tagsErr error
+	s.Name, nameErr = NormalizeName(s.Name)
+	s.Tags, tagsErr = NormalizeTags(s.Tags)
+	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr)); err != nil {
 		return PageSpec{}, err
-	}
-	if err := s.Options.Validate(); err != nil {
-		return PageSpec{}, err
-	}
-	var err error
-	if s.Name, err = NormalizeName(s.Name); err != nil {
-		return PageSpec{}, Refused("name", err)
-	}
-	if s.Tags, err = NormalizeTags(s.Tags); err != nil {
-		return PageSpec{}, Refused("tags", err)
 	}
 	return s, nil
 }
@@ -216,31 +223,28 @@ func (s PageSpec) Normalize() (PageSpec, error) {
 // its other options: check e.Apply(current).Validate() too
 // (registration.CheckEdit does). Every error is a *RefusedError.
 func (e PageEdit) Normalize() (PageEdit, error) {
+	var errs []error
 	if e.Interval != nil {
-		if err := checkInterval(*e.Interval); err != nil {
-			return PageEdit{}, err
-		}
+		errs = append(errs, checkInterval(*e.Interval))
 	}
-	if err := e.Apply(LinkOptions{}).Validate(); err != nil {
-		var refused *RefusedError
-		if errors.As(err, &refused) && refused.Field != "options" {
-			return PageEdit{}, err
+	for _, r := range RefusalsOf(e.Apply(LinkOptions{}).Validate()) {
+		// A cap across lists is judged with the page's other lists.
+		if r.Field != "options" {
+			errs = append(errs, r)
 		}
-		// A cap across lists: judged with the page's other lists.
 	}
 	if e.Name != nil {
 		name, err := NormalizeName(*e.Name)
-		if err != nil {
-			return PageEdit{}, Refused("name", err)
-		}
+		errs = append(errs, Refused("name", err))
 		e.Name = &name
 	}
 	if e.Tags != nil {
 		tags, err := NormalizeTags(*e.Tags)
-		if err != nil {
-			return PageEdit{}, Refused("tags", err)
-		}
+		errs = append(errs, Refused("tags", err))
 		e.Tags = &tags
+	}
+	if err := JoinRefused(errs...); err != nil {
+		return PageEdit{}, err
 	}
 	return e, nil
 }
@@ -250,4 +254,30 @@ func checkInterval(d time.Duration) error {
 		return Refused("interval", fmt.Errorf("interval %s is too short: the shortest is %s", d, MinInterval))
 	}
 	return nil
+}
+
+// PageQuery selects watched pages for a list, in id order, a screenful at a
+// time.
+type PageQuery struct {
+	Tag string // "": every tag
+	// Text is a case-insensitive substring of the page's name, title or
+	// URL; "": any.
+	Text string
+	// Status is "" for every page, else one of PageStatuses: "failing"
+	// (the last check failed), "paused" or "pending" (never checked).
+	Status string
+	After  int64 // the last id of the previous screen; 0 starts at the first
+	Limit  int   // 1..MaxUpdatesLimit; 0 means 100
+}
+
+// PageStatuses are the states PageQuery.Status selects.
+var PageStatuses = []string{"failing", "paused", "pending"}
+
+// LimitOrDefault returns q's Limit within 1..MaxUpdatesLimit, 100 for 0.
+func (q PageQuery) LimitOrDefault() int { return limitOrDefault(q.Limit) }
+
+// PageCounts sum the pages up: how many are watched, and of those how many
+// failing and paused; how many are in the trash.
+type PageCounts struct {
+	Watched, Failing, Paused, Trash int
 }

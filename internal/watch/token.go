@@ -1,7 +1,10 @@
 package watch
 
 import (
+	"crypto/rand"
 	"errors"
+	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -18,4 +21,22 @@ type Token struct {
 	Write      bool // may change pages, not only read
 	CreatedAt  time.Time
 	LastUsedAt time.Time // zero: never used
+}
+
+// TokenPrefix marks portalwatch's tokens, so a leaked one is easy to
+// recognise in a log or a secret scanner.
+const TokenPrefix = "pw_"
+
+// NewTokenSecret makes a token's secret: 130 random bits, not guessable,
+// and short enough to paste into a feed reader.
+func NewTokenSecret() string { return TokenPrefix + rand.Text() }
+
+var tokenNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// CheckTokenName refuses a token name the store would not take.
+func CheckTokenName(name string) error {
+	if !tokenNameRE.MatchString(name) {
+		return Refused("name", fmt.Errorf("token name %q: use 1 to 64 letters, digits, '_', '.' or '-'", name))
+	}
+	return nil
 }

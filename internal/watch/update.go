@@ -25,11 +25,19 @@ type Update struct {
 	// more new links than the page's burst share, so readers see the check
 	// as one event rather than each link alone.
 	Burst bool `json:"burst"`
+	// RemovedAt is when the link was taken down from its page again (see
+	// Removal), when the query that read the update looked; nil while it
+	// is on the page.
+	RemovedAt *time.Time `json:"removed_at,omitempty"`
 }
 
 // Published returns u as it leaves portalwatch: its time in UTC.
 func (u Update) Published() Update {
 	u.DiscoveredAt = u.DiscoveredAt.UTC()
+	if u.RemovedAt != nil {
+		removed := u.RemovedAt.UTC()
+		u.RemovedAt = &removed
+	}
 	return u
 }
 
@@ -50,7 +58,10 @@ type UpdateFilter struct {
 	// After is the cursor of the last update of the previous page of
 	// results; the zero Cursor starts at the newest.
 	After Cursor
-	Limit int // 1..MaxUpdatesLimit; 0 means 100
+	// NewerThan keeps only the updates newer than this cursor, such as a
+	// reader's read mark (the unread ones); the zero Cursor keeps all.
+	NewerThan Cursor
+	Limit     int // 1..MaxUpdatesLimit; 0 means 100
 }
 
 // LimitOrDefault returns f's Limit within 1..MaxUpdatesLimit, 100 for 0.
@@ -75,6 +86,12 @@ type Cursor struct {
 
 // IsZero reports whether c is the start.
 func (c Cursor) IsZero() bool { return c.ID == 0 }
+
+// Newer reports whether c is newer than o in the order of updates
+// (discovered_at, then id).
+func (c Cursor) Newer(o Cursor) bool {
+	return c.DiscoveredAt.After(o.DiscoveredAt) || c.DiscoveredAt.Equal(o.DiscoveredAt) && c.ID > o.ID
+}
 
 // CursorOf returns the cursor just after u.
 func CursorOf(u Update) Cursor { return Cursor{DiscoveredAt: u.DiscoveredAt, ID: u.ID} }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,11 @@ type pageJSON struct {
 	LastCut       int       `json:"last_cut"`
 	NextCheckAt   time.Time `json:"next_check_at"`
 	CreatedAt     time.Time `json:"created_at"`
+	// Restored marks the answer to an add that brought the page back
+	// from the trash; DeletedAt and PurgeAt are a trashed page's.
+	Restored  bool       `json:"restored,omitempty"`
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
+	PurgeAt   *time.Time `json:"purge_at,omitempty"`
 }
 
 // pageStatus sums a page's state up in one word: paused, pending (never
@@ -79,6 +85,11 @@ func toPageJSON(p watch.Page) pageJSON {
 		t := p.LastCheckedAt.UTC()
 		out.LastCheckedAt = &t
 	}
+	out.Restored = p.Restored
+	if !p.DeletedAt.IsZero() {
+		deleted, purge := p.DeletedAt.UTC(), p.PurgeAt().UTC()
+		out.DeletedAt, out.PurgeAt = &deleted, &purge
+	}
 	return out
 }
 
@@ -90,7 +101,12 @@ func nonNil(s []string) []string {
 }
 
 func (s *Server) apiListPages(w http.ResponseWriter, r *http.Request) {
-	pages, err := s.deps.Pages.Pages(r.Context())
+	s.writePages(w, r, s.deps.Pages.Pages)
+}
+
+// writePages answers with the pages list reads, as {"pages": [...]}.
+func (s *Server) writePages(w http.ResponseWriter, r *http.Request, list func(context.Context) ([]watch.Page, error)) {
+	pages, err := list(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -302,11 +318,28 @@ func (s *Server) apiDeletePage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.deps.Writer.RemovePage(r.Context(), id); err != nil {
+	if _, err := s.deps.Writer.TrashPage(r.Context(), id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) apiListTrash(w http.ResponseWriter, r *http.Request) {
+	s.writePages(w, r, s.deps.Pages.TrashedPages)
+}
+
+func (s *Server) apiRestorePage(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.deps.Writer.RestorePage(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toPageJSON(p))
 }
 
 // listFormat picks CSV or OPML from ?format=, else from the Content-Type.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -103,9 +104,9 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, scope watch.F
 	var buf bytes.Buffer
 	switch format {
 	case "atom":
-		err = writeAtom(&buf, f, updates)
+		err = writeAtom(&buf, f, updates, s.baseURL(r)+r.URL.Path)
 	case "rss":
-		err = writeRSS(&buf, f, updates, s.baseURL(r)+r.URL.Path)
+		err = writeRSS(&buf, f, updates, s.baseURL(r))
 	case "json":
 		err = writeJSONFeed(&buf, f, updates, s.baseURL(r)+r.URL.Path)
 	}
@@ -155,7 +156,7 @@ func feedOf(title, base, path string, scope watch.FeedScope, st watch.FeedStamp,
 	case scope.PageID != 0:
 		home = fmt.Sprintf("%s/pages/%d", base, scope.PageID)
 	case scope.Tag != "":
-		home = base + "/updates?tag=" + scope.Tag
+		home = base + "/?tag=" + url.QueryEscape(scope.Tag)
 	}
 	f := &feeds.Feed{
 		Title:       title,
@@ -195,10 +196,18 @@ func entryTitle(u watch.Update) string {
 // gorilla/feeds marks content and summary type="html", which has a reader
 // decode the crawled text once and render it, a live <img onerror> and all;
 // titles, names and the subtitle carry no type, which means text.
-func writeAtom(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update) error {
+//
+// The feed names itself (rel="self", RFC 4287 section 4.2.7.2), so a reader
+// that was given a copy's address, or followed a redirect, subscribes to
+// the feed's own; the token a reader sent is not part of it.
+func writeAtom(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update, self string) error {
 	af := (&feeds.Atom{Feed: f}).AtomFeed()
 	af.Id = f.Id
-	af.Link = &feeds.AtomLink{Href: f.Link.Href, Rel: "alternate"}
+	af.Link = nil
+	doc := atomDoc{AtomFeed: af, Entries: af.Entries, Links: []*feeds.AtomLink{
+		{Href: f.Link.Href, Rel: "alternate", Type: "text/html"},
+		{Href: self, Rel: "self", Type: "application/atom+xml"},
+	}}
 	for i, e := range af.Entries {
 		// Atom requires an entry's author, or the feed's: the page is the
 		// author of its links. The page's name is the source people know.
@@ -211,12 +220,22 @@ func writeAtom(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update) error {
 			e.Summary.Type = "text"
 		}
 	}
-	return writeXML(buf, af)
+	return writeXML(buf, doc)
+}
+
+// atomDoc is an Atom feed with more than one link: gorilla/feeds writes
+// one. Its links and entries hide the embedded feed's.
+type atomDoc struct {
+	XMLName xml.Name `xml:"feed"`
+	*feeds.AtomFeed
+	Links   []*feeds.AtomLink  `xml:"link"`
+	Entries []*feeds.AtomEntry `xml:"entry"`
 }
 
 // rssSource is RSS 2.0's <source url="…">name</source>: the channel an item
-// came from. gorilla/feeds writes the element without its required url, so
-// items are wrapped to carry it.
+// came from, which is its page's own feed, so that a reader of a tag's or of
+// every page's feed can subscribe to the one page. gorilla/feeds writes the
+// element without its required url, so items are wrapped to carry it.
 type rssSource struct {
 	XMLName xml.Name `xml:"source"`
 	URL     string   `xml:"url,attr"`
@@ -230,13 +249,23 @@ type rssItem struct {
 
 type rssChannel struct {
 	*feeds.RssFeed
+	// Self is the channel's own address (<atom:link rel="self">, as the
+	// RSS Advisory Board recommends).
+	Self  rssSelf   `xml:"atom:link"`
 	Items []rssItem `xml:"item"`
 }
 
+type rssSelf struct {
+	Href string `xml:"href,attr"`
+	Rel  string `xml:"rel,attr"`
+	Type string `xml:"type,attr"`
+}
+
 type rssDoc struct {
-	XMLName xml.Name   `xml:"rss"`
-	Version string     `xml:"version,attr"`
-	Channel rssChannel `xml:"channel"`
+	XMLName   xml.Name   `xml:"rss"`
+	Version   string     `xml:"version,attr"`
+	XMLNSAtom string     `xml:"xmlns:atom,attr"`
+	Channel   rssChannel `xml:"channel"`
 }
 
 // writeRSS writes f as RSS 2.0. A description is HTML to every reader
@@ -253,16 +282,18 @@ type rssDoc struct {
 // strips tags from an RSS title and shows it as text either way; and a
 // reader that rendered titles as HTML would be open to every feed it reads,
 // which escaping here could not fix.
-func writeRSS(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update, self string) error {
+func writeRSS(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update, base string) error {
 	rf := (&feeds.Rss{Feed: f}).RssFeed()
 	rf.Description = html.EscapeString(rf.Description)
-	doc := rssDoc{Version: "2.0", Channel: rssChannel{RssFeed: rf}}
+	doc := rssDoc{Version: "2.0", XMLNSAtom: "http://www.w3.org/2005/Atom", Channel: rssChannel{RssFeed: rf,
+		Self: rssSelf{Href: f.Id, Rel: "self", Type: "application/rss+xml"}}}
 	for i, it := range rf.Items {
 		it.Author = "" // RSS wants an e-mail address there; the page is the source
 		it.Description = html.EscapeString(entryContent(updates[i]))
 		it.Content = nil // the description carries it
 		it.Guid.IsPermaLink = "false"
-		doc.Channel.Items = append(doc.Channel.Items, rssItem{RssItem: it, Source: &rssSource{URL: self, Name: updates[i].PageName}})
+		source := &rssSource{URL: fmt.Sprintf("%s/feeds/pages/%d.rss", base, updates[i].PageID), Name: updates[i].PageName}
+		doc.Channel.Items = append(doc.Channel.Items, rssItem{RssItem: it, Source: source})
 	}
 	rf.Items = nil
 	return writeXML(buf, doc)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // A flash is the message a redirect asks its page to show. The URL carries
@@ -14,7 +15,10 @@ import (
 // receiver's URL, token included, must not travel in a Location header.
 const (
 	flashWatching        = "watching"             // n: the page added
-	flashPageRemoved     = "page-removed"         // n: the page removed
+	flashRestored        = "restored"             // n: the page back from the trash
+	flashPageTrashed     = "page-trashed"         // n: the page moved to the trash
+	flashChecking        = "checking"             // n: the page due now
+	flashMarkedRead      = "marked-read"          // n: how many were unread
 	flashSaved           = "saved"                // n: the page
 	flashSavedRebaseline = "saved-rebaseline"     // n: the page
 	flashPaused          = "paused"               // n: the page
@@ -26,7 +30,10 @@ const (
 // flashTexts are the messages of the codes; %d is the number.
 var flashTexts = map[string]string{
 	flashWatching:    "Watching page %d: its first check is its baseline",
-	flashPageRemoved: "Removed page %d",
+	flashRestored:    "Page %d is back from the trash with its history; it is checked at the next round",
+	flashPageTrashed: "Moved page %d to the trash: it is no longer checked, and can be restored from the trash for 7 days",
+	flashChecking:    "Page %d is due now: the scheduler's next round sends it to a crawler",
+	flashMarkedRead:  "All caught up: marked read up to update %d",
 	flashSaved:       "Saved page %d",
 	flashSavedRebaseline: "Saved page %d. The new options change which links the page admits: its next check " +
 		"re-baselines silently (the links they now admit are recorded, not reported as new).",
@@ -39,6 +46,16 @@ var flashTexts = map[string]string{
 // flashURL is path with the flash code and its number, for a redirect.
 func flashURL(path, code string, n int64) string {
 	return path + "?" + url.Values{"done": {code}, "n": {strconv.FormatInt(n, 10)}}.Encode()
+}
+
+// withFlash is flashURL for a path that may have a query of its own (a
+// filtered list to return to), which it keeps.
+func withFlash(path, code string, n int64) string {
+	p, query, _ := strings.Cut(path, "?")
+	q, _ := url.ParseQuery(query)
+	q.Set("done", code)
+	q.Set("n", strconv.FormatInt(n, 10))
+	return p + "?" + q.Encode()
 }
 
 // flashOf returns the message r's URL asks for, or "" for none or for a

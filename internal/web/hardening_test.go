@@ -39,7 +39,7 @@ func TestFlashIsNeverTextFromTheURL(t *testing.T) {
 			t.Errorf("GET %s shows a flash from its URL", path)
 		}
 	}
-	if _, body := e.get("/?done=page-removed&n=7", e.readTok); !strings.Contains(body, "Removed page 7") {
+	if _, body := e.get("/?done=page-trashed&n=7", e.readTok); !strings.Contains(body, "Moved page 7 to the trash") {
 		t.Error("a flash code the server writes is not shown")
 	}
 }

@@ -62,7 +62,7 @@ func (s *Server) showNotifications(w http.ResponseWriter, r *http.Request, statu
 	v.WebhookScope = scopeView{Prefix: "wh", Form: v.Webhook, Pages: v.Pages}
 	v.EmailScope = scopeView{Prefix: "em", Form: v.Email, Pages: v.Pages}
 	flash := v.Flash // set by a handler; else the ?done= of a redirect
-	v.view = s.viewOf(r, "Notifications")
+	v.view = s.viewOf(r, "Notifications", "notifications")
 	if flash != "" {
 		v.Flash = flash
 	}
@@ -102,13 +102,12 @@ func (s *Server) uiAddSubscription(w http.ResponseWriter, r *http.Request) {
 		s.showNotifications(w, r, http.StatusOK, v)
 		return
 	}
-	field, ok := fieldOf(err)
-	if !ok {
-		if kind := watch.FetchKindOf(err); kind != watch.FetchDNS && kind != watch.FetchTimeout {
-			s.fail(w, r, err)
-			return
-		}
-		field = "url" // the webhook's name did not resolve now; a retry may work
+	field := "url" // a webhook's name that did not resolve now; a retry may work
+	if refused := watch.RefusalsOf(err); refused != nil {
+		field = refused[0].Field
+	} else if kind := watch.FetchKindOf(err); kind != watch.FetchDNS && kind != watch.FetchTimeout {
+		s.fail(w, r, err)
+		return
 	}
 	form.Errors = map[string]string{field: err.Error()}
 	switch shown := formFields[watch.Channel(in.Channel)]; {
@@ -130,7 +129,7 @@ func (s *Server) uiAddSubscription(w http.ResponseWriter, r *http.Request) {
 func (s *Server) uiSubscriptionAction(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		http.NotFound(w, r)
+		s.pageNotFound(w, r, fmt.Sprintf("%q is not a subscription number.", r.PathValue("id")))
 		return
 	}
 	var done, said string
@@ -159,11 +158,11 @@ func (s *Server) uiSubscriptionAction(w http.ResponseWriter, r *http.Request) {
 			said = fmt.Sprintf("Test message delivered to %s (response %d)", sub.MaskedTarget(), res.Code)
 		}
 	default:
-		http.NotFound(w, r)
+		s.pageNotFound(w, r, fmt.Sprintf("A subscription has no button %q: its buttons test, resume and delete it.", r.PathValue("action")))
 		return
 	}
 	if errors.Is(err, watch.ErrSubscriptionNotFound) {
-		http.NotFound(w, r)
+		s.pageNotFound(w, r, fmt.Sprintf("No subscription %d exists.", id))
 		return
 	} else if err != nil {
 		s.fail(w, r, err)

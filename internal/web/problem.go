@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/portalwatch/portalwatch/internal/pagefile"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -30,9 +33,28 @@ type fieldError struct {
 }
 
 // problem answers with an RFC 9457 problem of type about:blank: the title is
-// the status's phrase, detail says what was wrong and what to do.
+// the status's phrase, detail says what was wrong and what to do. A request
+// of the web page gets the same words on a page of the site instead.
 func (s *Server) problem(w http.ResponseWriter, r *http.Request, status int, detail string, errs ...fieldError) {
+	if isPageRequest(r) {
+		s.errorPage(w, r, status, sentence(detail))
+		return
+	}
 	writeProblem(w, r, problemDetails{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Errors: errs})
+}
+
+// sentence capitalises detail and ends it with a full stop, as a page's
+// text; problem details keep the API's lower-case phrases.
+func sentence(detail string) string {
+	if detail == "" {
+		return detail
+	}
+	r, n := utf8.DecodeRuneInString(detail)
+	detail = string(unicode.ToUpper(r)) + detail[n:]
+	if !strings.HasSuffix(detail, ".") {
+		detail += "."
+	}
+	return detail
 }
 
 func writeProblem(w http.ResponseWriter, r *http.Request, p problemDetails) {
@@ -64,17 +86,20 @@ const badRowsInDetail = 10
 // deserves: 404, 409, 422 (with the refused field), 503 for a name lookup
 // that failed (a retry may work), 500 for the rest.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var (
-		refused *watch.RefusedError
-		bad     *pagefile.BadRowsError
-	)
+	var bad *pagefile.BadRowsError
 	switch {
 	case errors.Is(err, watch.ErrPageNotFound):
 		s.problem(w, r, http.StatusNotFound, err.Error())
 	case errors.Is(err, watch.ErrDuplicatePage):
 		s.problem(w, r, http.StatusConflict, err.Error())
-	case errors.As(err, &refused):
-		s.problem(w, r, http.StatusUnprocessableEntity, refused.Error(), fieldError{Field: refused.Field, Detail: refused.Error()})
+	case watch.RefusalsOf(err) != nil:
+		// Every refusal, so that a client mends them all at once.
+		refusals := watch.RefusalsOf(err)
+		errs := make([]fieldError, len(refusals))
+		for i, refused := range refusals {
+			errs[i] = fieldError{Field: refused.Field, Detail: refused.Error()}
+		}
+		s.problem(w, r, http.StatusUnprocessableEntity, refusals.Error(), errs...)
 	case errors.As(err, &bad):
 		errs := make([]fieldError, len(bad.Rows))
 		for i, row := range bad.Rows {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // readOnlyGrants are the grants README.md gives a read-only role of the web
@@ -18,9 +19,10 @@ import (
 const readOnlyGrants = `
 GRANT CONNECT ON DATABASE DB TO ROLE;
 GRANT USAGE ON SCHEMA public TO ROLE;
-GRANT SELECT ON pages, updates, removals, links, api_tokens, goose_db_version TO ROLE;
+GRANT SELECT ON pages, updates, removals, links, page_hours, api_tokens, goose_db_version TO ROLE;
 GRANT SELECT ON subscriptions, deliveries TO ROLE;
-GRANT SELECT, INSERT, DELETE ON sessions TO ROLE;`
+GRANT SELECT, INSERT, DELETE ON sessions TO ROLE;
+GRANT SELECT, INSERT, UPDATE ON reader_marks TO ROLE;`
 
 func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 	e := newEnv(t)
@@ -63,7 +65,7 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 	for _, path := range []string{
 		"/api/v1/pages", fmt.Sprintf("/api/v1/pages/%d", a.ID), "/api/v1/updates?tag=t&q=alp", "/api/v1/pages/export",
 		"/feeds/all.atom", fmt.Sprintf("/feeds/pages/%d.rss", a.ID), "/feeds/tags/t.json",
-		"/", fmt.Sprintf("/pages/%d", a.ID), "/updates?q=alp",
+		"/", "/?q=alp&tag=t&unread=1", "/pages", "/pages?status=failing&q=127", fmt.Sprintf("/pages/%d", a.ID), "/trash", "/feeds",
 		"/api/v1/removals", "/api/v1/subscriptions", fmt.Sprintf("/api/v1/subscriptions/%d/deliveries", sub.ID), "/notifications",
 	} {
 		// Subscriptions are read with a write token; the database role is
@@ -93,6 +95,11 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 	cookie := []string{"Cookie", sessionCookie + "=" + resp.Cookies()[0].Value}
 	if resp, body := e.doAt(srv, "GET", "/", "", "", cookie...); resp.StatusCode != 200 {
 		t.Errorf("the page signed in as a read-only role: %d %.300s", resp.StatusCode, body)
+	}
+	// Marking the news read is a reader's write too.
+	mark := encodeCursor(watch.Cursor{DiscoveredAt: time.Now(), ID: 1})
+	if resp, body := e.doAt(srv, "POST", "/read", "", "mark="+mark, append(form, cookie...)...); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("mark all read as a read-only role: %d %.300s", resp.StatusCode, body)
 	}
 	if resp, _ := e.doAt(srv, "POST", "/signout", "", "", append(form, cookie...)...); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("sign-out as a read-only role: %d", resp.StatusCode)

@@ -37,20 +37,39 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// PageReader reads registered pages.
+// PageReader reads watched pages (Pages, Page, QueryPages leave the trash
+// out) and the trash.
 type PageReader interface {
 	Pages(ctx context.Context) ([]watch.Page, error)
 	Page(ctx context.Context, id int64) (watch.Page, error)
+	QueryPages(ctx context.Context, q watch.PageQuery) ([]watch.Page, error)
+	CountPages(ctx context.Context) (watch.PageCounts, error)
+	TrashedPages(ctx context.Context) ([]watch.Page, error)
+	// Tags returns the tags of the watched pages, sorted.
+	Tags(ctx context.Context) ([]string, error)
+	// Sparklines returns the new links of each page of ids per hour of
+	// the last hours, oldest first; a page without any is absent.
+	Sparklines(ctx context.Context, ids []int64, hours int) (map[int64][]int, error)
 }
 
-// PageWriter registers, changes and removes pages. Its input has passed
-// registration already.
+// PageWriter registers, changes, trashes and restores pages. Its input has
+// passed registration already. Every delete goes through the trash.
 type PageWriter interface {
+	// CreatePage restores a page of the trash with the same URL.
 	CreatePage(ctx context.Context, p watch.PageSpec) (watch.Page, error)
 	EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch.Page, error)
-	RemovePage(ctx context.Context, id int64) error
+	TrashPage(ctx context.Context, id int64) (watch.Page, error)
+	RestorePage(ctx context.Context, id int64) (watch.Page, error)
 	// CheckNow makes a page due now; watch.ErrPagePaused for a paused one.
 	CheckNow(ctx context.Context, id int64) (watch.Page, error)
+}
+
+// ReadingStore keeps what each reader has read: a reader is the token a
+// person signed in with, and a mark is the newest update they marked read.
+type ReadingStore interface {
+	ReadMark(ctx context.Context, token string) (watch.Cursor, bool, error)
+	MarkRead(ctx context.Context, token string, mark watch.Cursor) error
+	CountUnread(ctx context.Context, mark watch.Cursor, max int) (int, error)
 }
 
 // PageImporter is what an import needs of the store, none of which holds an
@@ -70,10 +89,12 @@ type UpdateReader interface {
 	FeedStamp(ctx context.Context, scope watch.FeedScope) (watch.FeedStamp, error)
 }
 
-// TokenVerifier finds the token of a secret, or returns
-// watch.ErrTokenNotFound.
-type TokenVerifier interface {
+// TokenStore finds the token of a secret, or returns
+// watch.ErrTokenNotFound, and makes the read tokens of feed readers.
+type TokenStore interface {
 	VerifyToken(ctx context.Context, secret string) (watch.Token, error)
+	// CreateToken returns watch.ErrDuplicateToken for a name in use.
+	CreateToken(ctx context.Context, name, secret string, write bool) (watch.Token, error)
 }
 
 // SessionStore keeps the web page's sign-ins: a session is a random id
@@ -164,7 +185,9 @@ type Deps struct {
 	// Importer registers imported lists.
 	Importer PageImporter
 	Updates  UpdateReader
-	Tokens   TokenVerifier
+	// Reading keeps each reader's unread state.
+	Reading ReadingStore
+	Tokens  TokenStore
 	// Sessions keeps the sign-ins of the web page.
 	Sessions SessionStore
 	Dead     DeadLetterCounter
@@ -255,6 +278,8 @@ func (s *Server) routes() []route {
 		{"PATCH", "/api/v1/pages/{id}", write, s.apiEditPage, true},
 		{"DELETE", "/api/v1/pages/{id}", write, s.apiDeletePage, true},
 		{"POST", "/api/v1/pages/{id}/check", write, s.apiCheckPage, true},
+		{"GET", "/api/v1/trash", read, s.apiListTrash, true},
+		{"POST", "/api/v1/trash/{id}/restore", write, s.apiRestorePage, true},
 		{"POST", "/api/v1/pages/import", write, s.apiImport, true},
 		{"GET", "/api/v1/pages/export", read, s.apiExport, true},
 		{"GET", "/api/v1/updates", read, s.apiUpdates, true},
@@ -273,13 +298,21 @@ func (s *Server) routes() []route {
 		{"GET", "/feeds/pages/{file}", read, s.feedPage, false},
 		{"GET", "/feeds/tags/{file}", read, s.feedTag, false},
 
-		{"GET", "/{$}", read, s.uiPages, false},
+		{"GET", "/{$}", read, s.uiRiver, false},
+		{"POST", "/read", read, s.uiMarkRead, false},
+		{"GET", "/updates", read, s.uiOldUpdates, false},
+		{"GET", "/pages", read, s.uiPages, false},
 		{"POST", "/pages", write, s.uiAddPage, false},
 		{"GET", "/pages/{id}", read, s.uiPage, false},
 		{"POST", "/pages/{id}", write, s.uiEditPage, false},
 		{"POST", "/pages/{id}/enabled", write, s.uiSetEnabled, false},
+		{"POST", "/pages/{id}/check", write, s.uiCheckNow, false},
+		{"GET", "/pages/{id}/delete", write, s.uiConfirmDelete, false},
 		{"POST", "/pages/{id}/delete", write, s.uiDeletePage, false},
-		{"GET", "/updates", read, s.uiUpdates, false},
+		{"GET", "/trash", read, s.uiTrash, false},
+		{"POST", "/trash/{id}/restore", write, s.uiRestorePage, false},
+		{"GET", "/feeds", read, s.uiFeeds, false},
+		{"POST", "/feeds", write, s.uiCreateFeedToken, false},
 		{"GET", "/notifications", private, s.uiNotifications, false},
 		{"POST", "/notifications", write, s.uiAddSubscription, false},
 		{"POST", "/notifications/{id}/{action}", write, s.uiSubscriptionAction, false},
@@ -314,6 +347,15 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		s.problem(w, r, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not part of the API (see /api/v1/openapi.json)")
+	})
+	// The same for the web page, whose answers are pages with navigation.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowedMethods(known, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.problem(w, r, http.StatusMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+"; use "+strings.Join(allow, ", "))
+			return
+		}
+		s.problem(w, r, http.StatusNotFound, "there is nothing at "+r.URL.Path)
 	})
 	// Forms post same-origin; a cross-site POST (a CSRF attempt) is
 	// refused before any handler runs. API clients send no browser
@@ -493,12 +535,12 @@ func (s *Server) instrument(rt route, h http.Handler) http.Handler {
 }
 
 // securityHeaders sets what every response carries: a strict
-// Content-Security-Policy (no script, styles from this server only), and no
-// framing or sniffing.
+// Content-Security-Policy (scripts and styles from this server's own files
+// only, never inline), and no framing or sniffing.
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		// frame-ancestors says the same to browsers that read CSP; this
 		// says it to those that do not.
@@ -615,7 +657,7 @@ func (s *Server) denied(w http.ResponseWriter, r *http.Request, rt route, status
 		http.Redirect(w, r, "/signin", http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, status, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: detail})
+	s.render(w, r, status, "signin", signinView{view: s.viewOf(r, "Sign in", ""), Error: detail})
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
@@ -651,10 +693,13 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if strings.HasSuffix(name, ".css") {
+	switch {
+	case strings.HasSuffix(name, ".css"):
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	case strings.HasSuffix(name, ".js"):
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 	}
-	w.Header().Set("Cache-Control", "max-age=3600")
+	w.Header().Set("Cache-Control", "max-age=86400")
 	w.Write(body)
 }
 

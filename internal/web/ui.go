@@ -3,12 +3,13 @@ package web
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"net/http"
-	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -22,20 +23,28 @@ const sessionCookie = "pw_session"
 // sessionMaxAge is how long a sign-in lasts.
 const sessionMaxAge = 30 * 24 * time.Hour
 
-var templateNames = []string{"pages", "page", "updates", "signin", "notifications"}
+var templateNames = []string{"river", "pages", "page", "confirm", "trash", "feeds", "signin", "notifications", "error"}
 
 func parseTemplates() (map[string]*template.Template, error) {
+	paths, err := assetPaths()
+	if err != nil {
+		return nil, err
+	}
 	funcs := template.FuncMap{
-		"when": func(t time.Time) string {
-			if t.IsZero() {
-				return "never"
+		"asset": func(name string) (string, error) {
+			if p, ok := paths[name]; ok {
+				return p, nil
 			}
-			return t.UTC().Format("2006-01-02 15:04 UTC")
+			return "", fmt.Errorf("no static file %s", name)
 		},
+		"ago":    func(t time.Time) string { return relativeTime(t, time.Now()) },
+		"exact":  exactTime,
 		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"status": pageStatus,
 		"join":   strings.Join,
-		"lines":  func(s []string) string { return strings.Join(s, "\n") },
+		"spark":  newSparkline,
+		"plural": plural,
+		"dict":   dict,
 		"field": func(name, label, example, value, err string) listField {
 			return listField{Name: name, Label: label, Example: example, Value: value, Error: err}
 		},
@@ -51,6 +60,92 @@ func parseTemplates() (map[string]*template.Template, error) {
 	return out, nil
 }
 
+// assetPaths are the addresses of the static files, each with a digest of
+// its content, so that a browser keeps them long and still fetches one
+// anew after an upgrade changed it.
+func assetPaths() (map[string]string, error) {
+	files, err := fs.ReadDir(assets, "static")
+	if err != nil {
+		return nil, fmt.Errorf("static files: %w", err)
+	}
+	paths := map[string]string{}
+	for _, f := range files {
+		body, err := assets.ReadFile("static/" + f.Name())
+		if err != nil {
+			return nil, fmt.Errorf("static file %s: %w", f.Name(), err)
+		}
+		sum := sha256.Sum256(body)
+		paths[f.Name()] = "/static/" + f.Name() + "?v=" + hex.EncodeToString(sum[:6])
+	}
+	return paths, nil
+}
+
+// relativeTime says when t is from now as people say it ("4 min ago", "in
+// 2 h"); static/app.js says the same in the browser and keeps it current.
+func relativeTime(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var span string
+	switch {
+	case d < 45*time.Second:
+		if future {
+			return "in a moment"
+		}
+		return "just now"
+	case d < 90*time.Minute:
+		span = fmt.Sprintf("%d min", max(1, int((d+30*time.Second)/time.Minute)))
+	case d < 36*time.Hour:
+		span = fmt.Sprintf("%d h", int((d+30*time.Minute)/time.Hour))
+	case d < 14*24*time.Hour:
+		span = fmt.Sprintf("%d days", int((d+12*time.Hour)/(24*time.Hour)))
+	default:
+		return "on " + t.UTC().Format("2 Jan 2006")
+	}
+	if future {
+		return "in " + span
+	}
+	return span + " ago"
+}
+
+// exactTime is t to the minute, in UTC; static/app.js shows it in the
+// reader's own time zone.
+func exactTime(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format("Mon 2 Jan 2006, 15:04 UTC")
+}
+
+// dict makes a map of its key and value pairs, to hand a template more
+// than one value.
+func dict(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, errors.New("dict wants pairs of key and value")
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("dict key %v is not a string", kv[i])
+		}
+		m[k] = kv[i+1]
+	}
+	return m, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // view is what every page's layout needs.
 type view struct {
 	Title    string
@@ -58,11 +153,14 @@ type view struct {
 	Token    string // the signed-in token's name
 	CanWrite bool
 	Flash    string
+	// Section is the navigation entry the page belongs to: river, pages,
+	// feeds, notifications.
+	Section string
 }
 
-func (s *Server) viewOf(r *http.Request, title string) view {
+func (s *Server) viewOf(r *http.Request, title, section string) view {
 	tok, ok := tokenOf(r)
-	return view{Title: title, SignedIn: ok, Token: tok.Name, CanWrite: ok && tok.Write, Flash: flashOf(r)}
+	return view{Title: title, SignedIn: ok, Token: tok.Name, CanWrite: ok && tok.Write, Flash: flashOf(r), Section: section}
 }
 
 // render executes a template into a buffer first, so a failure shows an
@@ -71,6 +169,10 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	var buf bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
 		s.log.Error("render page", "template", name, "err", err)
+		if name != "error" {
+			s.errorPage(w, r, http.StatusInternalServerError, "The page could not be shown; the server's log says why.")
+			return
+		}
 		http.Error(w, "the page could not be shown; the server's log says why", http.StatusInternalServerError)
 		return
 	}
@@ -80,321 +182,54 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	w.Write(buf.Bytes())
 }
 
-// pageForm is the add and edit form's content, as typed, and what was
-// wrong with it.
-type pageForm struct {
-	URL, Name, Tags, Interval, Ignore string
-	// Regions and keyword rules, one selector or pattern a line.
-	Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
-	SameSite, Enabled, BurstDetection                                 bool
-	// Errors holds each refusal by watch.RefusedError's Field (url,
-	// interval, name, tags, ignore, within, exclude, includeText,
-	// excludeText, includeUrl, excludeUrl, options), shown beside it.
-	Errors map[string]string
-}
-
-// listField is one textarea of a page's option lists, as the "listfield"
-// template shows it.
-type listField struct {
-	Name, Label, Example, Value, Error string
-}
-
-// formSettings reads the settings the add and edit forms share: the form
-// as typed, to show again beside a refusal, and the link options it asks
-// for. An unchecked box is absent from a form, so same-site and burst
-// detection are off unless sent.
-func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
-	f := pageForm{
-		Name: r.PostFormValue("name"), Tags: r.PostFormValue("tags"), Interval: strings.TrimSpace(r.PostFormValue("interval")),
-		Ignore: r.PostFormValue("ignore"), Within: r.PostFormValue("within"), Exclude: r.PostFormValue("exclude"),
-		IncludeText: r.PostFormValue("include_text"), ExcludeText: r.PostFormValue("exclude_text"),
-		IncludeURL: r.PostFormValue("include_url"), ExcludeURL: r.PostFormValue("exclude_url"),
-		SameSite: r.PostFormValue("same_site") == "on", BurstDetection: r.PostFormValue("burst_detection") == "on",
-	}
-	o := watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore), Within: splitLines(f.Within),
-		Exclude: splitLines(f.Exclude), IncludeText: splitLines(f.IncludeText), ExcludeText: splitLines(f.ExcludeText),
-		IncludeURL: splitLines(f.IncludeURL), ExcludeURL: splitLines(f.ExcludeURL)}
-	return f, o
-}
-
-// formInterval parses the form's interval; empty means def.
-func formInterval(typed string, def time.Duration) (time.Duration, error) {
-	if typed == "" {
-		return def, nil
-	}
-	d, err := watch.ParseDuration(typed)
-	if err != nil {
-		return 0, &watch.RefusedError{Field: "interval", Err: err}
-	}
-	return d, nil
-}
-
-type pagesView struct {
+type errorView struct {
 	view
-	Pages []watch.Page
-	Dead  []DeadQueue
-	Form  pageForm
+	Status int
+	Detail string
 }
 
-func (s *Server) uiPages(w http.ResponseWriter, r *http.Request) {
-	s.showPages(w, r, http.StatusOK, pageForm{Interval: watch.FormatDuration(watch.DefaultInterval), Enabled: true, BurstDetection: true})
+// errorPage answers a request of the web page that went wrong with a page
+// in the site's layout, its navigation included.
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, detail string) {
+	v := errorView{view: s.viewOf(r, http.StatusText(status), ""), Status: status, Detail: detail}
+	s.render(w, r, status, "error", v)
 }
 
-func (s *Server) showPages(w http.ResponseWriter, r *http.Request, status int, form pageForm) {
-	pages, err := s.deps.Pages.Pages(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	v := pagesView{view: s.viewOf(r, "Watched pages"), Pages: pages, Form: form}
-	if s.deps.Dead != nil {
-		v.Dead, err = s.deps.Dead.DeadLetters(r.Context())
-		if err != nil {
-			v.Dead = []DeadQueue{{Queue: "dead letters", Error: err.Error()}}
+// isPageRequest says whether r is for the web page (answered in HTML)
+// rather than the API, a feed or an operator's endpoint (problem details).
+func isPageRequest(r *http.Request) bool {
+	p := r.URL.Path
+	for _, prefix := range []string{"/api/", "/feeds/", "/static/"} {
+		if strings.HasPrefix(p, prefix) {
+			return false
 		}
 	}
-	s.render(w, r, status, "pages", v)
+	return p != "/healthz" && p != "/metrics"
 }
 
-// formPage reads the add form into a page to register.
-func formPage(r *http.Request) (pageForm, watch.PageSpec, error) {
-	f, options := formSettings(r)
-	f.URL, f.Enabled = strings.TrimSpace(r.PostFormValue("url")), true
-	p := watch.PageSpec{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options, BurstDetectionOff: !f.BurstDetection}
-	var err error
-	p.Interval, err = formInterval(f.Interval, watch.DefaultInterval)
-	return f, p, err
+// pageNotFound answers a web page request for something that does not
+// exist, saying what.
+func (s *Server) pageNotFound(w http.ResponseWriter, r *http.Request, what string) {
+	s.errorPage(w, r, http.StatusNotFound, what)
 }
 
-func splitTags(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' })
-}
-
-func splitLines(s string) []string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// fieldOf names the form field a refusal belongs beside.
-func fieldOf(err error) (string, bool) {
-	var refused *watch.RefusedError
-	if errors.As(err, &refused) {
-		return refused.Field, true
-	}
-	if errors.Is(err, watch.ErrDuplicatePage) {
-		return "url", true
-	}
-	return "", false
-}
-
-func (s *Server) uiAddPage(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	form, p, err := formPage(r)
-	if err == nil {
-		p, err = s.cfg.Policy.CheckPage(r.Context(), p)
-		if err == nil {
-			var page watch.Page
-			page, err = s.deps.Writer.CreatePage(r.Context(), p)
-			if err == nil {
-				http.Redirect(w, r, flashURL("/", flashWatching, page.ID), http.StatusSeeOther)
-				return
-			}
-		}
-	}
-	field, ok := fieldOf(err)
-	if !ok {
-		s.fail(w, r, err)
-		return
-	}
-	form.Errors = map[string]string{field: err.Error()}
-	s.showPages(w, r, http.StatusUnprocessableEntity, form)
-}
-
-type pageView struct {
-	view
-	Page    watch.Page
-	Updates []watch.Update
-	Next    string
-	Form    pageForm
-}
-
-func (s *Server) uiPage(w http.ResponseWriter, r *http.Request) {
+// pathPage reads the {id} of a web page path; a bad one is answered 404.
+func (s *Server) pathPage(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		http.NotFound(w, r)
-		return
+		s.pageNotFound(w, r, fmt.Sprintf("%q is not a page number.", r.PathValue("id")))
+		return 0, false
 	}
-	p, err := s.deps.Pages.Page(r.Context(), id)
-	if errors.Is(err, watch.ErrPageNotFound) {
-		http.NotFound(w, r)
-		return
-	} else if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.showPage(w, r, http.StatusOK, p, editFormOf(p))
+	return id, true
 }
 
-func editFormOf(p watch.Page) pageForm {
-	o := p.Options
-	lines := func(l []string) string { return strings.Join(l, "\n") }
-	return pageForm{URL: p.BaseURL, Name: p.Name, Tags: strings.Join(p.Tags, " "), Interval: watch.FormatDuration(p.Interval),
-		Ignore: lines(o.Ignore), Within: lines(o.Within), Exclude: lines(o.Exclude), IncludeText: lines(o.IncludeText),
-		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
-		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection}
-}
-
-func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p watch.Page, form pageForm) {
-	f := watch.UpdateFilter{PageID: p.ID, Limit: 100}
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		f.After, _ = decodeCursor(c) // a bad cursor starts at the newest
+// localPath returns back when it is a path of this site, else def: a form
+// says where to return to, and must not be able to send a person away.
+func localPath(back, def string) string {
+	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.ContainsAny(back, "\\\r\n") {
+		return def
 	}
-	updates, err := s.deps.Updates.QueryUpdates(r.Context(), f)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	v := pageView{view: s.viewOf(r, p.DisplayName()), Page: p, Updates: updates, Form: form}
-	if len(updates) == f.Limit {
-		v.Next = encodeCursor(watch.CursorOf(updates[len(updates)-1]))
-	}
-	s.render(w, r, status, "page", v)
-}
-
-func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		http.NotFound(w, r)
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	form, o := formSettings(r)
-	// The form shows every setting, so it sends each list whole: an
-	// emptied textarea empties its list.
-	tags := splitTags(form.Tags)
-	edit := watch.PageEdit{Name: &form.Name, Tags: &tags, SameSiteOnly: &o.SameSiteOnly, Ignore: &o.Ignore,
-		Within: &o.Within, Exclude: &o.Exclude, IncludeText: &o.IncludeText, ExcludeText: &o.ExcludeText,
-		IncludeURL: &o.IncludeURL, ExcludeURL: &o.ExcludeURL, BurstDetection: &form.BurstDetection}
-	var before watch.Page
-	d, err := formInterval(form.Interval, 0)
-	if err == nil && form.Interval == "" {
-		err = &watch.RefusedError{Field: "interval", Err: errors.New("give the time between checks, like 5m, 1h30m or 1d")}
-	}
-	if err == nil {
-		edit.Interval = &d
-		before, err = s.deps.Pages.Page(r.Context(), id)
-	}
-	if err == nil {
-		var after watch.Page
-		if after, err = s.editPage(r, id, edit); err == nil {
-			http.Redirect(w, r, flashURL(fmt.Sprintf("/pages/%d", id), savedFlash(before, after), id), http.StatusSeeOther)
-			return
-		}
-	}
-	if errors.Is(err, watch.ErrPageNotFound) {
-		http.NotFound(w, r)
-		return
-	}
-	field, ok := fieldOf(err)
-	if !ok {
-		s.fail(w, r, err)
-		return
-	}
-	p, perr2 := s.deps.Pages.Page(r.Context(), id)
-	if perr2 != nil {
-		s.fail(w, r, perr2)
-		return
-	}
-	form.URL, form.Enabled = p.BaseURL, p.Enabled
-	form.Errors = map[string]string{field: err.Error()}
-	s.showPage(w, r, http.StatusUnprocessableEntity, p, form)
-}
-
-// savedFlash says what an edit did, and, as watchctl set does, that the
-// page's next check re-baselines silently when the edit changed what the
-// page admits.
-func savedFlash(before, after watch.Page) string {
-	if after.RebaselinePending && !reflect.DeepEqual(before.Options, after.Options) {
-		return flashSavedRebaseline
-	}
-	return flashSaved
-}
-
-func (s *Server) uiSetEnabled(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		http.NotFound(w, r)
-		return
-	}
-	enabled := r.PostFormValue("enabled") == "true"
-	if _, err := s.deps.Writer.EditPage(r.Context(), id, watch.PageEdit{Enabled: &enabled}); errors.Is(err, watch.ErrPageNotFound) {
-		http.NotFound(w, r)
-		return
-	} else if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	done := flashPaused
-	if enabled {
-		done = flashResumed
-	}
-	http.Redirect(w, r, flashURL(fmt.Sprintf("/pages/%d", id), done, id), http.StatusSeeOther)
-}
-
-func (s *Server) uiDeletePage(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		http.NotFound(w, r)
-		return
-	}
-	if err := s.deps.Writer.RemovePage(r.Context(), id); errors.Is(err, watch.ErrPageNotFound) {
-		http.NotFound(w, r)
-		return
-	} else if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	http.Redirect(w, r, flashURL("/", flashPageRemoved, id), http.StatusSeeOther)
-}
-
-type updatesView struct {
-	view
-	Query   string
-	Tag     string
-	Updates []watch.Update
-	Next    string
-	Error   string
-}
-
-func (s *Server) uiUpdates(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	v := updatesView{view: s.viewOf(r, "Newest updates"), Query: q.Get("q"), Tag: q.Get("tag")}
-	f, err := parseFilter(q)
-	if err != nil {
-		v.Error = err.Error()
-		s.render(w, r, http.StatusBadRequest, "updates", v)
-		return
-	}
-	if v.Updates, err = s.deps.Updates.QueryUpdates(r.Context(), f); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if len(v.Updates) == f.Limit {
-		next := url.Values{"cursor": {encodeCursor(watch.CursorOf(v.Updates[len(v.Updates)-1]))}}
-		if v.Query != "" {
-			next.Set("q", v.Query)
-		}
-		if v.Tag != "" {
-			next.Set("tag", v.Tag)
-		}
-		v.Next = "/updates?" + next.Encode()
-	}
-	s.render(w, r, http.StatusOK, "updates", v)
+	return back
 }
 
 type signinView struct {
@@ -403,19 +238,18 @@ type signinView struct {
 }
 
 func (s *Server) uiSignInForm(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, "signin", signinView{view: s.viewOf(r, "Sign in")})
+	s.render(w, r, http.StatusOK, "signin", signinView{view: s.viewOf(r, "Sign in", "")})
 }
 
 func (s *Server) uiSignIn(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	secret := strings.TrimSpace(r.PostFormValue("token"))
 	if secret == "" {
-		s.render(w, r, http.StatusUnprocessableEntity, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: "paste a token: `watchctl token create NAME` makes one"})
+		s.render(w, r, http.StatusUnprocessableEntity, "signin", signinView{view: s.viewOf(r, "Sign in", ""), Error: "paste a token: `watchctl token create NAME` makes one"})
 		return
 	}
 	tok, err := s.deps.Tokens.VerifyToken(r.Context(), secret)
 	if errors.Is(err, watch.ErrTokenNotFound) {
-		s.render(w, r, http.StatusUnauthorized, "signin", signinView{view: s.viewOf(r, "Sign in"), Error: "that token is not valid (revoked, or mistyped)"})
+		s.render(w, r, http.StatusUnauthorized, "signin", signinView{view: s.viewOf(r, "Sign in", ""), Error: "that token is not valid (revoked, or mistyped)"})
 		return
 	} else if err != nil {
 		s.fail(w, r, err)

@@ -21,7 +21,7 @@ func TestFormsEditRegionsAndKeywordRules(t *testing.T) {
 	w := e.writeTk
 	ctx := context.Background()
 
-	if _, body := e.get("/", w); !strings.Contains(body, `name="burst_detection" checked`) || !strings.Contains(body, `name="within"`) {
+	if _, body := e.get("/pages", w); !strings.Contains(body, `name="burst_detection" checked`) || !strings.Contains(body, `name="within"`) {
 		t.Error("the add form does not offer regions, or burst detection is not on by default")
 	}
 	refusals := []struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -82,17 +83,19 @@ func TestSignInKeepsTheTokenInAStrictCookie(t *testing.T) {
 		t.Errorf("the cookie holds the token: %q", c.Value)
 	}
 	withCookie := []string{"Cookie", sessionCookie + "=" + c.Value}
-	resp, b := e.do("GET", "/", "", "", withCookie...)
+	resp, b := e.do("GET", "/pages", "", "", withCookie...)
 	body = string(b)
-	if resp.StatusCode != 200 || !strings.Contains(body, "Watch a page") || !strings.Contains(body, "Sign out (writer)") {
-		t.Errorf("GET / signed in: %d", resp.StatusCode)
+	if resp.StatusCode != 200 || !strings.Contains(body, "Watch a page") || !strings.Contains(body, "(writer)") {
+		t.Errorf("GET /pages signed in: %d", resp.StatusCode)
 	}
 	csp := resp.Header.Get("Content-Security-Policy")
-	if !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "unsafe") {
-		t.Errorf("Content-Security-Policy %q, want strict", csp)
+	if !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
+		t.Errorf("Content-Security-Policy %q, want strict, scripts from this server's files only", csp)
 	}
-	if strings.Contains(body, "<script") || strings.Contains(body, "style=") {
-		t.Error("the page holds a script or an inline style, which the policy forbids")
+	// The one script is the site's own file; nothing inline.
+	scripts := regexp.MustCompile(`<script[^>]*>`).FindAllString(body, -1)
+	if len(scripts) != 1 || !strings.Contains(scripts[0], `src="/static/app.js?v=`) || strings.Contains(body, "style=") || strings.Contains(body, " onclick=") {
+		t.Errorf("the page holds an inline script or style, which the policy forbids: %q", scripts)
 	}
 	if !strings.Contains(body, `name="viewport"`) {
 		t.Error("no viewport: not usable on a phone")
@@ -168,31 +171,66 @@ func TestFormsValidateLikeTheAPIAndRefuseCrossSitePosts(t *testing.T) {
 	if p, _ := e.st.Page(context.Background(), id); p.Name != "Renamed" || p.Enabled || p.Interval.String() != "2m0s" {
 		t.Errorf("after edit and pause: %+v", p)
 	}
-	if _, body := e.get("/", w); !strings.Contains(body, "paused") || !strings.Contains(body, "job_queue.dlq") {
+	if _, body := e.get("/pages", w); !strings.Contains(body, "paused") || !strings.Contains(body, "job_queue.dlq") {
 		t.Error("the list shows neither the paused page nor the dead letters")
 	}
-	if resp, _ := e.form(path+"/delete", w, nil); resp.StatusCode != http.StatusSeeOther || e.pageCount() != 0 {
-		t.Errorf("remove: %d, %d pages left", resp.StatusCode, e.pageCount())
+	// Removing asks first, then moves the page to the trash.
+	if resp, body := e.get(path+"/delete", w); resp.StatusCode != 200 || !strings.Contains(body, `id="confirm-delete"`) || e.pageCount() != 1 {
+		t.Errorf("remove's confirmation: %d, %d pages (it must ask, not remove)", resp.StatusCode, e.pageCount())
 	}
-	if resp, _ := e.get("/pages/999", w); resp.StatusCode != 404 {
-		t.Errorf("missing page: %d", resp.StatusCode)
+	if resp, _ := e.form(path+"/delete", w, nil); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("remove: %d", resp.StatusCode)
+	}
+	if pages, _ := e.st.Pages(context.Background()); len(pages) != 0 {
+		t.Errorf("after remove the page is still watched: %+v", pages)
+	}
+	if resp, body := e.get("/trash", w); resp.StatusCode != 200 || !strings.Contains(body, "Renamed") || !strings.Contains(body, fmt.Sprintf(`action="/trash/%d/restore"`, id)) {
+		t.Errorf("the trash: %d, does not list the removed page with a restore button", resp.StatusCode)
+	}
+	if resp, body := e.get(path, w); resp.StatusCode != 404 || !strings.Contains(body, "trash") || !strings.Contains(body, `href="/pages"`) {
+		t.Errorf("a trashed page: %d, want 404 in the layout pointing at the trash", resp.StatusCode)
+	}
+	if resp, _ := e.form(fmt.Sprintf("/trash/%d/restore", id), w, nil); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("restore: %d", resp.StatusCode)
+	}
+	if resp, body := e.get(path, w); resp.StatusCode != 200 || !strings.Contains(body, "Renamed") {
+		t.Errorf("the restored page: %d", resp.StatusCode)
+	}
+	if resp, body := e.get("/pages/999", w); resp.StatusCode != 404 || !strings.Contains(body, `<nav aria-label="Sections">`) {
+		t.Errorf("missing page: %d, want a 404 page with the navigation", resp.StatusCode)
 	}
 }
 
-func TestUpdatesPageSearches(t *testing.T) {
+func TestRiverSearchesAndFilters(t *testing.T) {
 	e := newEnv(t, publicRead)
-	_, b := e.do("POST", "/api/v1/pages", e.writeTk, `{"url":"http://127.0.0.1:9/a","name":"Alpha"}`)
+	noRedirects(e)
+	_, b := e.do("POST", "/api/v1/pages", e.writeTk, `{"url":"http://127.0.0.1:9/a","name":"Alpha","tags":["local"]}`)
 	a := decode[pageJSON](t, b)
+	_, b = e.do("POST", "/api/v1/pages", e.writeTk, `{"url":"http://127.0.0.1:9/b","name":"Beta"}`)
+	beta := decode[pageJSON](t, b)
 	e.insertUpdates(a.ID, 3, timeNow(), "Budget <vote>")
 	e.insertUpdates(a.ID, 2, timeNow(), "Weather")
-	resp, body := e.get("/updates?q=budget", "")
+	e.insertUpdates(beta.ID, 1, timeNow(), "Harbour")
+	resp, body := e.get("/?q=budget", "")
 	if resp.StatusCode != 200 || strings.Count(body, "Budget &lt;vote&gt;") != 3 || strings.Contains(body, "Weather") {
 		t.Errorf("search: %d\n%s", resp.StatusCode, body)
 	}
-	if _, body := e.get("/updates?tag=local", ""); !strings.Contains(body, `href="/feeds/tags/local.atom"`) {
-		t.Error("a tag's updates do not link the tag's feed")
+	if _, body := e.get("/?tag=local", ""); !strings.Contains(body, "Weather") || strings.Contains(body, "Harbour") {
+		t.Error("the river of a tag shows another page's news, or not its own")
 	}
-	if resp, _ := e.get("/updates?since=yesterday", ""); resp.StatusCode != 400 {
-		t.Errorf("bad filter: %d, want 400", resp.StatusCode)
+	if _, body := e.get(fmt.Sprintf("/?page=%d", beta.ID), ""); !strings.Contains(body, "News of Beta") || !strings.Contains(body, "Harbour") || strings.Contains(body, "Weather") {
+		t.Error("the river of a page shows another page's news, or not its own")
+	}
+	for _, bad := range []string{"/?q=ab", "/?page=x", "/?cursor=nonsense"} {
+		if resp, body := e.get(bad, ""); resp.StatusCode != 400 || !strings.Contains(body, `class="field-error"`) {
+			t.Errorf("GET %s: %d, want 400 with the reason", bad, resp.StatusCode)
+		}
+	}
+	if resp, _ := e.get("/?page=999", ""); resp.StatusCode != 404 {
+		t.Errorf("the river of a missing page: %d, want 404", resp.StatusCode)
+	}
+	// The former updates page's address, bookmarked, lands on the river.
+	if resp, _ := e.get("/updates?tag=local", ""); resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/?tag=local" {
+		t.Errorf("GET /updates?tag=local: %d to %q, want 301 to /?tag=local", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
