@@ -209,3 +209,59 @@ func withStories(links []watch.Link, r, keep int) []watch.Link {
 	}
 	return append(out, links...)
 }
+
+// BenchmarkHourlyCounts is the price, on the check path, of the pages
+// list's sparklines: migration 00017's statement trigger on updates, which
+// upserts one page_hours row per page and hour a check inserts into. Two
+// processors, removals at their default, check the same pages side by
+// side, each on a database of its own; one database has the trigger
+// dropped. On "rotating" pages each check records 3 new links; on
+// "unchanged" pages none, the common case, in which the trigger still
+// fires, on an empty transition table. pg-off-ns/op and pg-on-ns/op are
+// PostgreSQL's CPU per check without and with the trigger.
+func BenchmarkHourlyCounts(b *testing.B) {
+	pages := corpusLinks(b, 100, 30)
+	if len(pages) == 0 {
+		b.Skip("no corpus page with 100 links")
+	}
+	for _, kind := range []struct {
+		name  string
+		links func(i, r int) []watch.Link
+	}{
+		{"rotating", func(i, r int) []watch.Link { return withStories(pages[i], r, 30) }},
+		{"unchanged", func(i, r int) []watch.Link { return withStories(pages[i], 0, 30) }},
+	} {
+		b.Run(kind.name, func(b *testing.B) {
+			first := make([][]watch.Link, len(pages))
+			for i := range first {
+				first[i] = kind.links(i, 0)
+			}
+			arms := []*removalArm{newRemovalArm(b, first, processor.DefaultRemovalChecks), newRemovalArm(b, first, processor.DefaultRemovalChecks)}
+			if _, err := arms[0].probe.Exec(context.Background(), `DROP TRIGGER updates_count_page_hours ON updates`); err != nil {
+				b.Fatal(err)
+			}
+			round := 0
+			at := time.Now().Add(-time.Hour)
+			for _, a := range arms {
+				a.pgBefore = pgCPU(b, a.probe)
+			}
+			for b.Loop() {
+				i := round % len(pages)
+				at = at.Add(time.Millisecond)
+				for _, a := range arms {
+					a.check(b, i, round, at, kind.links(i, round/len(pages)+1))
+				}
+				round++
+			}
+			off, on := arms[0].pgPerCheck(b, round), arms[1].pgPerCheck(b, round)
+			b.ReportMetric(off, "pg-off-ns/op")
+			b.ReportMetric(on, "pg-on-ns/op")
+			b.ReportMetric(on/off, "pg-on/off")
+			var hours int64
+			if err := arms[1].probe.QueryRow(context.Background(), `SELECT coalesce(sum(links), 0) FROM page_hours`).Scan(&hours); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("%d checks; the trigger counted %d new links", round, hours)
+		})
+	}
+}

@@ -15,7 +15,10 @@ import (
 
 // TestReadLatencyAtScale is the web program's benchmark (make bench-web):
 // 10,000 pages and 1,000,000 updates, then sequential requests of each
-// kind, their p50 and p99, and the plans PostgreSQL chose. It runs only
+// kind, the API's, the feeds' and the web page's, their p50 and p99, and
+// the plans PostgreSQL chose. The updates are loaded through the trigger
+// that counts new links per page and hour, so the pages list's sparklines
+// read what a running installation would have. It runs only
 // with PORTALWATCH_WEB_BENCH=1: loading takes a minute or two.
 func TestReadLatencyAtScale(t *testing.T) {
 	if os.Getenv("PORTALWATCH_WEB_BENCH") != "1" {
@@ -45,6 +48,7 @@ func TestReadLatencyAtScale(t *testing.T) {
 		`CREATE INDEX updates_text_trgm ON updates USING gin (text gin_trgm_ops)`,
 		`VACUUM (ANALYZE) pages`,
 		`VACUUM (ANALYZE) updates`,
+		`VACUUM (ANALYZE) page_hours`,
 	} {
 		if _, err := e.pool.Exec(ctx, stmt); err != nil {
 			t.Fatalf("%.60s: %v", stmt, err)
@@ -106,6 +110,13 @@ func TestReadLatencyAtScale(t *testing.T) {
 		measure("feed all.atom (100 entries)", 20, "/feeds/all.atom"),
 		measure("feed one page .rss", 20, "/feeds/pages/{i}.rss"),
 		measure("feed one tag .json", 20, "/feeds/tags/tag7.json"),
+		measure("page: pages list (100 of 10,000, sparklines)", 50, "/pages"),
+		measure("page: pages list, a later screen", 50, "/pages?after={i}"),
+		measure("page: pages list, one tag", 50, "/pages?tag=tag7"),
+		measure("page: pages list, name search", 50, "/pages?q=portal99"),
+		measure("page: river (50 newest, unread count)", 50, "/"),
+		measure("page: river, one tag", 50, "/?tag=tag7"),
+		measure("page: one page with its news", 50, "/pages/{i}"),
 	)
 	reads := e.reads.queries.Load()
 	results = append(results,
@@ -145,6 +156,11 @@ func TestReadLatencyAtScale(t *testing.T) {
 		{"common word", `SELECT u.id FROM updates u JOIN pages p ON p.id = u.page_id WHERE u.text ILIKE '%budget%' ORDER BY u.discovered_at DESC, u.id DESC LIMIT 100`},
 		{"stamp, all", `WITH top AS (SELECT id, discovered_at FROM updates ORDER BY discovered_at DESC, id DESC LIMIT 1)
 			SELECT (SELECT id FROM top), count(*), sum(id), max(changed_at) FROM pages`},
+		{"sparklines of a screen", `SELECT page_id, hour, links FROM page_hours
+			WHERE page_id = ANY(ARRAY(SELECT id FROM pages ORDER BY id LIMIT 100)) AND hour >= now() - interval '7 days'`},
+		{"pages list screen", `SELECT id FROM pages WHERE deleted_at IS NULL AND id > 5000 ORDER BY id LIMIT 100`},
+		{"unread count", `SELECT count(*) FROM (SELECT 1 FROM updates u JOIN pages p ON p.id = u.page_id
+			WHERE (u.discovered_at, u.id) > (now() - interval '1 day', 0) AND p.deleted_at IS NULL LIMIT 1000) unread`},
 		{"stamp, tag", `SELECT t.id FROM pages p CROSS JOIN LATERAL (SELECT id, discovered_at FROM updates WHERE page_id = p.id
 			ORDER BY discovered_at DESC, id DESC LIMIT 1) t WHERE p.tags @> ARRAY['tag7'] ORDER BY t.discovered_at DESC, t.id DESC LIMIT 1`},
 	} {

@@ -338,3 +338,30 @@ func TestRelativeTime(t *testing.T) {
 		}
 	}
 }
+
+// A page's empty news says why: not checked yet, its checks failing so far
+// (no baseline, so not "its first check is its baseline"), or nothing new
+// since its baseline.
+func TestEmptyPageSaysWhyItHasNoNews(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	_, b := e.do("POST", "/api/v1/pages", e.writeTk, `{"url":"http://127.0.0.1:9/a"}`)
+	a := decode[pageJSON](t, b)
+	path := fmt.Sprintf("/pages/%d", a.ID)
+	if _, body := e.get(path, e.readTok); !strings.Contains(body, "Not checked yet") {
+		t.Errorf("a page never checked does not say so:\n%s", body)
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE pages SET last_checked_at = now(), last_error = 'connection refused', consecutive_failures = 2 WHERE id = $1`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, body := e.get(path, e.readTok)
+	if !strings.Contains(body, "No check has succeeded yet") || strings.Contains(body, "first check records") || !strings.Contains(body, "The last 2 checks failed: connection refused") {
+		t.Errorf("a page whose checks failed so far does not say so:\n%s", body)
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE pages SET baseline_at = now(), last_error = NULL, consecutive_failures = 0 WHERE id = $1`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := e.get(path, e.readTok); !strings.Contains(body, "No new link since its first check") {
+		t.Errorf("a page with a baseline and no news does not say so:\n%s", body)
+	}
+}

@@ -83,11 +83,17 @@
           b.textContent = "Copied";
           setTimeout(function () { b.textContent = "Copy"; }, 2000);
         };
-        if (navigator.clipboard && window.isSecureContext) {
-          navigator.clipboard.writeText(src.value).then(done, function () { src.select(); });
-        } else {
+        // The older way, where the clipboard API is missing or refused:
+        // the address ends up selected either way, for a manual copy.
+        var byCommand = function () {
+          src.focus();
           src.select();
           if (document.execCommand("copy")) done();
+        };
+        if (navigator.clipboard && window.isSecureContext) {
+          navigator.clipboard.writeText(src.value).then(done, byCommand);
+        } else {
+          byCommand();
         }
       });
     });
