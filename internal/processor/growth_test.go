@@ -111,3 +111,43 @@ func TestRoundDeletesRemovalsPastUpdatesRetention(t *testing.T) {
 		t.Fatalf("removals after the round = %s, want only /new", got)
 	}
 }
+
+// A round deletes for good the pages that have been in the trash for 7
+// days, with their rows, and the hourly counts older than the sparklines;
+// a page trashed since, and newer counts, stay.
+func TestRoundEmptiesTheTrashAndOldHourlyCounts(t *testing.T) {
+	f := newFixtureWith(t, "", processor.Config{})
+	ctx := context.Background()
+	f.deliver(t, f.task("/a"))
+	f.deliver(t, f.task("/a", "/b"))
+	old, err := f.st.CreatePage(ctx, watch.PageSpec{URL: "https://old-trash.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{f.page.ID, old.ID} {
+		if _, err := f.st.TrashPage(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.db.Exec(ctx, `UPDATE pages SET deleted_at = now() - interval '8 days' WHERE id = $1`, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(ctx, `INSERT INTO page_hours (page_id, hour, links) VALUES ($1, date_trunc('hour', now()) - interval '9 days', 4)`, f.page.ID); err != nil {
+		t.Fatal(err)
+	}
+	pruner, err := processor.NewPruner(processor.RetentionConfig{}, f.st, testsvc.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pruner.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var pages, hours, recent int
+	if err := f.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM pages), (SELECT count(*) FROM page_hours WHERE hour < now() - interval '8 days'),
+		(SELECT coalesce(sum(links), 0) FROM page_hours WHERE page_id = $1)`, f.page.ID).Scan(&pages, &hours, &recent); err != nil {
+		t.Fatal(err)
+	}
+	if pages != 1 || hours != 0 || recent != 1 {
+		t.Errorf("after a round: %d pages (want the one trashed today), %d hourly counts older than 8 days (want 0), %d recent new links counted (want 1)", pages, hours, recent)
+	}
+}
