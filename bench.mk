@@ -2,6 +2,7 @@
 #
 #   make bench            the whole pipeline on 1,000 synthetic portals (pwbench e2e)
 #   make bench-history    the same, replaying ../shared/corpus/history
+#   make bench-ab A=rev [B=rev]  two revisions side by side, alternating runs, each figure as B/A
 #   make bench-scheduler  1,000,000 due pages vs raw confirmed publishing
 #   make bench-peer       urlwatch and portalwatch on the same 200 pages
 #   make bench-go         the Go benchmarks, with -benchmem, on ../shared/corpus/pages
@@ -21,7 +22,7 @@ BENCH_TIME  ?= 1s
 BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /bench/)
 PWBENCH     := bin/pwbench
 
-.PHONY: bench bench-history bench-scheduler bench-peer bench-go bench-redis bench-hostile bench-partition pwbench
+.PHONY: bench bench-ab bench-history bench-scheduler bench-peer bench-go bench-redis bench-hostile bench-partition pwbench
 
 pwbench:
 	@scripts/services.sh check-go
@@ -31,6 +32,14 @@ pwbench:
 ## bench: the whole pipeline, saturated then at half rate, with correctness.
 bench: services pwbench
 	@for i in $$(seq 1 $(BENCH_RUNS)); do $(PWBENCH) e2e -repo . $(BENCH_FLAGS) || exit 1; done
+
+## bench-ab: revisions A and B (B defaults to HEAD) built once each and run
+## in turn on the same farm and services, AB_PAIRS pairs alternating A B, B A,
+## printing every figure's ratio B/A with its spread over the pairs.
+AB_PAIRS ?= 3
+AB_FLAGS ?= -mode history -redis-links 0
+bench-ab: services pwbench
+	@scripts/bench-ab.sh $(PWBENCH) "$(A)" "$(B)" $(AB_PAIRS) -- $(AB_FLAGS)
 
 ## bench-history: the pipeline replaying the real homepage histories.
 bench-history: services pwbench

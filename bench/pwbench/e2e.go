@@ -48,6 +48,9 @@ type e2eConfig struct {
 
 	timeout time.Duration // bound on the whole run
 	keep    bool          // keep logs and profiles
+	// bin holds programs built already (pwbench ab builds each revision
+	// once); empty: build them from repo.
+	bin string
 }
 
 func (c *e2eConfig) flags(fs *flag.FlagSet) {
@@ -190,7 +193,7 @@ func (r *e2eRun) setup(ctx context.Context) error {
 // RabbitMQ, for measuring.
 func (r *e2eRun) connect(ctx context.Context) error {
 	var err error
-	if r.h, err = newHarness(ctx, r.cfg.svc, r.cfg.repo, r.log); err != nil {
+	if r.h, err = newHarness(ctx, r.cfg.svc, r.cfg.repo, r.cfg.bin, r.log); err != nil {
 		return err
 	}
 	if r.db, err = r.h.pool(ctx); err != nil {

@@ -8,6 +8,7 @@
 // Usage:
 //
 //	pwbench e2e [flags]        the whole pipeline (make bench)
+//	pwbench ab -a DIR -b DIR [e2e flags]  two revisions' pipelines, alternating (make bench-ab)
 //	pwbench scheduler [flags]  1,000,000 due pages vs raw confirmed publishing (make bench-scheduler)
 //	pwbench peer [flags]       urlwatch and portalwatch on the same pages (make bench-peer)
 //	pwbench redis [flags]      Redis bytes per seen link only
@@ -33,7 +34,7 @@ import (
 
 // ErrUsage is wrapped by every error Run returns for bad arguments; the
 // command exits 2 on it.
-var ErrUsage = errors.New("usage: pwbench e2e|scheduler|peer|redis [flags]")
+var ErrUsage = errors.New("usage: pwbench e2e|ab|scheduler|peer|redis [flags]")
 
 // Run runs the benchmark args[0] with the flags args[1:]. Progress goes to
 // stderr, results to stdout, whose last line is the run's JSON summary. It
@@ -46,6 +47,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch cmd {
 	case "e2e":
 		return runE2E(ctx, args, stdout, stderr)
+	case "ab":
+		return runAB(ctx, args, stdout, stderr)
 	case "scheduler":
 		return runScheduler(ctx, args, stdout, stderr)
 	case "peer":

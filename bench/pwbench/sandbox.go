@@ -68,23 +68,28 @@ func newID() string {
 // the module at repo, and a migrated sandbox named pwbench_<id>.
 type harness struct {
 	binDir string
-	sb     *systest.Sandbox
-	log    io.Writer
+	// prebuilt says binDir is the caller's, which Close leaves.
+	prebuilt bool
+	sb       *systest.Sandbox
+	log      io.Writer
 }
 
-// newHarness builds the programs and creates and migrates the run's
-// sandbox; Close removes both.
-func newHarness(ctx context.Context, svc services, repo string, log io.Writer) (*harness, error) {
+// newHarness builds the programs (unless bin holds them already) and
+// creates and migrates the run's sandbox; Close removes both.
+func newHarness(ctx context.Context, svc services, repo, bin string, log io.Writer) (*harness, error) {
 	if err := svc.checkLoopback(); err != nil {
 		return nil, err
 	}
-	h := &harness{log: log}
-	start := time.Now()
-	var err error
-	if h.binDir, err = systest.BuildAt(ctx, repo, false); err != nil {
-		return nil, err
+	h := &harness{log: log, binDir: bin, prebuilt: bin != ""}
+	if !h.prebuilt {
+		start := time.Now()
+		var err error
+		if h.binDir, err = systest.BuildAt(ctx, repo, false); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "built %s in %.1fs\n", strings.Join(systest.Programs, ", "), time.Since(start).Seconds())
 	}
-	fmt.Fprintf(log, "built %s in %.1fs\n", strings.Join(systest.Programs, ", "), time.Since(start).Seconds())
+	var err error
 	if h.sb, err = systest.NewSandbox(ctx, svc.Services, "pwbench", newID()); err != nil {
 		h.Close()
 		return nil, err
@@ -121,5 +126,7 @@ func (h *harness) Close() {
 		}
 		fmt.Fprintf(h.log, "sandbox %s removed\n", h.sb.ID)
 	}
-	os.RemoveAll(h.binDir)
+	if !h.prebuilt {
+		os.RemoveAll(h.binDir)
+	}
 }

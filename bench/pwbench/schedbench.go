@@ -117,7 +117,7 @@ func (r *schedRun) logf(format string, args ...any) {
 // cfg.pages due pages and connects to RabbitMQ.
 func (r *schedRun) setup(ctx context.Context) error {
 	var err error
-	if r.h, err = newHarness(ctx, r.cfg.svc, r.cfg.repo, r.log); err != nil {
+	if r.h, err = newHarness(ctx, r.cfg.svc, r.cfg.repo, "", r.log); err != nil {
 		return err
 	}
 	r.rawQueue = "pwbench_" + r.h.sb.ID + "_raw"

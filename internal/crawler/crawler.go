@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/url"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -132,6 +133,9 @@ type Service struct {
 	metrics metrics
 	// patterns keeps the pages' ignore patterns compiled.
 	patterns *patternCache
+	// digestSalt goes into every body digest (watch.FetchRequest): what
+	// decides the links read from a body besides the body and the job.
+	digestSalt string
 }
 
 type metrics struct {
@@ -163,7 +167,24 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 	}
 	reg.MustRegister(m.checks, m.duration, m.links)
 	return &Service{cfg: cfg, parsing: newParseGate(cfg.ParseMemory, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m,
-		patterns: newPatternCache(reg)}, nil
+		patterns: newPatternCache(reg), digestSalt: digestSalt(cfg)}, nil
+}
+
+// digestSalt names what, besides the body and the job's options, decides
+// the links a crawler reads from a body: its limits and task budget, and
+// its build, whose parser may read a body otherwise. After a change of
+// either, every page is parsed once again before a body is skipped.
+func digestSalt(cfg Config) string {
+	build := "unknown build"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		build = info.Main.Version
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
+				build += " " + s.Value
+			}
+		}
+	}
+	return fmt.Sprintf("%s|%+v|%d", build, cfg.Limits, cfg.MaxTaskBytes)
 }
 
 // Handle handles one job delivery: a job that cannot be decoded is marked
@@ -204,7 +225,13 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 		return task
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
-	res, err := s.fetcher.Fetch(fetchCtx, watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified})
+	req := watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified, DigestSalt: s.digestSalt}
+	if job.LinksDigest != "" {
+		// A body digest vouches for the links only while their digest
+		// does: the store clears both when the set must be read again.
+		req.BodyDigest = job.BodyDigest
+	}
+	res, err := s.fetcher.Fetch(fetchCtx, req)
 	cancel()
 	leave()
 	task.Status, task.FetchedAt = res.Status, res.FetchedAt
@@ -233,6 +260,14 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	}
 	if res.NotModified {
 		s.metrics.checks.WithLabelValues("not_modified").Inc()
+		return task
+	}
+	task.BodyDigest = res.BodyDigest
+	if res.SameBody {
+		// The body the last recorded check read, byte for byte: its links
+		// are recorded, and nothing needs decoding or parsing.
+		task.Unchanged = true
+		s.metrics.checks.WithLabelValues("same_body").Inc()
 		return task
 	}
 	pageURL := res.FinalURL

@@ -139,6 +139,38 @@ func TestUnchangedLinkSetIsNotSentAgain(t *testing.T) {
 	}
 }
 
+// A body byte for byte the one the page's recorded links were read from is
+// neither decoded nor parsed: the task says unchanged. The digest counts
+// only while the links digest stands, and a changed byte reads the page.
+func TestSameBodyIsNotParsedAgain(t *testing.T) {
+	t.Parallel()
+	body := `<title>Front</title><a href="/a">A</a><a href="/b">B</a>`
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte(body))
+	})
+	svc := newService(t, &recorder{})
+	ctx := context.Background()
+	first := svc.Check(ctx, watch.Job{ID: 1, BaseURL: srv.URL + "/"})
+	if first.BodyDigest == "" || len(first.Context) != 2 || first.Title != "Front" {
+		t.Fatalf("first check: %+v, want its links, title and body digest", first)
+	}
+	digest := shortlink.SetDigest([]string{srv.URL + "/a", srv.URL + "/b", srv.URL + "/c"}) // not the set: only the body can tell
+	same := svc.Check(ctx, watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: digest, BodyDigest: first.BodyDigest,
+		Followed: &watch.Followed{Checks: 3}})
+	if !same.Unchanged || len(same.Context) != 0 || same.Followed != nil || same.BodyDigest != first.BodyDigest || same.Failed() {
+		t.Fatalf("the same body: %+v, want an unchanged task carrying the digest", same)
+	}
+	if again := svc.Check(ctx, watch.Job{ID: 1, BaseURL: srv.URL + "/", BodyDigest: first.BodyDigest}); again.Unchanged || len(again.Context) != 2 {
+		t.Errorf("the same body without a links digest: %+v, want it read (the store cleared the digests)", again)
+	}
+	body += " "
+	changed := svc.Check(ctx, watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: digest, BodyDigest: first.BodyDigest})
+	if changed.Unchanged || len(changed.Context) != 2 || changed.BodyDigest == first.BodyDigest {
+		t.Errorf("one byte more: %+v, want the page read and a new digest", changed)
+	}
+}
+
 // Response strings come from the server: the task carries them cleaned.
 func TestTaskCarriesResponseStringsCleaned(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {

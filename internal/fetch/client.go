@@ -2,7 +2,9 @@ package fetch
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -352,8 +354,26 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 				Err: fmt.Errorf("no content type, and the body sniffs as %q, not HTML", sniffed)}
 		}
 	}
+	// The digest covers the charset the body is decoded by as well: a body
+	// that stays while its Content-Type changes charset reads differently.
+	res.BodyDigest = BodyDigest(req.DigestSalt+"\x00"+contentType, body)
+	if req.BodyDigest != "" && res.BodyDigest == req.BodyDigest {
+		res.SameBody = true
+		return res, nil
+	}
 	res.HTML, res.Charset = DecodeHTML(body, contentType)
 	return res, nil
+}
+
+// BodyDigest is the digest of a body as fetched (decompressed, not yet
+// decoded) with salt: 128 bits of SHA-256, in base64url. A different body
+// with the same digest would cost one check's news; at 2^-128, never.
+func BodyDigest(salt string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(salt))
+	h.Write([]byte{0})
+	h.Write(body)
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
 }
 
 // sniffHTML reports whether body sniffs as text/html, and what it sniffs as.

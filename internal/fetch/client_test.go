@@ -151,6 +151,33 @@ func TestFetchConditional(t *testing.T) {
 	}
 }
 
+// A body with the digest the request names is not decoded; the digest
+// depends on the salt and the Content-Type as well as the body.
+func TestFetchSkipsTheSameBody(t *testing.T) {
+	ctype := "text/html; charset=utf-8"
+	srv, _ := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ctype)
+		io.WriteString(w, testPage)
+	}))
+	c := newClient(t, Config{AllowPrivate: true, IgnoreRobots: true})
+	ctx := context.Background()
+	first, err := c.Fetch(ctx, Request{URL: srv.URL, DigestSalt: "limits 1"})
+	if err != nil || first.BodyDigest == "" || first.SameBody || string(first.HTML) != testPage {
+		t.Fatalf("first fetch: %+v, %v", first, err)
+	}
+	same, err := c.Fetch(ctx, Request{URL: srv.URL, DigestSalt: "limits 1", BodyDigest: first.BodyDigest})
+	if err != nil || !same.SameBody || len(same.HTML) != 0 || same.Status != 200 || same.BodyDigest != first.BodyDigest {
+		t.Errorf("the same body: %+v, %v; want it skipped, not decoded", same, err)
+	}
+	if other, _ := c.Fetch(ctx, Request{URL: srv.URL, DigestSalt: "limits 2", BodyDigest: first.BodyDigest}); other.SameBody || len(other.HTML) == 0 {
+		t.Error("a digest made with other settings matched")
+	}
+	ctype = "text/html; charset=windows-1252"
+	if other, _ := c.Fetch(ctx, Request{URL: srv.URL, DigestSalt: "limits 1", BodyDigest: first.BodyDigest}); other.SameBody {
+		t.Error("the same bytes under another charset matched")
+	}
+}
+
 func TestFetchHTTPStatus(t *testing.T) {
 	srv, _ := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var code int

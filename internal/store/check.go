@@ -60,7 +60,8 @@ type querier interface {
 // successSet is the SET list of a successful check: $1 page id, $2 fetched
 // at, $3 status, $4 ETag, $5 Last-Modified, $6 links digest, $7 links the
 // crawler left out, $8 full link set, $9 refresh period in milliseconds, and
-// the parameter named by title: the page's <title> (empty keeps the last). A
+// the parameters named by title, the page's <title> (empty keeps the last),
+// and body, the digest of the body the check read (see body_digest). A
 // stale check (fetched before the page's last recorded one, as with a late
 // redelivery) only clears the lease: it must not roll back newer validators.
 // Every expression reads the row as it was before the statement, so the
@@ -74,8 +75,11 @@ type querier interface {
 // when the check's caps cut links: then the digest is cleared too, since a
 // digest promises that every link of its set is recorded, and the crawler
 // would otherwise report the same page as unchanged and the cut links would
-// never be recorded.
-func successSet(cut, title string) string {
+// never be recorded. The body digest follows the links digest, whose promise
+// it extends to the body the links were read from: set with it, cleared
+// with it, and moved to the body an unchanged check read while the page's
+// links digest stands (that body's links are the recorded set, too).
+func successSet(cut, title, body string) string {
 	return `
 	title                = CASE WHEN ` + fresh + ` AND ` + title + ` <> '' THEN ` + title + ` ELSE title END,
 	lease_until          = NULL,
@@ -92,7 +96,10 @@ func successSet(cut, title string) string {
 	last_modified        = CASE WHEN ` + fresh + ` AND ` + askWhole + ` THEN NULL
 	                            WHEN ` + fresh + ` AND $3 <> 304 THEN nullif($5, '') ELSE last_modified END,
 	links_digest         = CASE WHEN ` + fresh + ` AND (` + askWhole + ` OR ` + cut + `) THEN NULL
-	                            WHEN ` + fresh + ` AND $6 <> '' THEN $6 ELSE links_digest END`
+	                            WHEN ` + fresh + ` AND $6 <> '' THEN $6 ELSE links_digest END,
+	body_digest          = CASE WHEN ` + fresh + ` AND (` + askWhole + ` OR ` + cut + `) THEN NULL
+	                            WHEN ` + fresh + ` AND ` + body + ` <> '' AND ($6 <> '' OR links_digest IS NOT NULL) THEN ` + body + `
+	                            ELSE body_digest END`
 }
 
 // refreshDue is true when the page's links' last-seen times are older than
@@ -196,6 +203,11 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
 		summaries, burstMin, burstShare, c.Links, c.Title}
+	// The body digest goes last, after the following part's parameters,
+	// whose numbers are fixed.
+	all := append(args, trackArgs...)
+	all = append(all, c.BodyDigest)
+	body := fmt.Sprintf("$%d", len(all))
 	return `
 		WITH page AS (
 			SELECT id, baseline_at IS NULL AS is_first, baseline_at IS NULL OR (rebaseline AND $8) AS silent,
@@ -222,7 +234,7 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 			ON CONFLICT DO NOTHING
 			RETURNING id, link_key, summary, burst
 		), status AS (
-			UPDATE pages SET ` + successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`, "$21") + `,
+			UPDATE pages SET ` + successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`, "$21", body) + `,
 				last_cut        = CASE WHEN ` + fresh + ` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,
 				new_links_today = CASE WHEN page.silent THEN new_links_today
 				                       ELSE ` + today + ` + (SELECT count(*) FROM fresh) END,
@@ -235,7 +247,7 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, fresh.link_key IS NOT NULL, news.id,
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at,
 			coalesce(news.summary, ''), coalesce(news.burst, false)
-		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`, append(args, trackArgs...)
+		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`, all
 }
 
 // scanRecordedLinks reads the result of recordLinks' statement, or returns
@@ -300,13 +312,13 @@ func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorde
 // candidates writes the state computed for it (sendFollowing), as one with
 // candidates does in recordLinks' statement.
 func recordSuccessStatement(c watch.Check, follow string, followArgs []any) (string, []any) {
+	args := append(append([]any{c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
+		c.RefreshEvery.Milliseconds(), c.Title}, followArgs...), c.BodyDigest)
 	return `
-		UPDATE pages SET ` + successSet("false", "$10") + `,
+		UPDATE pages SET ` + successSet("false", "$10", fmt.Sprintf("$%d", len(args))) + `,
 			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,` + follow + `
 		WHERE id = $1
-		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue, append([]any{
-			c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-			c.RefreshEvery.Milliseconds(), c.Title}, followArgs...)
+		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue, args
 }
 
 // scanRecordedSuccess reads the result of recordSuccess' statement.

@@ -149,6 +149,7 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 			etag          = CASE WHEN `+rebase+` THEN NULL ELSE etag END,
 			last_modified = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
 			links_digest  = CASE WHEN `+rebase+` THEN NULL ELSE links_digest END,
+			body_digest   = CASE WHEN `+rebase+` THEN NULL ELSE body_digest END,
 			changed_at = now()
 		WHERE base_url = $1 AND deleted_at IS NOT NULL
 		RETURNING `+pageColumns, args...))
@@ -217,6 +218,7 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 			etag              = CASE WHEN `+rebase+` THEN NULL ELSE etag END,
 			last_modified     = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
 			links_digest      = CASE WHEN `+rebase+` THEN NULL ELSE links_digest END,
+			body_digest       = CASE WHEN `+rebase+` THEN NULL ELSE body_digest END,
 			changed_at      = now()
 		WHERE id = $1 AND deleted_at IS NULL
 		RETURNING `+pageColumns,

@@ -45,7 +45,7 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(
 			removed int
 		)
 		err := r.Scan(append([]any{&removed, &j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores,
-			&j.LinksDigest, &opts.Within, &opts.Exclude, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL},
+			&j.LinksDigest, &j.BodyDigest, &opts.Within, &opts.Exclude, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL},
 			followedDest(&f)...)...)
 		opts.Ignore = ignores
 		j.Options = jobOptions(opts)
@@ -107,6 +107,6 @@ const ClaimDueQuery = `
 		FROM due
 		WHERE p.id = due.id
 		RETURNING coalesce(cardinality(due.due_keys), 0), p.id, p.base_url, coalesce(p.etag, ''), coalesce(p.last_modified, ''), due.next_check_at,
-		          p.same_site_only, p.ignore_patterns, coalesce(p.links_digest, ''),
+		          p.same_site_only, p.ignore_patterns, coalesce(p.links_digest, ''), coalesce(p.body_digest, ''),
 		          p.within_selectors, p.exclude_selectors, p.include_text, p.exclude_text, p.include_url, p.exclude_url,
 		          ` + followedColumns

@@ -16,6 +16,9 @@ type Check struct {
 	// LinksDigest is the digest of the check's whole link set
 	// (shortlink.KeySetDigest); empty keeps the page's digest.
 	LinksDigest string
+	// BodyDigest is the digest of the body the link set was read from
+	// (Task.BodyDigest), stored and cleared with LinksDigest.
+	BodyDigest string
 	// Truncated counts the links the crawler left out of the check (link
 	// cap, task byte budget); it is shown on the page as LastTruncated.
 	Truncated int

@@ -17,6 +17,14 @@ type FetchRequest struct {
 	// ETag and LastModified are the validators of the previous successful
 	// fetch; when set they are sent as If-None-Match and If-Modified-Since.
 	ETag, LastModified string
+	// BodyDigest is the digest of the body the page's last recorded check
+	// read; a body with the same digest is neither decoded nor returned
+	// (FetchResult.SameBody). Empty: every body is decoded.
+	BodyDigest string
+	// DigestSalt goes into every body digest with the body: the settings
+	// the body is read with, so that a digest made under other settings
+	// never matches.
+	DigestSalt string
 }
 
 // FetchResult is the outcome of one fetch. A fetcher returns it filled as far
@@ -38,6 +46,11 @@ type FetchResult struct {
 	HTML []byte
 	// Charset is the WHATWG name of the encoding HTML was decoded from.
 	Charset string
+	// BodyDigest is the digest of the body (after decompression, before
+	// decoding) with the request's DigestSalt; SameBody says it is the
+	// request's BodyDigest, and HTML is then empty: nothing was decoded.
+	BodyDigest string
+	SameBody   bool
 	// FetchedAt is when the request was sent, after any wait for robots.txt
 	// or Crawl-delay.
 	FetchedAt time.Time

@@ -45,6 +45,10 @@ type Job struct {
 	// page's last recorded check found. Every link of that set is in the
 	// database, so a crawler that finds the same set again need not send it.
 	LinksDigest string `json:"linksDigest,omitempty"`
+	// BodyDigest is the digest of the body the check that recorded
+	// LinksDigest read (FetchResult.BodyDigest): the same body again has
+	// the same links, and is neither decoded nor parsed.
+	BodyDigest string `json:"bodyDigest,omitempty"`
 	// Followed is the page's following state (removals) when the job was
 	// scheduled; the crawler passes it on in a task with links.
 	Followed *Followed `json:"followed,omitempty"`
@@ -67,6 +71,10 @@ type Task struct {
 	// LinksDigest, all of them already recorded: Context is empty and the
 	// check needs no link work, like a 304.
 	Unchanged bool `json:"unchanged,omitempty"`
+	// BodyDigest is the digest of the body the check read (see
+	// FetchResult.BodyDigest), recorded with a whole link set so that the
+	// next check of the same body can skip it; empty when no body was read.
+	BodyDigest string `json:"bodyDigest,omitempty"`
 	// Truncated counts the links the crawler found but left out of Context
 	// because the page's link cap or the task's byte budget was reached; the
 	// processor shows it on the page's status.
