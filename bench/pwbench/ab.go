@@ -137,8 +137,8 @@ func abReport(a, b []map[string]any) abResult {
 		for i := range res.Pairs {
 			va, okA := figure(a[i], name)
 			vb, okB := figure(b[i], name)
-			if !okA || !okB {
-				continue
+			if !okA || !okB || va < 0 || vb < 0 {
+				continue // not measured in this run (the summary says -1)
 			}
 			f.A, f.B = append(f.A, va), append(f.B, vb)
 			if va != 0 {
