@@ -35,9 +35,11 @@ bench: services pwbench
 
 ## bench-ab: revisions A and B (B defaults to HEAD) built once each and run
 ## in turn on the same farm and services, AB_PAIRS pairs alternating A B, B A,
-## printing every figure's ratio B/A with its spread over the pairs.
+## printing every figure's ratio B/A with its spread over the pairs. By
+## default every body served is unique (-vary-bodies): with repeated bodies
+## the unchanged-body shortcut makes a run's speed feed on itself.
 AB_PAIRS ?= 3
-AB_FLAGS ?= -mode history -redis-links 0
+AB_FLAGS ?= -mode history -vary-bodies -redis-links 0
 bench-ab: services pwbench
 	@scripts/bench-ab.sh $(PWBENCH) "$(A)" "$(B)" $(AB_PAIRS) -- $(AB_FLAGS)
 

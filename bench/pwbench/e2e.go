@@ -48,6 +48,8 @@ type e2eConfig struct {
 
 	timeout time.Duration // bound on the whole run
 	keep    bool          // keep logs and profiles
+	// varyBodies makes every body the farm serves unique (-vary-bodies).
+	varyBodies bool
 	// bin holds programs built already (pwbench ab builds each revision
 	// once); empty: build them from repo.
 	bin string
@@ -67,6 +69,8 @@ func (c *e2eConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.synth.keep, "keep-news", false,
 		"news anchors never leave their page (it grows by -new-per-round a round): what following removals costs a check that records none")
 	fs.DurationVar(&c.round, "round", 5*time.Second, "how often each page changes")
+	fs.BoolVar(&c.varyBodies, "vary-bodies", false,
+		"make every body the farm serves unique, as dynamic portals' are: no check finds the body its page's last one read")
 	fs.IntVar(&c.crawlers, "crawlers", 1, "crawler processes")
 	fs.IntVar(&c.crawlerConcurrency, "crawler-concurrency", 16, "PORTALWATCH_CRAWLER_CONCURRENCY")
 	fs.IntVar(&c.processors, "processors", 1, "processor processes")
@@ -180,6 +184,7 @@ func (r *e2eRun) setup(ctx context.Context) error {
 		return fmt.Errorf("unknown mode %q: %w", r.cfg.mode, ErrUsage)
 	}
 	r.farm = newFarm(ls, pages, r.cfg.round)
+	r.farm.varyBodies = r.cfg.varyBodies
 	if err := selfCheck(r.farm); err != nil {
 		return err
 	}
