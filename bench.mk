@@ -5,6 +5,7 @@
 #   make bench-ab A=rev [B=rev]  two revisions side by side, alternating runs, each figure as B/A
 #   make bench-scheduler  1,000,000 due pages vs raw confirmed publishing
 #   make bench-peer       urlwatch and portalwatch on the same 200 pages
+#   make bench-polite     4 origins asking more than a 1 s spacing allows: the rate each gets
 #   make bench-go         the Go benchmarks, with -benchmem, on ../shared/corpus/pages
 #   make bench-hostile    crawler peak RSS under hostile pages (bench/hostile)
 #   make bench-partition  the check and retention on 00006's partitioned tables vs 00005's (bench/partition)
@@ -22,7 +23,7 @@ BENCH_TIME  ?= 1s
 BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /bench/)
 PWBENCH     := bin/pwbench
 
-.PHONY: bench bench-ab bench-history bench-scheduler bench-peer bench-go bench-redis bench-hostile bench-partition pwbench
+.PHONY: bench bench-ab bench-history bench-scheduler bench-peer bench-polite bench-go bench-redis bench-hostile bench-partition pwbench
 
 pwbench:
 	@scripts/services.sh check-go
@@ -57,6 +58,11 @@ bench-peer: services pwbench
 		if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq urlwatch >/dev/null; \
 		else sudo apt-get install -y -qq urlwatch >/dev/null; fi; }
 	@for i in $$(seq 1 $(BENCH_RUNS)); do $(PWBENCH) peer -repo . $(BENCH_FLAGS) || exit 1; done
+
+## bench-polite: a few origins whose pages ask more checks than their spacing
+## allows; each origin should get the rate the spacing allows, never more.
+bench-polite: services pwbench
+	@for i in $$(seq 1 $(BENCH_RUNS)); do $(PWBENCH) polite -repo . $(BENCH_FLAGS) || exit 1; done
 
 ## bench-redis: the seen-set's bytes per link alone.
 bench-redis: services pwbench

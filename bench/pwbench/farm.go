@@ -63,6 +63,9 @@ type farm struct {
 
 	fetches atomic.Int64
 	bytes   atomic.Int64
+	// hosts counts, per listener address, the page fetches it served and
+	// how close together they came (pwbench polite).
+	hosts map[string]*hostLog
 	// varyBodies makes every response's body unique (a comment with the
 	// fetch's number at its end), as a dynamic portal's are: no body is
 	// ever the one a page's last check read.
@@ -93,7 +96,10 @@ func listenFarm(hosts int) ([]net.Listener, error) {
 // newFarm returns a farm for pages, which must already carry their URLs on
 // the listeners' addresses.
 func newFarm(ls []net.Listener, pages []*farmPage, round time.Duration) *farm {
-	f := &farm{pages: pages, byKey: map[string]*farmPage{}, round: round, listeners: ls}
+	f := &farm{pages: pages, byKey: map[string]*farmPage{}, round: round, listeners: ls, hosts: map[string]*hostLog{}}
+	for _, l := range ls {
+		f.hosts[l.Addr().String()] = &hostLog{}
+	}
 	for i, p := range pages {
 		p.served = map[int]bool{}
 		p.cachedV = -1
@@ -188,6 +194,9 @@ func (f *farm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.lastSent = time.Now()
 	p.mu.Unlock()
 	n := f.fetches.Add(1)
+	if h := f.hosts[r.Host]; h != nil {
+		h.served(time.Now())
+	}
 	if f.varyBodies {
 		body = fmt.Appendf(slices.Clip(body), "\n<!-- fetch %d -->\n", n)
 	}
@@ -299,4 +308,31 @@ func selfCheck(f *farm) error {
 		}
 	}
 	return nil
+}
+
+// hostLog is what one farm host served: how many page fetches, and the
+// gaps between consecutive ones, which politeness bounds from below.
+type hostLog struct {
+	mu      sync.Mutex
+	fetches int
+	last    time.Time
+	gaps    []time.Duration
+}
+
+func (h *hostLog) served(at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.last.IsZero() {
+		h.gaps = append(h.gaps, at.Sub(h.last))
+	}
+	h.fetches++
+	h.last = at
+}
+
+// snapshot returns the fetches so far and the gaps since the gap index
+// from.
+func (h *hostLog) snapshot(from int) (fetches int, gaps []time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fetches, slices.Clone(h.gaps[min(from, len(h.gaps)):])
 }
