@@ -18,8 +18,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/portalwatch/portalwatch/internal/config"
+	"github.com/portalwatch/portalwatch/internal/hostgate"
 	"github.com/portalwatch/portalwatch/internal/ops"
 	"github.com/portalwatch/portalwatch/internal/queue"
+	"github.com/portalwatch/portalwatch/internal/redisconn"
 	"github.com/portalwatch/portalwatch/internal/scheduler"
 	"github.com/portalwatch/portalwatch/internal/store"
 )
@@ -40,16 +42,23 @@ type settings struct {
 	Broker    queue.Config
 	Queues    queue.Names
 	Scheduler scheduler.Config
+	// Redis holds the fleet's per-origin budget, where the scheduler books
+	// the jobs' fetch slots.
+	Redis redisconn.Config
+	// RedisPrefix starts the budget's keys; the crawlers' must be the same.
+	RedisPrefix string `env:"PORTALWATCH_REDIS_PREFIX"`
 }
 
 func defaults() settings {
 	return settings{
-		Ops:       ops.Config{}.WithDefaults(),
-		Listen:    ops.Listen{Addr: "127.0.0.1:9101"},
-		Database:  store.Config{}.WithDefaults(),
-		Broker:    queue.Config{}.WithDefaults(),
-		Queues:    queue.Names{}.WithDefaults(),
-		Scheduler: scheduler.Config{Jitter: scheduler.DefaultJitter}.WithDefaults(),
+		Ops:         ops.Config{}.WithDefaults(),
+		Listen:      ops.Listen{Addr: "127.0.0.1:9101"},
+		Database:    store.Config{}.WithDefaults(),
+		Broker:      queue.Config{}.WithDefaults(),
+		Queues:      queue.Names{}.WithDefaults(),
+		Scheduler:   scheduler.Config{Jitter: scheduler.DefaultJitter, HostSpacing: scheduler.DefaultHostSpacing}.WithDefaults(),
+		Redis:       redisconn.Config{}.WithDefaults(),
+		RedisPrefix: redisconn.DefaultPrefix,
 	}
 }
 
@@ -79,9 +88,16 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	}
 	defer pub.Close()
 	health.Set("rabbitmq", pub.Health)
+	// Without Redis the gate books from the scheduler's own rules, which
+	// keep the spacing as long as one scheduler runs.
+	gate, err := hostgate.Open(cfg.Redis.URL, hostgate.Config{Prefix: cfg.RedisPrefix}, log)
+	if err != nil {
+		return fmt.Errorf("host gate: %w", err)
+	}
+	defer gate.Close()
 	sched := cfg.Scheduler
 	sched.Queue = cfg.Queues.Jobs
-	svc, err := scheduler.New(sched, st, pub, log, reg)
+	svc, err := scheduler.New(sched, st, gate, pub, log, reg)
 	if err != nil {
 		return err
 	}

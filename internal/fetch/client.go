@@ -241,8 +241,9 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 // It refuses URLs that CheckURL would refuse without DNS (KindBadURL,
 // KindBlocked), then, unless Config.IgnoreRobots, consults the host's
 // robots.txt (KindDisallowed, also for every redirect target), and waits for the origin's next slot after
-// its Crawl-delay or Config.MinHostSpacing; those waits end with ctx, and a
-// slot further than Config.MaxPoliteWait fails at once with KindDeferred. The request itself, redirects and body included, is
+// its Crawl-delay or Config.MinHostSpacing (or for req.Slot, booked
+// already); those waits end with ctx, and a slot further than
+// Config.MaxPoliteWait fails at once with KindDeferred. The request itself, redirects and body included, is
 // bounded by Config.Timeout (KindTimeout); the caller's ctx can shorten it,
 // and its cancellation is reported as KindCanceled.
 //
@@ -263,13 +264,13 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 		return res, err
 	}
 	origin := originOf(u)
-	var crawlDelay time.Duration
+	crawlDelay := time.Duration(-1) // not read
 	if !c.cfg.IgnoreRobots {
 		if crawlDelay, err = c.obeyRobots(ctx, req.URL, u); err != nil {
 			return res, err
 		}
 	}
-	if err := c.pace(ctx, req.URL, origin, max(crawlDelay, c.cfg.MinHostSpacing)); err != nil {
+	if err := c.pace(ctx, req, origin, crawlDelay); err != nil {
 		return res, err
 	}
 

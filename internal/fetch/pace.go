@@ -16,35 +16,54 @@ type Pacer interface {
 	// before it, and returns how long from now that slot is. When the slot
 	// is more than maxWait away it books nothing and returns the wait with
 	// booked false, so the caller can come back then instead of holding a
-	// worker. It must not fail: a pacer whose shared state is unreachable
-	// falls back to a rule of its own.
-	Reserve(ctx context.Context, origin string, spacing, maxWait time.Duration) (wait time.Duration, booked bool)
+	// worker. crawlDelay is the origin's Crawl-delay as just read from its
+	// robots.txt (0: none; negative: robots.txt not read), which spacing
+	// includes; a pacer shared with the scheduler remembers it for the
+	// slots it books. It must not fail: a pacer whose shared state is
+	// unreachable falls back to a rule of its own.
+	Reserve(ctx context.Context, origin string, spacing, crawlDelay, maxWait time.Duration) (wait time.Duration, booked bool)
 }
 
 // localPacer is the per-process Pacer (package pacing), bounded by
 // Config.RobotsCacheSize origins.
 type localPacer struct{ slots *pacing.Slots }
 
-func (p localPacer) Reserve(_ context.Context, origin string, spacing, maxWait time.Duration) (time.Duration, bool) {
+func (p localPacer) Reserve(_ context.Context, origin string, spacing, _, maxWait time.Duration) (time.Duration, bool) {
 	return p.slots.Reserve(origin, spacing, maxWait)
 }
 
-// pace waits for origin's next fetch slot, spacing after the previous one.
-// A slot further away than Config.MaxPoliteWait is not waited for: pace
-// returns a KindDeferred *Error whose RetryAt is that slot. The wait ends
-// with ctx.
-func (c *Client) pace(ctx context.Context, raw, origin string, spacing time.Duration) error {
+// pace waits for origin's next fetch slot, the larger of crawlDelay
+// (negative: robots.txt not read) and Config.MinHostSpacing after the
+// previous one. A slot booked for the request already (req.Slot) is waited
+// for instead, unless it is stale or the Crawl-delay asks for more than it
+// kept. A slot further away than Config.MaxPoliteWait is not waited for:
+// pace returns a KindDeferred *Error whose RetryAt is that slot. The wait
+// ends with ctx.
+func (c *Client) pace(ctx context.Context, req Request, origin string, crawlDelay time.Duration) error {
+	spacing := max(crawlDelay, c.cfg.MinHostSpacing)
 	if spacing <= 0 {
 		return nil
 	}
-	wait, booked := c.pacer.Reserve(ctx, origin, spacing, c.cfg.MaxPoliteWait)
-	if !booked {
-		return &Error{Kind: KindDeferred, URL: raw, RetryAt: c.now().Add(wait),
-			Err: fmt.Errorf("deferred: %s asks for %s between fetches and its next slot is %s away, more than the %s a worker waits",
-				origin, spacing, wait.Round(time.Millisecond), c.cfg.MaxPoliteWait)}
+	var wait time.Duration
+	if s := req.Slot; s != nil && !s.Stale(c.now()) && crawlDelay <= s.Spacing {
+		wait = max(s.At.Sub(c.now()), 0)
+		if wait > c.cfg.MaxPoliteWait {
+			return c.deferred(req.URL, origin, spacing, wait)
+		}
+	} else {
+		var booked bool
+		if wait, booked = c.pacer.Reserve(ctx, origin, spacing, crawlDelay, c.cfg.MaxPoliteWait); !booked {
+			return c.deferred(req.URL, origin, spacing, wait)
+		}
 	}
 	if err := c.sleep(ctx, wait); err != nil {
-		return c.waitError(ctx, raw, fmt.Errorf("waiting %s between fetches of %s: %w", spacing, origin, err))
+		return c.waitError(ctx, req.URL, fmt.Errorf("waiting %s between fetches of %s: %w", spacing, origin, err))
 	}
 	return nil
+}
+
+func (c *Client) deferred(raw, origin string, spacing, wait time.Duration) error {
+	return &Error{Kind: KindDeferred, URL: raw, RetryAt: c.now().Add(wait),
+		Err: fmt.Errorf("deferred: %s asks for %s between fetches and its next slot is %s away, more than the %s a worker waits",
+			origin, spacing, wait.Round(time.Millisecond), c.cfg.MaxPoliteWait)}
 }

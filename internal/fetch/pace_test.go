@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // A slot further away than MaxPoliteWait is not slept for: the fetch is
@@ -53,5 +55,39 @@ func TestPaceMinHostSpacing(t *testing.T) {
 	}
 	if got := clock.Slept(); fmt.Sprint(got) != "[0s 1s 1s]" {
 		t.Errorf("slept %v, want [0s 1s 1s]", got)
+	}
+}
+
+// A slot the scheduler booked for the request is waited for instead of
+// one booked here, so the origin's bookings are not doubled; a stale slot,
+// or one spaced less than the Crawl-delay asks, is booked again.
+func TestPaceTakesABookedSlot(t *testing.T) {
+	_, base := newRobotsSite(t, 200, "User-agent: *\nCrawl-delay: 2\n")
+	c, clock := newRobotsClient(t, Config{MinHostSpacing: time.Second})
+	booked := func(in, spacing time.Duration) *watch.Slot {
+		return &watch.Slot{At: clock.Now().Add(in), Spacing: spacing}
+	}
+	// Two fetches on slots spaced by the Crawl-delay: each sleeps until its
+	// slot, and the pacer books nothing.
+	for _, in := range []time.Duration{300 * time.Millisecond, 2 * time.Second} {
+		if _, err := c.Fetch(context.Background(), Request{URL: base + "/", Slot: booked(in, 2*time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := clock.Slept(); fmt.Sprint(got) != "[300ms 2s]" {
+		t.Fatalf("slept %v, want [300ms 2s]: the booked slots, nothing else", got)
+	}
+	// A slot spaced 1 s on an origin asking 2 s is booked again: the
+	// pacer has no booking yet, so it books now.
+	if _, err := c.Fetch(context.Background(), Request{URL: base + "/", Slot: booked(0, time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	// The same for a slot that passed more than its spacing ago: the pacer
+	// books the next after its own last booking, 2 s later.
+	if _, err := c.Fetch(context.Background(), Request{URL: base + "/", Slot: booked(-5*time.Second, 2*time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := clock.Slept(); fmt.Sprint(got) != "[300ms 2s 0s 2s]" {
+		t.Errorf("slept %v, want [300ms 2s 0s 2s]", got)
 	}
 }

@@ -34,11 +34,11 @@ func TestOnRedisClusterGatesShareAndSurviveALostMaster(t *testing.T) {
 	origins := make([]string, 12) // spread over the three masters' slots
 	for i := range origins {
 		origins[i] = fmt.Sprintf("https://portal%d.example", i)
-		if wait, booked := gs[0].Reserve(ctx, origins[i], spacing, time.Hour); !booked || wait != 0 {
+		if wait, booked := gs[0].Reserve(ctx, origins[i], spacing, -1, time.Hour); !booked || wait != 0 {
 			t.Fatalf("%s, first booking: wait %s, booked %v", origins[i], wait, booked)
 		}
 		// The other gate sees the first one's booking through the cluster.
-		if wait, _ := gs[1].Reserve(ctx, origins[i], spacing, time.Hour); wait < spacing-time.Second {
+		if wait, _ := gs[1].Reserve(ctx, origins[i], spacing, -1, time.Hour); wait < spacing-time.Second {
 			t.Errorf("%s, second gate: wait %s, want about %s: the booking was not shared", origins[i], wait, spacing)
 		}
 		leave, ok := gs[0].Enter(ctx, origins[i], time.Minute)
@@ -57,7 +57,7 @@ func TestOnRedisClusterGatesShareAndSurviveALostMaster(t *testing.T) {
 	}
 	for _, o := range origins {
 		start := time.Now()
-		gs[0].Reserve(ctx, o, spacing, time.Hour)
+		gs[0].Reserve(ctx, o, spacing, -1, time.Hour)
 		leave, ok := gs[0].Enter(ctx, "https://fresh."+o[len("https://"):], time.Minute)
 		if !ok {
 			t.Errorf("%s: a fresh origin refused with a master lost", o)

@@ -1,17 +1,30 @@
-// Package hostgate coordinates the crawlers' visits to each origin through
-// Redis, so that politeness holds for the whole fleet and not per process:
+// Package hostgate is the fleet's per-origin budget: one budget for each
+// origin, kept in Redis, so that politeness holds for the whole fleet and
+// not per process, and so that the scheduler can hand out fetch slots the
+// way a crawl frontier does instead of letting crawlers find their origin
+// busy:
 //
-//   - Reserve books an origin's next fetch slot, a given spacing (the
-//     larger of robots.txt's Crawl-delay and the default host spacing) after
-//     the slot booked before it by any crawler. It implements fetch.Pacer.
+//   - Book books slots for the checks the scheduler is about to dispatch,
+//     many origins in one round trip, only as far ahead as a horizon; a
+//     check whose slot lies further is not dispatched yet.
+//   - Reserve books one origin's next slot for a fetch that has none (a
+//     crawler's, when its job carried no slot or a stale one). It
+//     implements fetch.Pacer, and remembers the Crawl-delay the crawler
+//     read, so that the scheduler's bookings keep it too.
 //   - Enter admits a check of an origin only while fewer than
-//     Config.MaxInFlight checks of it are in flight across all crawlers.
+//     Config.MaxInFlight fetches of it are in flight across all crawlers.
 //
-// Each operation is one Lua script on one key, timed by Redis's own clock,
-// so it is atomic, immune to skew between crawler hosts, and keeps working
-// on a Redis Cluster (the origin's keys share a hash tag). Every key lives
-// under Config.Prefix and expires on its own: the slot key once its slot has
-// passed, the in-flight key one lease after its last entry.
+// Slots are spaced by the larger of the fleet's host spacing and the
+// origin's Crawl-delay. Fetches have a Class: the pages' checks are the
+// first, Homepage; the classes below it (added by later sources) book only
+// slots free now and leave one in-flight place to the first.
+//
+// Each operation is one Lua script on one origin's keys, timed by Redis's
+// own clock, so it is atomic, immune to skew between hosts, and keeps
+// working on a Redis Cluster (the origin's keys share a hash tag). Every key
+// lives under Config.Prefix and expires on its own: the slot key once its
+// slot has passed, the in-flight key one lease after its last entry, the
+// Crawl-delay after DelayTTL.
 //
 // Redis is a coordinator here, never a dependency: when a call fails the
 // gate answers from a per-process copy of the same rules (spacing per
@@ -129,7 +142,7 @@ func Open(url string, cfg Config, log *slog.Logger) (*Gate, error) {
 		rdb:   target.Open(cfg.Timeout),
 		cfg:   cfg,
 		log:   log,
-		local: newLocal(cfg.LocalSize, cfg.MaxInFlight),
+		local: newLocal(cfg.LocalSize),
 	}, nil
 }
 
@@ -149,41 +162,201 @@ func (g *Gate) key(origin, kind string) string {
 	return g.cfg.Prefix + ":gate:{" + hex.EncodeToString(sum[:12]) + "}:" + kind
 }
 
-// reserveScript books the next slot of KEYS[1] (a time in Unix ms): ARGV[1]
-// is the spacing in ms, ARGV[2] the longest wait that still books. It
-// returns {booked (0 or 1), wait in ms}.
+// Class ranks the fetches that share an origin's budget. Checks of the
+// watched pages come first; the fetches that later sources add (feeds and
+// sitemaps, articles) get classes below it and use the origin only where
+// the pages' checks leave room: they book only a slot that is free now, and
+// leave one of Config.MaxInFlight places to the first class.
+type Class uint8
+
+// Homepage is the first class: checks of watched pages, a rendered page's
+// document included.
+const Homepage Class = 0
+
+// DelayTTL is how long the gate remembers the Crawl-delay a crawler read
+// for an origin, for the scheduler's bookings: as long as a crawler keeps
+// a robots.txt (fetch.DefaultRobotsTTL), and refreshed by every fetch.
+const DelayTTL = time.Hour
+
+// reserveScript books up to ARGV[4] consecutive slots of the origin whose
+// next free slot (a time in Unix ms) is KEYS[1]. ARGV[1] is the spacing in
+// ms and ARGV[2] the longest wait that still books. ARGV[3] is the
+// origin's Crawl-delay in ms as a crawler just read it, remembered in
+// KEYS[2] for DelayTTL (ARGV[5] ms), or -1 when the caller did not read
+// robots.txt: then the remembered one applies. The spacing kept is the
+// larger of ARGV[1] and the Crawl-delay. It returns {booked, spacing,
+// wait of each booked slot..., wait of the first slot not booked}.
 var reserveScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local delay = tonumber(ARGV[3])
+if delay > 0 then
+  redis.call('SET', KEYS[2], delay, 'PX', ARGV[5])
+elseif delay == 0 then
+  redis.call('DEL', KEYS[2])
+else
+  delay = tonumber(redis.call('GET', KEYS[2]) or '0')
+end
+local spacing = math.max(tonumber(ARGV[1]), delay)
+local maxWait = tonumber(ARGV[2])
 local slot = tonumber(redis.call('GET', KEYS[1]) or '0')
 if slot < now then slot = now end
-local wait = slot - now
-if wait > tonumber(ARGV[2]) then return {0, wait} end
-local spacing = tonumber(ARGV[1])
-redis.call('SET', KEYS[1], slot + spacing, 'PX', wait + spacing)
-return {1, wait}
+local out = {0, spacing}
+for i = 1, tonumber(ARGV[4]) do
+  if slot - now > maxWait then break end
+  out[1] = i
+  out[#out + 1] = slot - now
+  slot = slot + spacing
+end
+if out[1] > 0 then redis.call('SET', KEYS[1], slot, 'PX', slot - now) end
+out[#out + 1] = slot - now
+return out
 `)
 
 // Reserve books origin's next fetch slot spacing after the slot booked
-// before it by any crawler, and returns how long from now it is. A slot more
-// than maxWait away is not booked (booked false, wait until it). It never
-// fails: when Redis does not answer within Config.Timeout, the slot comes
-// from this process's own bookings.
-func (g *Gate) Reserve(ctx context.Context, origin string, spacing, maxWait time.Duration) (time.Duration, bool) {
+// before it by any crawler or scheduler, and returns how long from now it
+// is. A slot more than maxWait away is not booked (booked false, wait until
+// it). crawlDelay is the origin's robots.txt Crawl-delay as the caller just
+// read it (0: none, negative: not read), which spacing must already
+// include; the gate remembers it so that the scheduler's bookings keep it
+// too. It never fails: when Redis does not answer within Config.Timeout,
+// the slot comes from this process's own bookings. It implements
+// fetch.Pacer for the Homepage class.
+func (g *Gate) Reserve(ctx context.Context, origin string, spacing, crawlDelay, maxWait time.Duration) (time.Duration, bool) {
 	if spacing <= 0 {
 		return 0, true
 	}
 	if g.redisUp() {
 		rctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
-		res, err := reserveScript.Run(rctx, g.rdb, []string{g.key(origin, "next")},
-			max(spacing.Milliseconds(), 1), maxWait.Milliseconds()).Int64Slice()
+		res, err := reserveScript.Run(rctx, g.rdb, g.slotKeys(origin), g.reserveArgs(spacing, crawlDelay, maxWait, 1)...).Int64Slice()
 		cancel()
-		if err == nil && len(res) == 2 {
-			return time.Duration(res[1]) * time.Millisecond, res[0] == 1
+		if err == nil && len(res) >= 3 {
+			return time.Duration(res[2]) * time.Millisecond, res[0] == 1
 		}
 		g.redisFailed(ctx, "reserve", origin, err)
 	}
 	return g.local.reserve(origin, spacing, maxWait)
+}
+
+func (g *Gate) slotKeys(origin string) []string {
+	return []string{g.key(origin, "next"), g.key(origin, "delay")}
+}
+
+func (g *Gate) reserveArgs(spacing, crawlDelay, maxWait time.Duration, n int) []any {
+	delay := int64(-1)
+	if crawlDelay >= 0 {
+		delay = crawlDelay.Milliseconds()
+	}
+	return []any{max(spacing.Milliseconds(), 1), max(maxWait.Milliseconds(), 0), delay, n, DelayTTL.Milliseconds()}
+}
+
+// Request asks Book for n slots of one origin.
+type Request struct {
+	Origin string
+	N      int
+}
+
+// Booking is what Book booked for one Request: the waits from now of the
+// slots it booked, in order (fewer than asked when the origin's later
+// slots lie beyond the horizon), the spacing it kept, and Next, the wait
+// until the first slot it did not book.
+type Booking struct {
+	Waits   []time.Duration
+	Spacing time.Duration
+	Next    time.Duration
+}
+
+// book books reqs in Redis, in one pipeline of the loaded script (a second
+// one with its text when Redis has not loaded it yet), filling out and done
+// for each request Redis answered.
+func (g *Gate) book(ctx context.Context, spacing, horizon time.Duration, reqs []Request, out []Booking, done []bool) error {
+	run := func(todo []int, sha bool) (noScript []int, err error) {
+		pipe := g.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(todo))
+		for k, i := range todo {
+			keys, args := g.slotKeys(reqs[i].Origin), g.reserveArgs(spacing, -1, horizon, reqs[i].N)
+			if sha {
+				cmds[k] = reserveScript.EvalSha(ctx, pipe, keys, args...)
+			} else {
+				cmds[k] = reserveScript.Eval(ctx, pipe, keys, args...)
+			}
+		}
+		_, _ = pipe.Exec(ctx) // each command's own error is looked at below
+		for k, cmd := range cmds {
+			res, cerr := cmd.Int64Slice()
+			switch {
+			case cerr != nil && sha && redis.HasErrorPrefix(cerr, "NOSCRIPT"):
+				noScript = append(noScript, todo[k])
+			case cerr != nil:
+				err = cerr
+			case len(res) < 3 || int(res[0]) > len(res)-3:
+				err = fmt.Errorf("book: unexpected reply %v", res)
+			default:
+				i := todo[k]
+				out[i] = Booking{Spacing: time.Duration(res[1]) * time.Millisecond, Next: time.Duration(res[len(res)-1]) * time.Millisecond}
+				for _, w := range res[2 : 2+res[0]] {
+					out[i].Waits = append(out[i].Waits, time.Duration(w)*time.Millisecond)
+				}
+				done[i] = true
+			}
+		}
+		return noScript, err
+	}
+	all := make([]int, len(reqs))
+	for i := range all {
+		all[i] = i
+	}
+	noScript, err := run(all, true)
+	if len(noScript) > 0 {
+		_, err2 := run(noScript, false)
+		err = errors.Join(err, err2)
+	}
+	return err
+}
+
+// Book books, for each request, up to N consecutive slots of its origin
+// that lie within horizon, spacing apart or more where the origin's
+// remembered Crawl-delay asks for more, in one round trip for all of
+// them. A class below Homepage books only slots free now. It never fails:
+// an origin that Redis does not answer for is booked from this process's
+// own rules.
+func (g *Gate) Book(ctx context.Context, class Class, spacing, horizon time.Duration, reqs []Request) []Booking {
+	out := make([]Booking, len(reqs))
+	if class > Homepage {
+		horizon = 0
+	}
+	if spacing <= 0 {
+		for i, r := range reqs {
+			out[i] = Booking{Waits: make([]time.Duration, r.N)}
+		}
+		return out
+	}
+	done := make([]bool, len(reqs))
+	if g.redisUp() && len(reqs) > 0 {
+		rctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+		err := g.book(rctx, spacing, horizon, reqs, out, done)
+		cancel()
+		if err != nil {
+			g.redisFailed(ctx, "book", reqs[0].Origin, err)
+		}
+	}
+	for i, r := range reqs {
+		if done[i] {
+			continue
+		}
+		b := Booking{Spacing: spacing}
+		for range r.N {
+			wait, booked := g.local.reserve(r.Origin, spacing, horizon)
+			if !booked {
+				b.Next = wait
+				break
+			}
+			b.Waits = append(b.Waits, wait)
+			b.Next = wait + spacing
+		}
+		out[i] = b
+	}
+	return out
 }
 
 // enterScript admits one more check into the sorted set KEYS[1] of
@@ -201,21 +374,32 @@ if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease
 return 1
 `)
 
-// Enter admits a check of origin when fewer than Config.MaxInFlight are in
-// flight across all crawlers; leave must be called when the check no longer
-// talks to the origin. lease bounds how long the admission holds if leave
-// is never called (a crawler that died). ok is false when the origin is
-// full; then leave is a no-op. Like Reserve it never fails: without Redis
-// the cap holds per process.
+// Enter admits a Homepage check of origin (see EnterAs).
 func (g *Gate) Enter(ctx context.Context, origin string, lease time.Duration) (leave func(), ok bool) {
+	return g.EnterAs(ctx, Homepage, origin, lease)
+}
+
+// EnterAs admits a fetch of class into origin when fewer than
+// Config.MaxInFlight are in flight across all processes, or, for a class
+// below Homepage, fewer than MaxInFlight-1 (so one place stays for the
+// pages' checks); leave must be called when the fetch no longer talks to
+// the origin. lease bounds how long the admission holds if leave is never
+// called (a crawler that died). ok is false when the origin is full; then
+// leave is a no-op. Like Reserve it never fails: without Redis the cap
+// holds per process.
+func (g *Gate) EnterAs(ctx context.Context, class Class, origin string, lease time.Duration) (leave func(), ok bool) {
 	if g.cfg.MaxInFlight <= 0 {
 		return func() {}, true
+	}
+	limit := g.cfg.MaxInFlight
+	if class > Homepage && limit > 1 {
+		limit--
 	}
 	if g.redisUp() {
 		key, token := g.key(origin, "busy"), strconv.FormatUint(rand.Uint64(), 36)
 		rctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
 		admitted, err := enterScript.Run(rctx, g.rdb, []string{key},
-			g.cfg.MaxInFlight, max(lease.Milliseconds(), 1), token).Int()
+			limit, max(lease.Milliseconds(), 1), token).Int()
 		cancel()
 		if err == nil {
 			if admitted != 1 {
@@ -225,7 +409,7 @@ func (g *Gate) Enter(ctx context.Context, origin string, lease time.Duration) (l
 		}
 		g.redisFailed(ctx, "enter", origin, err)
 	}
-	return g.local.enter(origin)
+	return g.local.enter(origin, limit)
 }
 
 // leave removes one admission. Its context outlives the caller's, which
@@ -269,28 +453,26 @@ func (g *Gate) redisFailed(ctx context.Context, op, origin string, err error) {
 }
 
 // local holds the per-process rules used while Redis is away: the same
-// spacing per origin and the same in-flight cap, counted in this process.
+// spacing per origin and the same in-flight caps, counted in this process.
 type local struct {
-	maxInFlight int
-
 	slots *pacing.Slots // the next free slot per origin
 
 	mu   sync.Mutex
 	busy map[string]int // checks in flight per origin
 }
 
-func newLocal(size, maxInFlight int) *local {
-	return &local{maxInFlight: maxInFlight, slots: pacing.New(size, nil), busy: make(map[string]int)}
+func newLocal(size int) *local {
+	return &local{slots: pacing.New(size, nil), busy: make(map[string]int)}
 }
 
 func (l *local) reserve(origin string, spacing, maxWait time.Duration) (time.Duration, bool) {
 	return l.slots.Reserve(origin, spacing, maxWait)
 }
 
-func (l *local) enter(origin string) (func(), bool) {
+func (l *local) enter(origin string, limit int) (func(), bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.busy[origin] >= l.maxInFlight {
+	if l.busy[origin] >= limit {
 		return func() {}, false
 	}
 	l.busy[origin]++

@@ -41,14 +41,14 @@ func TestSpacingHoldsAcrossGates(t *testing.T) {
 	const spacing = time.Second
 	ctx := context.Background()
 	for i := range 6 {
-		wait, booked := gs[i%2].Reserve(ctx, origin, spacing, time.Hour)
+		wait, booked := gs[i%2].Reserve(ctx, origin, spacing, -1, time.Hour)
 		want := time.Duration(i) * spacing
 		if !booked || wait > want || wait < want-200*time.Millisecond {
 			t.Errorf("booking %d (gate %d): wait %s, booked %v; want about %s", i, i%2, wait, booked, want)
 		}
 	}
 	// Another origin has its own slots.
-	if wait, booked := gs[1].Reserve(ctx, "https://other.example", spacing, time.Hour); !booked || wait != 0 {
+	if wait, booked := gs[1].Reserve(ctx, "https://other.example", spacing, -1, time.Hour); !booked || wait != 0 {
 		t.Errorf("other origin: wait %s, booked %v; want 0, true", wait, booked)
 	}
 }
@@ -58,11 +58,11 @@ func TestSpacingHoldsAcrossGates(t *testing.T) {
 func TestReserveTooFarBooksNothing(t *testing.T) {
 	gs, _ := gates(t, 2, hostgate.Config{})
 	ctx := context.Background()
-	if _, booked := gs[0].Reserve(ctx, origin, 10*time.Second, time.Second); !booked {
+	if _, booked := gs[0].Reserve(ctx, origin, 10*time.Second, -1, time.Second); !booked {
 		t.Fatal("the first slot was not booked")
 	}
 	for i := range 3 {
-		wait, booked := gs[i%2].Reserve(ctx, origin, 10*time.Second, time.Second)
+		wait, booked := gs[i%2].Reserve(ctx, origin, 10*time.Second, -1, time.Second)
 		if booked || wait < 9*time.Second || wait > 10*time.Second {
 			t.Errorf("try %d: wait %s, booked %v; want about 10s, not booked", i, wait, booked)
 		}
@@ -98,7 +98,7 @@ func TestInFlightCapHoldsAcrossGates(t *testing.T) {
 func TestKeysExpire(t *testing.T) {
 	gs, prefix := gates(t, 1, hostgate.Config{MaxInFlight: 3})
 	ctx := context.Background()
-	gs[0].Reserve(ctx, origin, 2*time.Second, time.Hour)
+	gs[0].Reserve(ctx, origin, 2*time.Second, -1, time.Hour)
 	gs[0].Enter(ctx, origin, 30*time.Second)
 
 	opts, _ := redis.ParseURL(testsvc.RedisURL())
@@ -134,7 +134,7 @@ func TestFallbackWithoutRedis(t *testing.T) {
 
 	start := time.Now()
 	for i := range 3 {
-		wait, booked := g.Reserve(ctx, origin, time.Second, time.Hour)
+		wait, booked := g.Reserve(ctx, origin, time.Second, -1, time.Hour)
 		if want := time.Duration(i) * time.Second; !booked || wait > want || wait < want-200*time.Millisecond {
 			t.Errorf("booking %d: wait %s, booked %v; want about %s", i, wait, booked, want)
 		}
@@ -170,4 +170,75 @@ func TestOpenRefusesAnInvalidConfig(t *testing.T) {
 		c.Cooldown != hostgate.DefaultCooldown || c.LocalSize != hostgate.DefaultLocalSize {
 		t.Errorf("WithDefaults = %+v", c)
 	}
+}
+
+// The scheduler books an origin's slots a spacing apart as far as the
+// horizon, and a crawler without a slot gets the first one after them.
+func TestBookFillsTheHorizon(t *testing.T) {
+	gs, _ := gates(t, 2, hostgate.Config{})
+	ctx := context.Background()
+	b := gs[0].Book(ctx, hostgate.Homepage, time.Second, 2*time.Second,
+		[]hostgate.Request{{Origin: origin, N: 5}, {Origin: "https://other.example", N: 1}})
+	if len(b) != 2 {
+		t.Fatalf("Book = %+v; want one booking per request", b)
+	}
+	want := []time.Duration{0, time.Second, 2 * time.Second}
+	if len(b[0].Waits) != 3 || b[0].Spacing != time.Second || b[0].Next < 2900*time.Millisecond || b[0].Next > 3*time.Second {
+		t.Fatalf("busy origin: %+v; want waits about %v and the next slot 3s away", b[0], want)
+	}
+	for i, w := range b[0].Waits {
+		if w > want[i] || w < want[i]-200*time.Millisecond {
+			t.Errorf("slot %d: wait %s, want about %s", i, w, want[i])
+		}
+	}
+	if len(b[1].Waits) != 1 || b[1].Waits[0] != 0 {
+		t.Errorf("other origin: %+v; want one slot now", b[1])
+	}
+	if wait, booked := gs[1].Reserve(ctx, origin, time.Second, -1, time.Minute); !booked || wait < 2800*time.Millisecond {
+		t.Errorf("a crawler's own booking after the scheduler's: wait %s, booked %v; want the slot 3s away", wait, booked)
+	}
+}
+
+// A Crawl-delay a crawler read spaces the scheduler's bookings until a
+// robots.txt without one clears it.
+func TestCrawlDelayJoinsTheBudget(t *testing.T) {
+	gs, _ := gates(t, 1, hostgate.Config{})
+	ctx := context.Background()
+	gs[0].Reserve(ctx, origin, 5*time.Second, 5*time.Second, time.Minute)
+	b := gs[0].Book(ctx, hostgate.Homepage, time.Second, time.Minute, []hostgate.Request{{Origin: origin, N: 2}})
+	if b[0].Spacing != 5*time.Second || len(b[0].Waits) != 2 || b[0].Waits[1]-b[0].Waits[0] != 5*time.Second {
+		t.Fatalf("after a 5s Crawl-delay: %+v; want slots 5s apart", b[0])
+	}
+	gs[0].Reserve(ctx, origin, time.Second, 0, time.Minute) // robots.txt lost its Crawl-delay
+	b = gs[0].Book(ctx, hostgate.Homepage, time.Second, time.Minute, []hostgate.Request{{Origin: origin, N: 2}})
+	if b[0].Spacing != time.Second || len(b[0].Waits) != 2 || b[0].Waits[1]-b[0].Waits[0] != time.Second {
+		t.Errorf("after the Crawl-delay went: %+v; want slots 1s apart", b[0])
+	}
+}
+
+// A class below Homepage books only a slot free now and leaves one
+// in-flight place to the pages' checks.
+func TestLowerClassYields(t *testing.T) {
+	gs, _ := gates(t, 1, hostgate.Config{MaxInFlight: 2})
+	g, ctx := gs[0], context.Background()
+	const article hostgate.Class = 1
+	if b := g.Book(ctx, article, time.Second, time.Minute, []hostgate.Request{{Origin: origin, N: 2}}); len(b[0].Waits) != 1 {
+		t.Fatalf("a free origin: %+v; want only the slot free now", b[0])
+	}
+	if b := g.Book(ctx, article, time.Second, time.Minute, []hostgate.Request{{Origin: origin, N: 1}}); len(b[0].Waits) != 0 {
+		t.Errorf("a lower class booked %+v ahead; want nothing until a slot is free now", b[0])
+	}
+	leave, ok := g.EnterAs(ctx, article, origin, time.Minute)
+	if !ok {
+		t.Fatal("the first lower-class fetch was not admitted")
+	}
+	defer leave()
+	if _, ok := g.EnterAs(ctx, article, origin, time.Minute); ok {
+		t.Error("a second lower-class fetch took the place kept for the pages' checks")
+	}
+	leaveCheck, ok := g.Enter(ctx, origin, time.Minute)
+	if !ok {
+		t.Fatal("a page's check found no place beside one lower-class fetch")
+	}
+	leaveCheck()
 }

@@ -88,7 +88,7 @@ func TestRefusedCheckShowsOnThePageAndFreesTheLease(t *testing.T) {
 	f := newFixture(t, "")
 	ctx := context.Background()
 	_, err := f.st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour},
-		func(context.Context, []watch.Job) error { return nil })
+		func(context.Context, []watch.Job) ([]watch.Postponed, error) { return nil, nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -210,7 +210,10 @@ func TestLinkSetDigestTravelsToTheNextJob(t *testing.T) {
 		t.Helper()
 		jobs = nil
 		_, err := f.st.ClaimDue(context.Background(), watch.ClaimParams{Limit: 10, Lease: time.Minute},
-			func(_ context.Context, js []watch.Job) error { jobs = append(jobs, js...); return nil })
+			func(_ context.Context, js []watch.Job) ([]watch.Postponed, error) {
+				jobs = append(jobs, js...)
+				return nil, nil
+			})
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("ClaimDue: %v, %d jobs", err, len(jobs))
 		}

@@ -162,11 +162,11 @@ func (a *removalArm) claim(b *testing.B) map[int64]*watch.Followed {
 	}
 	states := map[int64]*watch.Followed{}
 	_, err := a.bp.st.ClaimDue(ctx, watch.ClaimParams{Limit: len(a.bp.pages), Lease: time.Hour},
-		func(_ context.Context, jobs []watch.Job) error {
+		func(_ context.Context, jobs []watch.Job) ([]watch.Postponed, error) {
 			for _, j := range jobs {
 				states[j.ID] = j.Followed
 			}
-			return nil
+			return nil, nil
 		})
 	if err != nil {
 		b.Fatal(err)

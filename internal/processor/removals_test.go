@@ -22,7 +22,7 @@ func (f *fixture) removals(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	if _, err := f.st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour},
-		func(context.Context, []watch.Job) error { return nil }); err != nil {
+		func(context.Context, []watch.Job) ([]watch.Postponed, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
 	rs, err := f.st.Removals(ctx, watch.RemovalFilter{Limit: 100})

@@ -1,6 +1,13 @@
 // Package scheduler turns due pages into jobs: it claims due pages from the
 // store in batches and publishes one job per page to the job queue, waiting
 // for the broker's confirms before the claim commits.
+//
+// It is the fleet's crawl frontier too: before it publishes a batch it books
+// a fetch slot for each job in the per-origin budget (package hostgate), so
+// that a crawler gets a job when its origin has room for it and fetches at
+// the booked time, instead of finding the origin busy and deferring the
+// check by seconds. A page whose origin has no slot within Config.Horizon is
+// not dispatched: it is due again when its slot nears.
 package scheduler
 
 import (
@@ -8,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,12 +23,21 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/config"
+	"github.com/portalwatch/portalwatch/internal/hostgate"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// Claimer claims due pages and reschedules them once publish succeeds.
+// Claimer claims due pages and reschedules them once dispatch succeeds,
+// postponing those it did not dispatch.
 type Claimer interface {
-	ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (watch.Claimed, error)
+	ClaimDue(ctx context.Context, p watch.ClaimParams,
+		dispatch func(context.Context, []watch.Job) ([]watch.Postponed, error)) (watch.Claimed, error)
+}
+
+// Budget books fetch slots in the fleet's per-origin budget
+// (hostgate.Gate).
+type Budget interface {
+	Book(ctx context.Context, class hostgate.Class, spacing, horizon time.Duration, reqs []hostgate.Request) []hostgate.Booking
 }
 
 // Publisher publishes messages and returns once the broker confirmed them.
@@ -55,6 +72,22 @@ type Config struct {
 	// broker's confirms, another claims the next batch (SKIP LOCKED keeps
 	// them apart). At most 64; default DefaultWorkers, 2.
 	Workers int `env:"PORTALWATCH_SCHEDULER_WORKERS"`
+	// HostSpacing is the least time between two fetches of one origin,
+	// the crawlers' PORTALWATCH_HOST_SPACING, which the slots the
+	// scheduler books keep (or the origin's Crawl-delay, when longer).
+	// 0 books no slots. At most 1h; the programs use DefaultHostSpacing,
+	// 1s.
+	HostSpacing time.Duration `env:"PORTALWATCH_HOST_SPACING"`
+	// Horizon is how far ahead a job's slot may lie when it is published;
+	// a page whose origin's next free slot lies further is postponed until
+	// that slot nears. A crawler holds a job until its slot without
+	// taking a worker, so the horizon trades jobs held in crawlers (about
+	// Horizon/HostSpacing for each busy origin) against the poll delay;
+	// keep it above PollInterval, so that a busy origin always has its
+	// next slot booked, and at most the crawlers'
+	// PORTALWATCH_MAX_POLITE_WAIT. From 0 to 1m; default DefaultHorizon,
+	// 2s.
+	Horizon time.Duration `env:"PORTALWATCH_SCHEDULER_HORIZON"`
 }
 
 // Defaults of Config, applied by WithDefaults.
@@ -65,10 +98,13 @@ const (
 	DefaultJitter         = 0.1
 	DefaultPublishTimeout = 30 * time.Second
 	DefaultWorkers        = 2
+	DefaultHostSpacing    = time.Second
+	DefaultHorizon        = 2 * time.Second
 )
 
 // WithDefaults returns a copy of c with every unset (zero) field given its
-// default. Jitter, where zero means none, is left as it is.
+// default. Jitter and HostSpacing, where zero means none, are left as they
+// are.
 func (c Config) WithDefaults() Config {
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
@@ -85,6 +121,9 @@ func (c Config) WithDefaults() Config {
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
 	}
+	if c.Horizon == 0 {
+		c.Horizon = DefaultHorizon
+	}
 	return c
 }
 
@@ -97,6 +136,8 @@ func (c Config) Validate() error {
 		config.Between("Jitter", c.Jitter, 0, 1),
 		config.AtLeast("PublishTimeout", c.PublishTimeout, 0),
 		config.Between("Workers", c.Workers, 1, 64),
+		config.Between("HostSpacing", c.HostSpacing, 0, time.Hour),
+		config.Between("Horizon", c.Horizon, 0, time.Minute),
 	)
 }
 
@@ -104,6 +145,7 @@ func (c Config) Validate() error {
 type Service struct {
 	cfg     Config
 	store   Claimer
+	budget  Budget
 	pub     Publisher
 	log     *slog.Logger
 	metrics metrics
@@ -113,12 +155,14 @@ type metrics struct {
 	published prometheus.Counter
 	failures  prometheus.Counter
 	removals  prometheus.Counter
+	postponed prometheus.Counter
 }
 
 // New returns a scheduler with cfg's defaults applied (Config.WithDefaults).
+// It books slots in budget; nil books none (the crawlers book their own).
 // Its metrics are registered with reg. It returns an error naming every
 // field of cfg out of range.
-func New(cfg Config, st Claimer, pub Publisher, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
+func New(cfg Config, st Claimer, budget Budget, pub Publisher, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
@@ -134,9 +178,13 @@ func New(cfg Config, st Claimer, pub Publisher, log *slog.Logger, reg prometheus
 			Name: "portalwatch_scheduler_removals_total",
 			Help: "Links recorded as removed from their page by the claims of the pages' next checks.",
 		}),
+		postponed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_scheduler_jobs_postponed_total",
+			Help: "Due pages not dispatched because their origin had no fetch slot within the horizon.",
+		}),
 	}
-	reg.MustRegister(m.published, m.failures, m.removals)
-	return &Service{cfg: cfg, store: st, pub: pub, log: log, metrics: m}, nil
+	reg.MustRegister(m.published, m.failures, m.removals, m.postponed)
+	return &Service{cfg: cfg, store: st, budget: budget, pub: pub, log: log, metrics: m}, nil
 }
 
 // Run schedules until ctx ends, with Workers rounds in flight. A full batch
@@ -180,32 +228,101 @@ func (s *Service) loop(ctx context.Context) {
 	}
 }
 
-// Round claims and publishes one batch of due pages and returns how many.
-// The claim also records the removals the pages' last checks made due.
+// Round claims and dispatches one batch of due pages and returns how many
+// it claimed, postponed ones included. The claim also records the removals
+// the pages' last checks made due.
 func (s *Service) Round(ctx context.Context) (int, error) {
 	c, err := s.store.ClaimDue(ctx, watch.ClaimParams{Limit: s.cfg.BatchSize, Lease: s.cfg.Lease, Jitter: s.cfg.Jitter},
-		s.publish)
+		s.dispatch)
 	if err != nil {
 		return 0, err
 	}
-	if c.Jobs > 0 {
+	if c.Jobs+c.Postponed > 0 {
 		s.metrics.published.Add(float64(c.Jobs))
+		s.metrics.postponed.Add(float64(c.Postponed))
 		s.metrics.removals.Add(float64(c.Removals))
-		s.log.Debug("jobs published", "count", c.Jobs, "removals", c.Removals)
+		s.log.Debug("jobs published", "count", c.Jobs, "postponed", c.Postponed, "removals", c.Removals)
 	}
-	return c.Jobs, nil
+	return c.Jobs + c.Postponed, nil
 }
 
-func (s *Service) publish(ctx context.Context, jobs []watch.Job) error {
-	msgs := make([]watch.Message, len(jobs))
-	for i, j := range jobs {
+// dispatch books the jobs' slots, publishes the jobs that got one, in the
+// order of their slots, and returns the rest as postponed.
+func (s *Service) dispatch(ctx context.Context, jobs []watch.Job) ([]watch.Postponed, error) {
+	send, later := s.book(ctx, jobs, time.Now())
+	if len(send) == 0 {
+		return later, nil
+	}
+	msgs := make([]watch.Message, len(send))
+	for i, j := range send {
 		body, err := watch.EncodeJob(j)
 		if err != nil {
-			return fmt.Errorf("encode job for page %d: %w", j.ID, err)
+			return nil, fmt.Errorf("encode job for page %d: %w", j.ID, err)
 		}
 		msgs[i] = watch.Message{Body: body}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()
-	return s.pub.Publish(ctx, s.cfg.Queue, msgs...)
+	if err := s.pub.Publish(ctx, s.cfg.Queue, msgs...); err != nil {
+		return nil, err
+	}
+	return later, nil
+}
+
+// book asks the budget for a slot for each job, all of one origin's jobs in
+// one request, and returns the jobs that got one, each carrying its slot,
+// sorted by slot, and the pages of the rest, each postponed to about when
+// its origin's slot will be within the horizon: the first one to when the
+// origin's next free slot is, later ones a spacing apart each. Slots are
+// absolute times, so hosts must keep their clocks (NTP).
+func (s *Service) book(ctx context.Context, jobs []watch.Job, now time.Time) ([]watch.Job, []watch.Postponed) {
+	if s.budget == nil || s.cfg.HostSpacing <= 0 {
+		return jobs, nil
+	}
+	var (
+		reqs    []hostgate.Request
+		members [][]int // the jobs of each request, in claim order
+		send    []watch.Job
+		later   []watch.Postponed
+	)
+	byOrigin := map[string]int{}
+	for i, j := range jobs {
+		origin, ok := watch.Origin(j.BaseURL)
+		if !ok {
+			send = append(send, j) // the crawler fails it with its own message
+			continue
+		}
+		r, seen := byOrigin[origin]
+		if !seen {
+			r = len(reqs)
+			byOrigin[origin] = r
+			reqs = append(reqs, hostgate.Request{Origin: origin})
+			members = append(members, nil)
+		}
+		reqs[r].N++
+		members[r] = append(members[r], i)
+	}
+	for r, b := range s.budget.Book(ctx, hostgate.Homepage, s.cfg.HostSpacing, s.cfg.Horizon, reqs) {
+		for k, i := range members[r] {
+			j := jobs[i]
+			if k < len(b.Waits) {
+				j.Slot = &watch.Slot{At: now.Add(b.Waits[k]), Spacing: b.Spacing}
+				send = append(send, j)
+				continue
+			}
+			n := time.Duration(k - len(b.Waits))
+			later = append(later, watch.Postponed{ID: j.ID, Until: now.Add(max(b.Next-s.cfg.Horizon, 0) + n*b.Spacing)})
+		}
+	}
+	slices.SortStableFunc(send, func(a, b watch.Job) int {
+		return slotTime(a).Compare(slotTime(b))
+	})
+	return send, later
+}
+
+func slotTime(j watch.Job) time.Time {
+	if j.Slot == nil {
+		return time.Time{}
+	}
+	return j.Slot.At
 }

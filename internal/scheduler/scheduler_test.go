@@ -43,7 +43,7 @@ func TestPlainSQLPagesArePublishedOnceWhileInFlight(t *testing.T) {
 	defer pub.Close()
 	claims := &countingClaimer{Claimer: st}
 	svc, err := scheduler.New(scheduler.Config{Queue: jobQ, BatchSize: 500, PollInterval: 20 * time.Millisecond},
-		claims, pub, testsvc.Logger(t), prometheus.NewRegistry())
+		claims, nil, pub, testsvc.Logger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,9 @@ type countingClaimer struct {
 	rounds atomic.Int64
 }
 
-func (c *countingClaimer) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (watch.Claimed, error) {
+func (c *countingClaimer) ClaimDue(ctx context.Context, p watch.ClaimParams,
+	dispatch func(context.Context, []watch.Job) ([]watch.Postponed, error),
+) (watch.Claimed, error) {
 	c.rounds.Add(1)
-	return c.Claimer.ClaimDue(ctx, p, publish)
+	return c.Claimer.ClaimDue(ctx, p, dispatch)
 }

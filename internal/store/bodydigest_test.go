@@ -14,13 +14,13 @@ import (
 func digests(t *testing.T, st *store.Store, page int64) (links, body string) {
 	t.Helper()
 	var job watch.Job
-	_, err := st.ClaimDue(context.Background(), watch.ClaimParams{Limit: 100, Lease: time.Millisecond}, func(_ context.Context, jobs []watch.Job) error {
+	_, err := st.ClaimDue(context.Background(), watch.ClaimParams{Limit: 100, Lease: time.Millisecond}, func(_ context.Context, jobs []watch.Job) ([]watch.Postponed, error) {
 		for _, j := range jobs {
 			if j.ID == page {
 				job = j
 			}
 		}
-		return nil
+		return nil, nil
 	})
 	if err != nil {
 		t.Fatal(err)

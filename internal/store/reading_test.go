@@ -92,11 +92,11 @@ func TestTrashHidesAPageUntilRestoredAddedAgainOrEmptied(t *testing.T) {
 		t.Fatal(err)
 	}
 	var claimed []int64
-	if _, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Minute}, func(_ context.Context, jobs []watch.Job) error {
+	if _, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Minute}, func(_ context.Context, jobs []watch.Job) ([]watch.Postponed, error) {
 		for _, j := range jobs {
 			claimed = append(claimed, j.ID)
 		}
-		return nil
+		return nil, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -848,7 +848,7 @@ func TestRemovalsGoWithTheirPage(t *testing.T) {
 
 // claimAll makes the pages due and claims them as the scheduler does, with
 // publish, and returns what the claim did.
-func claimAll(t *testing.T, st *store.Store, pool *pgxpool.Pool, publish func(context.Context, []watch.Job) error, pages ...int64) (watch.Claimed, error) {
+func claimAll(t *testing.T, st *store.Store, pool *pgxpool.Pool, publish func(context.Context, []watch.Job) ([]watch.Postponed, error), pages ...int64) (watch.Claimed, error) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `UPDATE pages SET next_check_at = now(), lease_until = NULL WHERE id = ANY ($1)`, pages); err != nil {
@@ -867,7 +867,7 @@ func TestClaimRecordsDueRemovals(t *testing.T) {
 	st, pool := openStore(t)
 	id := pageWithADueRemoval(t, st, "claimed", time.Now().Add(-time.Hour))
 	var jobs []watch.Job
-	if _, err := claimAll(t, st, pool, func(context.Context, []watch.Job) error { return errors.New("broker down") }, id); err == nil {
+	if _, err := claimAll(t, st, pool, func(context.Context, []watch.Job) ([]watch.Postponed, error) { return nil, errors.New("broker down") }, id); err == nil {
 		t.Fatal("ClaimDue hid the publish failure")
 	}
 	if !hasDue(t, pool, id) || len(removalIDs(t, st)) != 0 {
@@ -918,10 +918,10 @@ func TestCheckDuringTheClaimKeepsItsDueRemoval(t *testing.T) {
 		t.Fatalf("%d removals before any claim", len(got))
 	}
 	checked := make(chan error, 1)
-	c, err := claimAll(t, st, pool, func(context.Context, []watch.Job) error {
+	c, err := claimAll(t, st, pool, func(context.Context, []watch.Job) ([]watch.Postponed, error) {
 		go func() { checked <- check(nil, keysOf(abc[:1])) }() // c absent twice
 		waitLockWaiters(t, pool, 1)
-		return nil
+		return nil, nil
 	}, page.ID)
 	if err != nil || c.Removals != 1 {
 		t.Fatalf("the claim = %+v, %v; want b recorded", c, err)

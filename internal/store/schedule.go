@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,14 +13,18 @@ import (
 // ClaimDue claims up to p.Limit pages that are due (enabled, next_check_at
 // passed, no job in flight), moves each page's next check forward by its
 // interval and leases it, records the removals that the pages' last checks
-// made due, hands their jobs to publish, and commits if publish succeeds.
+// made due, hands their jobs to dispatch, and commits if dispatch succeeds.
+// The pages dispatch postpones (it published no job for them) are due again
+// at their Until instead, unleased.
 // Rows are locked with FOR UPDATE SKIP LOCKED, so several schedulers never
 // claim the same page; if publish fails, the transaction rolls back and the
 // pages stay due, their removals too. A page whose job was published but
 // whose claim did not commit gets a second job later, which the processor
-// absorbs. ClaimDue returns how many pages it claimed and how many removals
-// it recorded.
-func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(context.Context, []watch.Job) error) (watch.Claimed, error) {
+// absorbs. ClaimDue returns how many jobs were published, how many pages
+// postponed and how many removals it recorded.
+func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams,
+	dispatch func(context.Context, []watch.Job) ([]watch.Postponed, error),
+) (watch.Claimed, error) {
 	var claimed watch.Claimed
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -59,13 +64,26 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams, publish func(
 	if len(jobs) == 0 {
 		return watch.Claimed{}, nil
 	}
-	if err := publish(ctx, jobs); err != nil {
-		return watch.Claimed{}, fmt.Errorf("publish %d jobs: %w", len(jobs), err)
+	later, err := dispatch(ctx, jobs)
+	if err != nil {
+		return watch.Claimed{}, fmt.Errorf("dispatch %d jobs: %w", len(jobs), err)
+	}
+	if len(later) > 0 {
+		ids, until := make([]int64, len(later)), make([]time.Time, len(later))
+		for i, l := range later {
+			ids[i], until[i] = l.ID, l.Until
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE pages SET next_check_at = l.until, lease_until = NULL
+			FROM unnest($1::bigint[], $2::timestamptz[]) AS l(id, until)
+			WHERE pages.id = l.id`, ids, until); err != nil {
+			return watch.Claimed{}, fmt.Errorf("claim due pages: postpone %d: %w", len(later), err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return watch.Claimed{}, fmt.Errorf("claim due pages: commit: %w", err)
 	}
-	claimed.Jobs = len(jobs)
+	claimed.Jobs, claimed.Postponed = len(jobs)-len(later), len(later)
 	return claimed, nil
 }
 

@@ -10,13 +10,13 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-func collect(jobs *[]watch.Job) func(context.Context, []watch.Job) error {
+func collect(jobs *[]watch.Job) func(context.Context, []watch.Job) ([]watch.Postponed, error) {
 	var mu sync.Mutex
-	return func(_ context.Context, js []watch.Job) error {
+	return func(_ context.Context, js []watch.Job) ([]watch.Postponed, error) {
 		mu.Lock()
 		*jobs = append(*jobs, js...)
 		mu.Unlock()
-		return nil
+		return nil, nil
 	}
 }
 
@@ -73,8 +73,8 @@ func TestClaimDueRollsBackWhenPublishFails(t *testing.T) {
 	st, _ := openStore(t)
 	ctx := context.Background()
 	st.CreatePage(ctx, watch.PageSpec{URL: "https://retry.example/"})
-	_, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, func(context.Context, []watch.Job) error {
-		return errors.New("broker down")
+	_, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 10, Lease: time.Hour}, func(context.Context, []watch.Job) ([]watch.Postponed, error) {
+		return nil, errors.New("broker down")
 	})
 	if err == nil {
 		t.Fatal("ClaimDue hid the publish failure")
@@ -100,14 +100,14 @@ func TestConcurrentClaimsNeverShareAPage(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for {
-				c, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 25, Lease: time.Hour}, func(_ context.Context, js []watch.Job) error {
+				c, err := st.ClaimDue(ctx, watch.ClaimParams{Limit: 25, Lease: time.Hour}, func(_ context.Context, js []watch.Job) ([]watch.Postponed, error) {
 					time.Sleep(5 * time.Millisecond) // hold the rows like a real publish
 					mu.Lock()
 					for _, j := range js {
 						counts[j.ID]++
 					}
 					mu.Unlock()
-					return nil
+					return nil, nil
 				})
 				if err != nil {
 					t.Error(err)

@@ -117,6 +117,15 @@ type Recorded struct {
 	Recomputed bool
 }
 
+// Postponed is a claimed page whose check the scheduler did not dispatch,
+// because its origin has no fetch slot for it soon enough (hostgate): it is
+// due again at Until, when its origin's slot is near, without a check
+// counted or its lease kept.
+type Postponed struct {
+	ID    int64
+	Until time.Time
+}
+
 // ClaimParams tunes one scheduling round.
 type ClaimParams struct {
 	// Limit is the most pages claimed in one round.
@@ -133,6 +142,8 @@ type ClaimParams struct {
 type Claimed struct {
 	// Jobs is how many pages were claimed and their jobs published.
 	Jobs int
+	// Postponed is how many claimed pages were not dispatched (Postponed).
+	Postponed int
 	// Removals is how many removals the claim recorded: the links the
 	// pages' last checks found absent for the removal count (Removals).
 	Removals int

@@ -25,6 +25,11 @@ type FetchRequest struct {
 	// the body is read with, so that a digest made under other settings
 	// never matches.
 	DigestSalt string
+	// Slot, when set and not stale, is the fetch slot booked for the
+	// request already (Job.Slot): the fetcher waits for it instead of
+	// booking one, unless the origin's Crawl-delay asks for more than the
+	// slot's spacing.
+	Slot *Slot
 }
 
 // FetchResult is the outcome of one fetch. A fetcher returns it filled as far

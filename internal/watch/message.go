@@ -49,6 +49,10 @@ type Job struct {
 	// LinksDigest read (FetchResult.BodyDigest): the same body again has
 	// the same links, and is neither decoded nor parsed.
 	BodyDigest string `json:"bodyDigest,omitempty"`
+	// Slot is the fetch slot the scheduler booked for the check; nil when
+	// it booked none (no host spacing, or a scheduler older than slots),
+	// and the crawler books its own.
+	Slot *Slot `json:"slot,omitempty"`
 	// Followed is the page's following state (removals) when the job was
 	// scheduled; the crawler passes it on in a task with links.
 	Followed *Followed `json:"followed,omitempty"`
