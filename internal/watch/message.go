@@ -27,6 +27,14 @@ type Delivery struct {
 	// DeliveryCount is how many times the message was returned to the queue
 	// before this delivery (RabbitMQ's x-delivery-count), 0 at first.
 	DeliveryCount int64
+	// Holds is how many times the consumer has already held this delivery
+	// because its handler returned a *Later, 0 at first. A delivery the
+	// broker sends again (after a stop or a lost connection) starts at 0.
+	Holds int
+	// HeldSince is when this delivery was first held, the zero time when it
+	// never was (Holds is 0). With Holds it lets a handler that holds again
+	// and again give up in time.
+	HeldSince time.Time
 }
 
 // Job asks a crawler to check one page. Field names follow the source paper.
