@@ -32,6 +32,8 @@ func TestConstructorsRefuseInvalidConfig(t *testing.T) {
 		{queue.ConsumerConfig{Config: ok, Queue: "q", Workers: -1}, "Workers"},
 		{queue.ConsumerConfig{Config: ok, Queue: "q", Prefetch: 1 << 16}, "Prefetch"},
 		{queue.ConsumerConfig{Config: ok, Queue: "q", DrainTimeout: -time.Second}, "DrainTimeout"},
+		{queue.ConsumerConfig{Config: ok, Queue: "q", MaxHold: -time.Second}, "MaxHold"},
+		{queue.ConsumerConfig{Config: ok, Queue: "q", MaxHold: queue.MaxHoldLimit + time.Second}, "MaxHold"},
 		{queue.ConsumerConfig{Config: bad, Queue: "q"}, "Heartbeat"},
 	} {
 		if _, err := queue.NewConsumer(tt.cfg, log, handle, nil); err == nil || !strings.Contains(err.Error(), tt.field) {
@@ -40,7 +42,7 @@ func TestConstructorsRefuseInvalidConfig(t *testing.T) {
 	}
 	c := queue.ConsumerConfig{Queue: "q"}.WithDefaults()
 	if c.Workers != queue.DefaultWorkers || c.Prefetch != c.Workers || c.DrainTimeout != queue.DefaultDrainTimeout ||
-		c.AckDelay != queue.DefaultAckDelay || c.DeliveryLimit != queue.DefaultDeliveryLimit {
+		c.AckDelay != queue.DefaultAckDelay || c.DeliveryLimit != queue.DefaultDeliveryLimit || c.MaxHold != queue.DefaultMaxHold {
 		t.Errorf("defaults = %+v", c)
 	}
 }

@@ -12,14 +12,19 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // Handler handles one delivery. Returning nil acks it. Returning an error
 // that is or wraps watch.ErrPermanent sends it to the dead-letter queue with the error as
-// its reason. Any other error returns it to the queue, where the broker's
-// delivery limit eventually dead-letters a message that always fails. ctx is
-// cancelled only when a graceful stop runs out of time.
+// its reason. Returning one that is or wraps a *watch.Later (and not
+// ErrPermanent) holds the delivery: unacked and with no worker until the
+// Later's At (at most ConsumerConfig.MaxHold ahead), then a handler gets it
+// again with Delivery.Holds one higher. Any other error returns it to the
+// queue, where the broker's delivery limit eventually dead-letters a message
+// that always fails. ctx is cancelled only when a graceful stop runs out of
+// time.
 type Handler func(ctx context.Context, d watch.Delivery) error
 
 // ConsumerConfig configures a Consumer.
@@ -28,7 +33,11 @@ type ConsumerConfig struct {
 	// Queue is the work queue to consume; it is declared with its
 	// dead-letter queue on every connection.
 	Queue string
-	// Prefetch bounds the deliveries held unacked at once. Default Workers.
+	// Prefetch bounds the deliveries unacked at once: those being handled,
+	// those waiting for a worker and those held (watch.Later). Default
+	// Workers. A consumer whose handler holds deliveries wants more than
+	// Workers: with Prefetch equal to Workers, each held delivery leaves a
+	// worker with nothing to do until it is due.
 	Prefetch int
 	// Workers is how many deliveries are handled at once. Default
 	// DefaultWorkers, 1.
@@ -41,6 +50,12 @@ type ConsumerConfig struct {
 	// are sent at once. Default DefaultAckDelay, 5ms; negative acks each
 	// delivery at once.
 	AckDelay time.Duration
+	// MaxHold bounds how long a delivery is held after its handler returned
+	// a *watch.Later: a Later's At further ahead is cut to MaxHold from now.
+	// Each hold takes a prefetch slot, and RabbitMQ closes a channel whose
+	// delivery stays unacked past its consumer_timeout (30 minutes by
+	// default), so it is at most MaxHoldLimit. Default DefaultMaxHold, 1m.
+	MaxHold time.Duration
 }
 
 // Defaults of ConsumerConfig, applied by WithDefaults.
@@ -48,6 +63,10 @@ const (
 	DefaultWorkers      = 1
 	DefaultDrainTimeout = 15 * time.Second
 	DefaultAckDelay     = 5 * time.Millisecond
+	DefaultMaxHold      = time.Minute
+	// MaxHoldLimit is the longest MaxHold allowed: half RabbitMQ's default
+	// consumer_timeout.
+	MaxHoldLimit = 15 * time.Minute
 )
 
 // WithDefaults returns a copy of c with every unset (zero) field, its Config's
@@ -66,6 +85,9 @@ func (c ConsumerConfig) WithDefaults() ConsumerConfig {
 	if c.AckDelay == 0 {
 		c.AckDelay = DefaultAckDelay
 	}
+	if c.MaxHold == 0 {
+		c.MaxHold = DefaultMaxHold
+	}
 	return c
 }
 
@@ -82,6 +104,7 @@ func (c ConsumerConfig) Validate() error {
 	if c.DrainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("queue: DrainTimeout is %s: want a positive duration", c.DrainTimeout))
 	}
+	errs = append(errs, config.Between("MaxHold", c.MaxHold, 0, MaxHoldLimit))
 	return errors.Join(errs...)
 }
 
@@ -170,7 +193,9 @@ func (c *Consumer) open(ctx context.Context) (*session, <-chan amqp.Delivery, er
 
 // consume hands sess's deliveries to the workers until ctx ends or the
 // session breaks, then drains the workers; it returns why the session ended
-// (nil on a stop). Every delivery is settled on sess's channel or not at all.
+// (nil on a stop). Every delivery is settled on sess's channel or not at all:
+// the deliveries still held when it returns are dropped unsettled, and the
+// broker returns them to the queue when the channel closes.
 func (c *Consumer) consume(ctx context.Context, sess *session, deliveries <-chan amqp.Delivery) error {
 	// Handlers get a context that survives the stop signal, so in-flight
 	// work can finish, and is cancelled when the drain time is up.
@@ -182,28 +207,63 @@ func (c *Consumer) consume(ctx context.Context, sess *session, deliveries <-chan
 	// Acks still pending go out before the connection closes; on a dead
 	// channel they fail, and the broker delivers those messages again.
 	defer acks.Flush()
-	work := make(chan amqp.Delivery)
+	// held is this session's alone: a delivery tag means nothing on
+	// another channel.
+	held := newHolder()
+	work := make(chan job)
 	var wg sync.WaitGroup
 	for range c.cfg.Workers {
 		wg.Go(func() {
-			for d := range work {
-				c.dispatch(handlerCtx, d, acks)
+			for j := range work {
+				c.dispatch(handlerCtx, j, acks, held)
 			}
 		})
 	}
-	ended := c.feed(ctx, sess, deliveries, work)
+	ended := c.feed(ctx, sess, deliveries, work, held)
 	close(work)
 	c.drain(ctx, &wg, cancelHandlers)
+	if n := held.len(); n > 0 {
+		c.log.Info("dropping held deliveries unsettled; the broker returns them to the queue", "held", n)
+	}
 	return ended
 }
 
-// feed passes deliveries to work until ctx ends or the session breaks.
-func (c *Consumer) feed(ctx context.Context, sess *session, deliveries <-chan amqp.Delivery, work chan<- amqp.Delivery) error {
+// feed passes deliveries to work until ctx ends or the session breaks: held
+// deliveries that are due first, in the order they fell due, then new ones
+// from the broker. It takes a new delivery only when it has none waiting for
+// a worker, so the broker's prefetch, not feed, bounds what the consumer
+// holds.
+func (c *Consumer) feed(ctx context.Context, sess *session, deliveries <-chan amqp.Delivery, work chan<- job, held *holder) error {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var next job     // the delivery waiting for a worker,
+	waiting := false // if any
 	for {
+		var (
+			in  <-chan amqp.Delivery
+			out chan<- job
+			due <-chan time.Time
+		)
+		if !waiting {
+			j, ok, wait := held.due(time.Now())
+			switch {
+			case ok:
+				next, waiting = j, true
+			case wait >= 0:
+				timer.Reset(wait) // since Go 1.23 no stale tick survives a Reset
+				due = timer.C
+			}
+		}
+		if waiting {
+			out = work
+		} else {
+			in = deliveries
+		}
 		select {
 		case <-ctx.Done():
-			// Stop intake first; deliveries already buffered but not yet
-			// handled go back to the queue when the connection closes.
+			// Stop intake first; deliveries buffered, waiting for a worker
+			// or held go back to the queue when the connection closes.
 			if err := sess.ch.Cancel(consumerTag, false); err != nil {
 				c.log.Warn("cancel consumer", "err", err)
 			}
@@ -212,14 +272,15 @@ func (c *Consumer) feed(ctx context.Context, sess *session, deliveries <-chan am
 			return closeReason("connection", e)
 		case e := <-sess.chClosed:
 			return closeReason("channel", e)
-		case d, ok := <-deliveries:
+		case d, ok := <-in:
 			if !ok {
 				return errors.New("delivery channel closed")
 			}
-			select {
-			case work <- d:
-			case <-ctx.Done():
-			}
+			next, waiting = job{d: d}, true
+		case out <- next:
+			next, waiting = job{}, false
+		case <-due:
+		case <-held.wake:
 		}
 	}
 }
@@ -256,9 +317,12 @@ func closeReason(what string, e *amqp.Error) error {
 // dispatch runs the handler for one delivery and settles it on the channel it
 // came from: acks through acks, which may send them later and together;
 // nacks at once. If that channel is gone, settling fails and the broker,
-// which has already requeued the delivery, sends it again.
-func (c *Consumer) dispatch(ctx context.Context, d amqp.Delivery, acks *acker) {
-	err := c.safeHandle(ctx, d)
+// which has already requeued the delivery, sends it again. A delivery whose
+// handler returned a *watch.Later is not settled but held.
+func (c *Consumer) dispatch(ctx context.Context, j job, acks *acker, held *holder) {
+	d := j.d
+	err := c.safeHandle(ctx, j)
+	var later *watch.Later
 	switch {
 	case err == nil:
 		acks.Ack(d.DeliveryTag)
@@ -271,6 +335,9 @@ func (c *Consumer) dispatch(ctx context.Context, d amqp.Delivery, acks *acker) {
 			return
 		}
 		c.log.Error("dead-lettering failed; returning message to the queue", "err", dlErr)
+	case errors.As(err, &later):
+		c.hold(j, later, held)
+		return
 	default:
 		c.log.Warn("handler failed; returning message to the queue", "err", err, "delivery_count", deliveryCount(d))
 	}
@@ -280,17 +347,43 @@ func (c *Consumer) dispatch(ctx context.Context, d amqp.Delivery, acks *acker) {
 	acks.Released(d.DeliveryTag)
 }
 
+// hold keeps j, unsettled, until later's At, cut to MaxHold from now; the
+// feed loop then hands it to a worker again. A nil later means at once.
+func (c *Consumer) hold(j job, later *watch.Later, held *holder) {
+	now := time.Now()
+	at, reason := now, ""
+	if later != nil {
+		at, reason = later.At, later.Reason
+	}
+	if limit := now.Add(c.cfg.MaxHold); at.After(limit) {
+		c.log.Info("hold cut to MaxHold", "wanted_ms", at.Sub(now).Milliseconds(), "max_hold_ms", c.cfg.MaxHold.Milliseconds(), "reason", reason)
+		at = limit
+	}
+	if j.holds == 0 {
+		j.heldSince = now
+	}
+	j.holds++
+	c.log.Debug("holding delivery", "wait_ms", max(at.Sub(now), 0).Milliseconds(), "holds", j.holds, "reason", reason)
+	held.hold(j, at)
+}
+
 // safeHandle turns a handler panic into an ordinary failure, so one poison
 // message costs a requeue (and at the delivery limit a dead letter) instead
 // of the whole process.
-func (c *Consumer) safeHandle(ctx context.Context, d amqp.Delivery) (err error) {
+func (c *Consumer) safeHandle(ctx context.Context, j job) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("handler panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			err = fmt.Errorf("handler panicked: %v", r)
 		}
 	}()
-	return c.handle(ctx, watch.Delivery{Body: d.Body, Redelivered: d.Redelivered, DeliveryCount: deliveryCount(d)})
+	return c.handle(ctx, watch.Delivery{
+		Body:          j.d.Body,
+		Redelivered:   j.d.Redelivered,
+		DeliveryCount: deliveryCount(j.d),
+		Holds:         j.holds,
+		HeldSince:     j.heldSince,
+	})
 }
 
 func (c *Consumer) deadLetterMessage(ctx context.Context, d amqp.Delivery, reason error) error {

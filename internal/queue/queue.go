@@ -8,6 +8,13 @@
 // when its node is lost; quorum queues keep the messages on the surviving
 // replicas.
 //
+// A handler may hold its delivery for later by returning a *watch.Later: the
+// consumer keeps the delivery unacked, with no worker, until it is due (at
+// most ConsumerConfig.MaxHold ahead), then hands it to a worker again. Held
+// deliveries belong to their session like any other: a stop or a lost
+// connection drops them unsettled, the broker returns them to the queue, and
+// none is handed to a worker of a later session.
+//
 // amqp091-go's own Config.Recovery is deliberately left off: it restarts
 // delivery and confirm tags at 1, so an ack meant for a delivery of the old
 // channel could acknowledge a different message of the new one.
