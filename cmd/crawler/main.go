@@ -41,7 +41,9 @@ type settings struct {
 	Ops    ops.Config
 	Listen ops.Listen
 	// Concurrency is how many pages one crawler fetches at once, 1 to
-	// 1000; it is also the job queue's prefetch.
+	// 1000. The job queue's prefetch is four times that: jobs waiting for
+	// their booked slot, or for their origin to have room, wait without a
+	// worker.
 	Concurrency int `env:"PORTALWATCH_CRAWLER_CONCURRENCY"`
 	Broker      queue.Config
 	Queues      queue.Names
@@ -119,7 +121,7 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	consumer, err := queue.NewConsumer(queue.ConsumerConfig{
 		Config:       broker,
 		Queue:        cfg.Queues.Jobs,
-		Prefetch:     cfg.Concurrency,
+		Prefetch:     cfg.Concurrency * 4,
 		Workers:      cfg.Concurrency,
 		DrainTimeout: cfg.Ops.ShutdownTimeout,
 	}, log, svc.Handle, pub)

@@ -54,11 +54,14 @@ type Config struct {
 	// default DefaultCheckTimeout, 45s.
 	CheckTimeout time.Duration `env:"PORTALWATCH_CHECK_TIMEOUT"`
 	// Gate, when set, caps the checks of one origin in flight across all
-	// crawlers; a check of a full origin is deferred by BusyDelay to twice
-	// that. Default nil: no cap.
+	// crawlers. Handle holds a job of a full origin without a worker and
+	// asks again within milliseconds, for up to BusyDelay; then, and in
+	// Check at once, the check is deferred by BusyDelay to twice that.
+	// Default nil: no cap.
 	Gate HostGate
-	// BusyDelay is how long a check turned away by Gate is deferred, at
-	// least. Default DefaultBusyDelay, 5s.
+	// BusyDelay is how long Handle keeps asking Gate for a job's place,
+	// and how long a check turned away is then deferred, at least.
+	// Default DefaultBusyDelay, 5s.
 	BusyDelay time.Duration
 	// ParseMemory bounds, in bytes, the pages one crawler holds between
 	// fetch and publish: each counts its body plus its parse's bound
@@ -142,6 +145,7 @@ type metrics struct {
 	checks   *prometheus.CounterVec
 	duration prometheus.Histogram
 	links    prometheus.Histogram
+	held     *prometheus.CounterVec
 }
 
 // New returns a crawler with cfg's defaults applied (Config.WithDefaults).
@@ -164,8 +168,12 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 			Name: "portalwatch_crawler_links_per_page", Help: "Links found per page.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 		}),
+		held: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portalwatch_crawler_jobs_held_total",
+			Help: "Jobs handed back to wait without a worker, by reason: their booked slot was ahead, or their origin was busy.",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.checks, m.duration, m.links)
+	reg.MustRegister(m.checks, m.duration, m.links, m.held)
 	return &Service{cfg: cfg, parsing: newParseGate(cfg.ParseMemory, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m,
 		patterns: newPatternCache(reg), digestSalt: digestSalt(cfg)}, nil
 }
@@ -190,13 +198,32 @@ func digestSalt(cfg Config) string {
 // Handle handles one job delivery: a job that cannot be decoded is marked
 // permanent (dead-lettered); a task that cannot be published in time returns
 // the job to its queue; everything else, failed fetches included, acks it.
+//
+// A job is handed back to the consumer (*watch.Later), holding no worker,
+// while its booked slot is ahead and, for up to BusyDelay, while its origin
+// has the most checks in flight; past that the check is deferred.
 func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 	job, err := watch.DecodeJob(d.Body)
 	if err != nil {
 		s.metrics.checks.WithLabelValues("malformed").Inc()
 		return watch.Permanent(err)
 	}
-	task := s.Check(ctx, job)
+	now := time.Now()
+	if slot := job.Slot; slot != nil && !slot.Stale(now) && slot.At.Sub(now) > slotSlack {
+		s.metrics.held.WithLabelValues("slot").Inc()
+		return &watch.Later{At: slot.At, Reason: "fetch slot booked"}
+	}
+	leave, admitted := s.admit(ctx, job.BaseURL)
+	var task watch.Task
+	switch {
+	case admitted:
+		task = s.check(ctx, job, leave)
+	case d.HeldSince.IsZero() || now.Sub(d.HeldSince) < s.cfg.BusyDelay:
+		s.metrics.held.WithLabelValues("busy").Inc()
+		return &watch.Later{At: now.Add(busyRetry(d.Holds)), Reason: "origin busy"}
+	default:
+		task = s.deferBusy(job)
+	}
 	body, err := watch.EncodeTask(task)
 	if err != nil {
 		return watch.Permanent(fmt.Errorf("encode task of page %d: %w", job.ID, err))
@@ -214,16 +241,18 @@ func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 // or its next polite slot is too far away to wait for, the time the check
 // is deferred to (Task.DeferredUntil).
 func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
+	leave, admitted := s.admit(ctx, job.BaseURL)
+	if !admitted {
+		return s.deferBusy(job)
+	}
+	return s.check(ctx, job, leave)
+}
+
+// check is Check of a job admitted by the gate; leave ends the admission.
+func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.Task {
 	start := time.Now()
 	log := s.log.With("page_id", job.ID, "url", job.BaseURL)
 	task := watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}}
-	leave, busyUntil := s.enter(ctx, job.BaseURL)
-	if !busyUntil.IsZero() {
-		task.FetchedAt, task.DeferredUntil = time.Now().UTC(), busyUntil
-		s.metrics.checks.WithLabelValues("deferred").Inc()
-		log.Debug("check deferred: its origin has the most checks in flight", "until", busyUntil)
-		return task
-	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
 	req := watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified, DigestSalt: s.digestSalt, Slot: job.Slot}
 	if job.LinksDigest != "" {

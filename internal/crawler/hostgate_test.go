@@ -2,7 +2,9 @@ package crawler_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,5 +99,78 @@ func TestSpacingAcrossCrawlers(t *testing.T) {
 	// this process's: allow a second either way.
 	if d := task.DeferredUntil.Sub(start); task.Failed() || d < 58*time.Second || d > time.Minute+time.Second {
 		t.Errorf("other crawler's check = %+v; want deferred about 1m to the origin's next slot", task)
+	}
+}
+
+// Handle never sleeps for politeness in a worker: a job whose booked slot
+// is ahead comes back as a watch.Later for that slot and fetches nothing;
+// at its slot it fetches at once, booking nothing more; a job whose origin
+// is full comes back within milliseconds, and only after BusyDelay of that
+// is its check deferred.
+func TestHandleHoldsInsteadOfWaiting(t *testing.T) {
+	var hits atomic.Int32
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<a href="/a">A</a>`))
+	})
+	url, prefix := testsvc.Redis(t)
+	g, err := hostgate.Open(url, hostgate.Config{Prefix: prefix, MaxInFlight: 1}, testsvc.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true, Pacer: g, MinHostSpacing: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks", Gate: g}, f, rec, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	delivery := func(j watch.Job) watch.Delivery {
+		body, err := watch.EncodeJob(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return watch.Delivery{Body: body}
+	}
+
+	slot := &watch.Slot{At: time.Now().Add(700 * time.Millisecond), Spacing: time.Second}
+	d := delivery(watch.Job{ID: 1, BaseURL: srv.URL + "/", Slot: slot})
+	var later *watch.Later
+	if err := svc.Handle(ctx, d); !errors.As(err, &later) || !later.At.Equal(slot.At) || hits.Load() != 0 || len(rec.msgs) != 0 {
+		t.Fatalf("Handle before the slot = %v, %d fetches, %d tasks; want Later at the slot and nothing fetched", err, hits.Load(), len(rec.msgs))
+	}
+	time.Sleep(time.Until(slot.At))
+	start := time.Now()
+	if err := svc.Handle(ctx, d); err != nil || hits.Load() != 1 || len(rec.msgs) != 1 || time.Since(start) > 500*time.Millisecond {
+		t.Fatalf("Handle at the slot = %v after %s, %d fetches; want one fetch at once", err, time.Since(start), hits.Load())
+	}
+
+	origin, _ := watch.Origin(srv.URL)
+	leave, ok := g.Enter(ctx, origin, time.Minute)
+	if !ok {
+		t.Fatal("could not take the origin's one place")
+	}
+	defer leave()
+	busy := delivery(watch.Job{ID: 2, BaseURL: srv.URL + "/b"})
+	start = time.Now()
+	if err := svc.Handle(ctx, busy); !errors.As(err, &later) || later.At.Sub(start) > 100*time.Millisecond {
+		t.Fatalf("Handle of a full origin = %v; want Later within milliseconds", err)
+	}
+	busy.Holds, busy.HeldSince = 7, time.Now().Add(-crawler.DefaultBusyDelay+time.Second)
+	if err := svc.Handle(ctx, busy); !errors.As(err, &later) || later.At.Sub(time.Now()) > 500*time.Millisecond {
+		t.Fatalf("Handle of a full origin after 7 holds = %v; want Later within half a second", err)
+	}
+	busy.HeldSince = time.Now().Add(-crawler.DefaultBusyDelay - time.Second)
+	if err := svc.Handle(ctx, busy); err != nil || len(rec.msgs) != 2 {
+		t.Fatalf("Handle of a full origin after BusyDelay = %v, %d tasks; want a deferred task", err, len(rec.msgs))
+	}
+	task, err := watch.DecodeTask(rec.msgs[1].Body)
+	if err != nil || task.DeferredUntil.Before(time.Now().Add(crawler.DefaultBusyDelay-time.Second)) || hits.Load() != 1 {
+		t.Errorf("task = %+v, %v, %d fetches; want the check deferred by BusyDelay, nothing fetched", task, err, hits.Load())
 	}
 }

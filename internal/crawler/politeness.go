@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -21,33 +19,41 @@ type HostGate interface {
 // DefaultBusyDelay is Config.BusyDelay's default.
 const DefaultBusyDelay = 5 * time.Second
 
-// enter admits the check of pageURL through the configured gate. When the
-// origin is full it returns the time the check is deferred to: BusyDelay
-// plus up to as much again at random, so that the checks turned away
-// together do not all come back together.
-func (s *Service) enter(ctx context.Context, pageURL string) (leave func(), deferTo time.Time) {
-	origin, ok := originOf(pageURL)
+// slotSlack is how close to its booked slot a job is taken at once: the
+// fetcher sleeps the rest, shorter than a hold's round trip.
+const slotSlack = 2 * time.Millisecond
+
+// admit admits the check of pageURL through the configured gate; leave
+// ends the admission. A page without an origin (the fetch fails it) and a
+// crawler without a gate are admitted.
+func (s *Service) admit(ctx context.Context, pageURL string) (leave func(), admitted bool) {
+	origin, ok := watch.Origin(pageURL)
 	if s.cfg.Gate == nil || !ok {
-		return func() {}, time.Time{}
+		return func() {}, true
 	}
 	// The check deadline ends the check's talk with the origin; the margin
 	// covers a leave that is late because the crawler is busy.
-	leave, admitted := s.cfg.Gate.Enter(ctx, origin, s.cfg.CheckTimeout+5*time.Second)
-	if !admitted {
-		delay := s.cfg.BusyDelay + rand.N(s.cfg.BusyDelay)
-		return func() {}, time.Now().Add(delay)
-	}
-	return leave, time.Time{}
+	return s.cfg.Gate.Enter(ctx, origin, s.cfg.CheckTimeout+5*time.Second)
 }
 
-// originOf returns the scheme and host of raw, the unit that robots.txt and
-// the host gate are kept by, and whether raw has one.
-func originOf(raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "", false
-	}
-	return u.Scheme + "://" + strings.ToLower(u.Host), true
+// busyRetry is how long a job whose origin was busy waits before it asks
+// again, after holds earlier holds: 10 ms doubling to 320 ms, and up to
+// half as much again at random, so that the jobs turned away together do
+// not all come back together. A check of a loopback farm frees its place
+// within milliseconds; one of a slow site after seconds.
+func busyRetry(holds int) time.Duration {
+	d := 10 * time.Millisecond << min(holds, 5)
+	return d + rand.N(d/2+1)
+}
+
+// deferBusy returns the task of a check that found its origin busy for
+// longer than BusyDelay: deferred by BusyDelay plus up to as much again at
+// random, back to the scheduler.
+func (s *Service) deferBusy(job watch.Job) watch.Task {
+	until := time.Now().Add(s.cfg.BusyDelay + rand.N(s.cfg.BusyDelay+1))
+	s.metrics.checks.WithLabelValues("deferred").Inc()
+	s.log.Debug("check deferred: its origin has the most checks in flight", "page_id", job.ID, "url", job.BaseURL, "until", until)
+	return watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}, FetchedAt: time.Now().UTC(), DeferredUntil: until}
 }
 
 // deferredUntil reports whether the fetcher put the check off rather than
