@@ -34,6 +34,7 @@ type politeResult struct {
 	// Early counts the gaps between two fetches of one origin shorter
 	// than the spacing (less 10 ms of clock slack): politeness broken.
 	Early       int     `json:"early"`
+	GapMinMS    float64 `json:"gap_min_ms"`
 	GapMedianMS float64 `json:"gap_median_ms"`
 	Deferred    float64 `json:"deferred"` // checks the crawlers deferred in the window
 }
@@ -87,8 +88,8 @@ func runPolite(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stdout, "%d origins × %d pages every %s, spacing %s, in-flight cap %d: demand %.2f/s an origin, allowed %.2f/s\n",
 		res.Origins, res.PerOrigin, c.interval, c.spacing, c.inFlight, res.Demand, res.Allowed)
-	fmt.Fprintf(stdout, "rate of the allowed: min %.3f, mean %.3f; early gaps %d; median gap %.0f ms; deferred %.0f\n",
-		res.RateMin, res.RateMean, res.Early, res.GapMedianMS, res.Deferred)
+	fmt.Fprintf(stdout, "rate of the allowed: min %.3f, mean %.3f; early gaps %d, shortest %.0f ms; median gap %.0f ms; deferred %.0f\n",
+		res.RateMin, res.RateMean, res.Early, res.GapMinMS, res.GapMedianMS, res.Deferred)
 	return printJSON(stdout, res)
 }
 
@@ -149,6 +150,7 @@ func (r *e2eRun) polite(ctx context.Context, c politeConfig) (politeResult, erro
 	if len(all) > 0 {
 		sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
 		res.GapMedianMS = float64(all[len(all)/2].Microseconds()) / 1000
+		res.GapMinMS = float64(all[0].Microseconds()) / 1000
 	}
 	return res, nil
 }

@@ -22,6 +22,11 @@ type Pacer interface {
 	// slots it books. It must not fail: a pacer whose shared state is
 	// unreachable falls back to a rule of its own.
 	Reserve(ctx context.Context, origin string, spacing, crawlDelay, maxWait time.Duration) (wait time.Duration, booked bool)
+	// Take marks a fetch of origin as starting, at its slot, and returns
+	// how long it must still wait to start spacing after the one that
+	// started last: a slot is booked ahead, and the fetch before it may
+	// have started late. It must not fail either.
+	Take(ctx context.Context, origin string, spacing time.Duration) time.Duration
 }
 
 // localPacer is the per-process Pacer (package pacing), bounded by
@@ -31,6 +36,10 @@ type localPacer struct{ slots *pacing.Slots }
 func (p localPacer) Reserve(_ context.Context, origin string, spacing, _, maxWait time.Duration) (time.Duration, bool) {
 	return p.slots.Reserve(origin, spacing, maxWait)
 }
+
+// Take is nothing per process: Reserve books each slot right before its
+// fetch, which sleeps until it in the same call.
+func (localPacer) Take(context.Context, string, time.Duration) time.Duration { return 0 }
 
 // pace waits for origin's next fetch slot, the larger of crawlDelay
 // (negative: robots.txt not read) and Config.MinHostSpacing after the
@@ -58,6 +67,11 @@ func (c *Client) pace(ctx context.Context, req Request, origin string, crawlDela
 	}
 	if err := c.sleep(ctx, wait); err != nil {
 		return c.waitError(ctx, req.URL, fmt.Errorf("waiting %s between fetches of %s: %w", spacing, origin, err))
+	}
+	if late := c.pacer.Take(ctx, origin, spacing); late > 0 {
+		if err := c.sleep(ctx, late); err != nil {
+			return c.waitError(ctx, req.URL, fmt.Errorf("waiting %s after the last fetch of %s: %w", spacing, origin, err))
+		}
 	}
 	return nil
 }

@@ -40,7 +40,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -184,8 +186,9 @@ const DelayTTL = time.Hour
 // origin's Crawl-delay in ms as a crawler just read it, remembered in
 // KEYS[2] for DelayTTL (ARGV[5] ms), or -1 when the caller did not read
 // robots.txt: then the remembered one applies. The spacing kept is the
-// larger of ARGV[1] and the Crawl-delay. It returns {booked, spacing,
-// wait of each booked slot..., wait of the first slot not booked}.
+// larger of ARGV[1] and the Crawl-delay. It returns {booked, spacing, now,
+// wait of each booked slot..., wait of the first slot not booked}, times
+// in ms and now by Redis's clock.
 var reserveScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -201,7 +204,7 @@ local spacing = math.max(tonumber(ARGV[1]), delay)
 local maxWait = tonumber(ARGV[2])
 local slot = tonumber(redis.call('GET', KEYS[1]) or '0')
 if slot < now then slot = now end
-local out = {0, spacing}
+local out = {0, spacing, now}
 for i = 1, tonumber(ARGV[4]) do
   if slot - now > maxWait then break end
   out[1] = i
@@ -230,12 +233,47 @@ func (g *Gate) Reserve(ctx context.Context, origin string, spacing, crawlDelay, 
 		rctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
 		res, err := reserveScript.Run(rctx, g.rdb, g.slotKeys(origin), g.reserveArgs(spacing, crawlDelay, maxWait, 1)...).Int64Slice()
 		cancel()
-		if err == nil && len(res) >= 3 {
-			return time.Duration(res[2]) * time.Millisecond, res[0] == 1
+		if err == nil && len(res) >= 4 {
+			return time.Duration(res[3]) * time.Millisecond, res[0] == 1
 		}
 		g.redisFailed(ctx, "reserve", origin, err)
 	}
 	return g.local.reserve(origin, spacing, maxWait)
+}
+
+// takeScript marks a fetch of the origin as starting: not sooner than
+// ARGV[1] ms after the last one that started (KEYS[1], a time in Unix ms).
+// It returns how long from now the fetch may start.
+var takeScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local spacing = tonumber(ARGV[1])
+local start = math.max(now, tonumber(redis.call('GET', KEYS[1]) or '0') + spacing)
+redis.call('SET', KEYS[1], start, 'PX', start - now + spacing)
+return start - now
+`)
+
+// Take marks a fetch of origin as starting, at its slot, and returns how
+// long it must still wait so that it starts at least spacing after the
+// fetch of origin that started last. A booked slot is a plan: a fetch
+// that started late by some milliseconds (its crawler was busy) would
+// otherwise leave the next one, on time, closer to it than the spacing.
+// Like Reserve it never fails.
+func (g *Gate) Take(ctx context.Context, origin string, spacing time.Duration) time.Duration {
+	if spacing <= 0 {
+		return 0
+	}
+	if g.redisUp() {
+		rctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+		wait, err := takeScript.Run(rctx, g.rdb, []string{g.key(origin, "last")}, max(spacing.Milliseconds(), 1)).Int64()
+		cancel()
+		if err == nil {
+			return time.Duration(wait) * time.Millisecond
+		}
+		g.redisFailed(ctx, "take", origin, err)
+	}
+	wait, _ := g.local.last.Reserve(origin, spacing, time.Duration(math.MaxInt64))
+	return wait
 }
 
 func (g *Gate) slotKeys(origin string) []string {
@@ -256,14 +294,15 @@ type Request struct {
 	N      int
 }
 
-// Booking is what Book booked for one Request: the waits from now of the
-// slots it booked, in order (fewer than asked when the origin's later
-// slots lie beyond the horizon), the spacing it kept, and Next, the wait
-// until the first slot it did not book.
+// Booking is what Book booked for one Request: the slots it booked, in
+// order (fewer than asked when the origin's later slots lie beyond the
+// horizon), the spacing it kept, and Next, the first slot it did not book.
+// Times are by Redis's clock, which every booking shares, so that two
+// slots booked by different processes are a spacing apart exactly.
 type Booking struct {
-	Waits   []time.Duration
+	Slots   []time.Time
 	Spacing time.Duration
-	Next    time.Duration
+	Next    time.Time
 }
 
 // book books reqs in Redis, in one pipeline of the loaded script (a second
@@ -289,13 +328,13 @@ func (g *Gate) book(ctx context.Context, spacing, horizon time.Duration, reqs []
 				noScript = append(noScript, todo[k])
 			case cerr != nil:
 				err = cerr
-			case len(res) < 3 || int(res[0]) > len(res)-3:
+			case len(res) < 4 || int(res[0]) > len(res)-4:
 				err = fmt.Errorf("book: unexpected reply %v", res)
 			default:
-				i := todo[k]
-				out[i] = Booking{Spacing: time.Duration(res[1]) * time.Millisecond, Next: time.Duration(res[len(res)-1]) * time.Millisecond}
-				for _, w := range res[2 : 2+res[0]] {
-					out[i].Waits = append(out[i].Waits, time.Duration(w)*time.Millisecond)
+				i, now := todo[k], time.UnixMilli(res[2])
+				out[i] = Booking{Spacing: time.Duration(res[1]) * time.Millisecond, Next: now.Add(time.Duration(res[len(res)-1]) * time.Millisecond)}
+				for _, w := range res[3 : 3+res[0]] {
+					out[i].Slots = append(out[i].Slots, now.Add(time.Duration(w)*time.Millisecond))
 				}
 				done[i] = true
 			}
@@ -326,8 +365,9 @@ func (g *Gate) Book(ctx context.Context, class Class, spacing, horizon time.Dura
 		horizon = 0
 	}
 	if spacing <= 0 {
+		now := time.Now()
 		for i, r := range reqs {
-			out[i] = Booking{Waits: make([]time.Duration, r.N)}
+			out[i] = Booking{Slots: slices.Repeat([]time.Time{now}, r.N), Next: now}
 		}
 		return out
 	}
@@ -344,15 +384,16 @@ func (g *Gate) Book(ctx context.Context, class Class, spacing, horizon time.Dura
 		if done[i] {
 			continue
 		}
+		now := time.Now()
 		b := Booking{Spacing: spacing}
 		for range r.N {
 			wait, booked := g.local.reserve(r.Origin, spacing, horizon)
+			b.Next = now.Add(wait)
 			if !booked {
-				b.Next = wait
 				break
 			}
-			b.Waits = append(b.Waits, wait)
-			b.Next = wait + spacing
+			b.Slots = append(b.Slots, b.Next)
+			b.Next = b.Next.Add(spacing)
 		}
 		out[i] = b
 	}
@@ -455,6 +496,7 @@ func (g *Gate) redisFailed(ctx context.Context, op, origin string, err error) {
 // local holds the per-process rules used while Redis is away: the same
 // spacing per origin and the same in-flight caps, counted in this process.
 type local struct {
+	last  *pacing.Slots // when the last fetch per origin started
 	slots *pacing.Slots // the next free slot per origin
 
 	mu   sync.Mutex
@@ -462,7 +504,7 @@ type local struct {
 }
 
 func newLocal(size int) *local {
-	return &local{slots: pacing.New(size, nil), busy: make(map[string]int)}
+	return &local{last: pacing.New(size, nil), slots: pacing.New(size, nil), busy: make(map[string]int)}
 }
 
 func (l *local) reserve(origin string, spacing, maxWait time.Duration) (time.Duration, bool) {

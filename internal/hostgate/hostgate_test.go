@@ -177,21 +177,25 @@ func TestOpenRefusesAnInvalidConfig(t *testing.T) {
 func TestBookFillsTheHorizon(t *testing.T) {
 	gs, _ := gates(t, 2, hostgate.Config{})
 	ctx := context.Background()
+	start := time.Now()
 	b := gs[0].Book(ctx, hostgate.Homepage, time.Second, 2*time.Second,
 		[]hostgate.Request{{Origin: origin, N: 5}, {Origin: "https://other.example", N: 1}})
 	if len(b) != 2 {
 		t.Fatalf("Book = %+v; want one booking per request", b)
 	}
-	want := []time.Duration{0, time.Second, 2 * time.Second}
-	if len(b[0].Waits) != 3 || b[0].Spacing != time.Second || b[0].Next < 2900*time.Millisecond || b[0].Next > 3*time.Second {
-		t.Fatalf("busy origin: %+v; want waits about %v and the next slot 3s away", b[0], want)
+	if len(b[0].Slots) != 3 || b[0].Spacing != time.Second || b[0].Next.Sub(b[0].Slots[0]) != 3*time.Second {
+		t.Fatalf("busy origin: %+v; want 3 slots and the next 3s after the first", b[0])
 	}
-	for i, w := range b[0].Waits {
-		if w > want[i] || w < want[i]-200*time.Millisecond {
-			t.Errorf("slot %d: wait %s, want about %s", i, w, want[i])
+	for i, s := range b[0].Slots {
+		// Redis's clock books: allow it some skew from this process's.
+		if d := s.Sub(start) - time.Duration(i)*time.Second; d < -200*time.Millisecond || d > 200*time.Millisecond {
+			t.Errorf("slot %d is %s from now, want about %ds", i, s.Sub(start), i)
+		}
+		if i > 0 && s.Sub(b[0].Slots[i-1]) != time.Second {
+			t.Errorf("slots %d and %d are %s apart, want exactly 1s", i-1, i, s.Sub(b[0].Slots[i-1]))
 		}
 	}
-	if len(b[1].Waits) != 1 || b[1].Waits[0] != 0 {
+	if len(b[1].Slots) != 1 || b[1].Slots[0].Sub(start) > 200*time.Millisecond {
 		t.Errorf("other origin: %+v; want one slot now", b[1])
 	}
 	if wait, booked := gs[1].Reserve(ctx, origin, time.Second, -1, time.Minute); !booked || wait < 2800*time.Millisecond {
@@ -206,13 +210,30 @@ func TestCrawlDelayJoinsTheBudget(t *testing.T) {
 	ctx := context.Background()
 	gs[0].Reserve(ctx, origin, 5*time.Second, 5*time.Second, time.Minute)
 	b := gs[0].Book(ctx, hostgate.Homepage, time.Second, time.Minute, []hostgate.Request{{Origin: origin, N: 2}})
-	if b[0].Spacing != 5*time.Second || len(b[0].Waits) != 2 || b[0].Waits[1]-b[0].Waits[0] != 5*time.Second {
+	if b[0].Spacing != 5*time.Second || len(b[0].Slots) != 2 || b[0].Slots[1].Sub(b[0].Slots[0]) != 5*time.Second {
 		t.Fatalf("after a 5s Crawl-delay: %+v; want slots 5s apart", b[0])
 	}
 	gs[0].Reserve(ctx, origin, time.Second, 0, time.Minute) // robots.txt lost its Crawl-delay
 	b = gs[0].Book(ctx, hostgate.Homepage, time.Second, time.Minute, []hostgate.Request{{Origin: origin, N: 2}})
-	if b[0].Spacing != time.Second || len(b[0].Waits) != 2 || b[0].Waits[1]-b[0].Waits[0] != time.Second {
+	if b[0].Spacing != time.Second || len(b[0].Slots) != 2 || b[0].Slots[1].Sub(b[0].Slots[0]) != time.Second {
 		t.Errorf("after the Crawl-delay went: %+v; want slots 1s apart", b[0])
+	}
+}
+
+// A fetch that takes its slot late pushes the next fetch back: fetches
+// start a spacing apart, whatever the plan said.
+func TestTakeKeepsTheSpacingBetweenStarts(t *testing.T) {
+	gs, _ := gates(t, 2, hostgate.Config{})
+	ctx := context.Background()
+	if wait := gs[0].Take(ctx, origin, time.Second); wait != 0 {
+		t.Fatalf("first fetch waits %s, want 0", wait)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if wait := gs[1].Take(ctx, origin, time.Second); wait < 600*time.Millisecond || wait > 700*time.Millisecond {
+		t.Errorf("a fetch 300ms after the last waits %s, want about 700ms", wait)
+	}
+	if wait := gs[0].Take(ctx, "https://other.example", time.Second); wait != 0 {
+		t.Errorf("another origin waits %s, want 0", wait)
 	}
 }
 
@@ -222,10 +243,10 @@ func TestLowerClassYields(t *testing.T) {
 	gs, _ := gates(t, 1, hostgate.Config{MaxInFlight: 2})
 	g, ctx := gs[0], context.Background()
 	const article hostgate.Class = 1
-	if b := g.Book(ctx, article, time.Second, time.Minute, []hostgate.Request{{Origin: origin, N: 2}}); len(b[0].Waits) != 1 {
+	if b := g.Book(ctx, article, time.Second, time.Minute, []hostgate.Request{{Origin: origin, N: 2}}); len(b[0].Slots) != 1 {
 		t.Fatalf("a free origin: %+v; want only the slot free now", b[0])
 	}
-	if b := g.Book(ctx, article, time.Second, time.Minute, []hostgate.Request{{Origin: origin, N: 1}}); len(b[0].Waits) != 0 {
+	if b := g.Book(ctx, article, time.Second, time.Minute, []hostgate.Request{{Origin: origin, N: 1}}); len(b[0].Slots) != 0 {
 		t.Errorf("a lower class booked %+v ahead; want nothing until a slot is free now", b[0])
 	}
 	leave, ok := g.EnterAs(ctx, article, origin, time.Minute)

@@ -249,7 +249,7 @@ func (s *Service) Round(ctx context.Context) (int, error) {
 // dispatch books the jobs' slots, publishes the jobs that got one, in the
 // order of their slots, and returns the rest as postponed.
 func (s *Service) dispatch(ctx context.Context, jobs []watch.Job) ([]watch.Postponed, error) {
-	send, later := s.book(ctx, jobs, time.Now())
+	send, later := s.book(ctx, jobs)
 	if len(send) == 0 {
 		return later, nil
 	}
@@ -274,8 +274,8 @@ func (s *Service) dispatch(ctx context.Context, jobs []watch.Job) ([]watch.Postp
 // sorted by slot, and the pages of the rest, each postponed to about when
 // its origin's slot will be within the horizon: the first one to when the
 // origin's next free slot is, later ones a spacing apart each. Slots are
-// absolute times, so hosts must keep their clocks (NTP).
-func (s *Service) book(ctx context.Context, jobs []watch.Job, now time.Time) ([]watch.Job, []watch.Postponed) {
+// times by Redis's clock, so hosts must keep their clocks (NTP).
+func (s *Service) book(ctx context.Context, jobs []watch.Job) ([]watch.Job, []watch.Postponed) {
 	if s.budget == nil || s.cfg.HostSpacing <= 0 {
 		return jobs, nil
 	}
@@ -305,13 +305,13 @@ func (s *Service) book(ctx context.Context, jobs []watch.Job, now time.Time) ([]
 	for r, b := range s.budget.Book(ctx, hostgate.Homepage, s.cfg.HostSpacing, s.cfg.Horizon, reqs) {
 		for k, i := range members[r] {
 			j := jobs[i]
-			if k < len(b.Waits) {
-				j.Slot = &watch.Slot{At: now.Add(b.Waits[k]), Spacing: b.Spacing}
+			if k < len(b.Slots) {
+				j.Slot = &watch.Slot{At: b.Slots[k], Spacing: b.Spacing}
 				send = append(send, j)
 				continue
 			}
-			n := time.Duration(k - len(b.Waits))
-			later = append(later, watch.Postponed{ID: j.ID, Until: now.Add(max(b.Next-s.cfg.Horizon, 0) + n*b.Spacing)})
+			n := time.Duration(k - len(b.Slots))
+			later = append(later, watch.Postponed{ID: j.ID, Until: b.Next.Add(-s.cfg.Horizon + n*b.Spacing)})
 		}
 	}
 	slices.SortStableFunc(send, func(a, b watch.Job) int {
