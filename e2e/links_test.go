@@ -23,7 +23,7 @@ func TestEachProgramLinksOnlyItsDrivers(t *testing.T) {
 	}
 	for program, forbidden := range map[string][]string{
 		"crawler":   {"pgx", "goose", "go-mail"},
-		"scheduler": {"go-redis", "go-mail"},
+		"scheduler": {"go-mail"},
 		"processor": {"go-mail"},
 		"notifier":  {"amqp091", "go-redis"},
 		"web":       {"go-redis"},

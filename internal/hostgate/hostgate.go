@@ -53,6 +53,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/pacing"
 	"github.com/portalwatch/portalwatch/internal/redisconn"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // Defaults applied by Open.
@@ -164,16 +165,11 @@ func (g *Gate) key(origin, kind string) string {
 	return g.cfg.Prefix + ":gate:{" + hex.EncodeToString(sum[:12]) + "}:" + kind
 }
 
-// Class ranks the fetches that share an origin's budget. Checks of the
-// watched pages come first; the fetches that later sources add (feeds and
-// sitemaps, articles) get classes below it and use the origin only where
-// the pages' checks leave room: they book only a slot that is free now, and
-// leave one of Config.MaxInFlight places to the first class.
-type Class uint8
+// Class ranks the fetches that share an origin's budget (watch.FetchClass).
+type Class = watch.FetchClass
 
-// Homepage is the first class: checks of watched pages, a rendered page's
-// document included.
-const Homepage Class = 0
+// Homepage is the first class: checks of watched pages.
+const Homepage = watch.HomepageFetch
 
 // DelayTTL is how long the gate remembers the Crawl-delay a crawler read
 // for an origin, for the scheduler's bookings: as long as a crawler keeps
@@ -288,22 +284,11 @@ func (g *Gate) reserveArgs(spacing, crawlDelay, maxWait time.Duration, n int) []
 	return []any{max(spacing.Milliseconds(), 1), max(maxWait.Milliseconds(), 0), delay, n, DelayTTL.Milliseconds()}
 }
 
-// Request asks Book for n slots of one origin.
-type Request struct {
-	Origin string
-	N      int
-}
+// Request asks Book for N slots of one origin (watch.SlotRequest).
+type Request = watch.SlotRequest
 
-// Booking is what Book booked for one Request: the slots it booked, in
-// order (fewer than asked when the origin's later slots lie beyond the
-// horizon), the spacing it kept, and Next, the first slot it did not book.
-// Times are by Redis's clock, which every booking shares, so that two
-// slots booked by different processes are a spacing apart exactly.
-type Booking struct {
-	Slots   []time.Time
-	Spacing time.Duration
-	Next    time.Time
-}
+// Booking is what Book booked for one Request (watch.Booking).
+type Booking = watch.Booking
 
 // book books reqs in Redis, in one pipeline of the loaded script (a second
 // one with its text when Redis has not loaded it yet), filling out and done

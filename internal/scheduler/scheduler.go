@@ -23,7 +23,6 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/config"
-	"github.com/portalwatch/portalwatch/internal/hostgate"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -37,7 +36,7 @@ type Claimer interface {
 // Budget books fetch slots in the fleet's per-origin budget
 // (hostgate.Gate).
 type Budget interface {
-	Book(ctx context.Context, class hostgate.Class, spacing, horizon time.Duration, reqs []hostgate.Request) []hostgate.Booking
+	Book(ctx context.Context, class watch.FetchClass, spacing, horizon time.Duration, reqs []watch.SlotRequest) []watch.Booking
 }
 
 // Publisher publishes messages and returns once the broker confirmed them.
@@ -280,7 +279,7 @@ func (s *Service) book(ctx context.Context, jobs []watch.Job) ([]watch.Job, []wa
 		return jobs, nil
 	}
 	var (
-		reqs    []hostgate.Request
+		reqs    []watch.SlotRequest
 		members [][]int // the jobs of each request, in claim order
 		send    []watch.Job
 		later   []watch.Postponed
@@ -296,13 +295,13 @@ func (s *Service) book(ctx context.Context, jobs []watch.Job) ([]watch.Job, []wa
 		if !seen {
 			r = len(reqs)
 			byOrigin[origin] = r
-			reqs = append(reqs, hostgate.Request{Origin: origin})
+			reqs = append(reqs, watch.SlotRequest{Origin: origin})
 			members = append(members, nil)
 		}
 		reqs[r].N++
 		members[r] = append(members[r], i)
 	}
-	for r, b := range s.budget.Book(ctx, hostgate.Homepage, s.cfg.HostSpacing, s.cfg.Horizon, reqs) {
+	for r, b := range s.budget.Book(ctx, watch.HomepageFetch, s.cfg.HostSpacing, s.cfg.Horizon, reqs) {
 		for k, i := range members[r] {
 			j := jobs[i]
 			if k < len(b.Slots) {

@@ -34,3 +34,32 @@ func Origin(raw string) (string, bool) {
 	}
 	return u.Scheme + "://" + strings.ToLower(u.Host), true
 }
+
+// FetchClass ranks the fetches that share an origin's budget (package
+// hostgate). Checks of the watched pages come first; the fetches that later
+// sources add (feeds and sitemaps, articles) get classes below it and use an
+// origin only where the pages' checks leave room: they book only a slot
+// that is free now, and leave one in-flight place to the first class.
+type FetchClass uint8
+
+// HomepageFetch is the first class: checks of watched pages, a rendered
+// page's document included.
+const HomepageFetch FetchClass = 0
+
+// SlotRequest asks the budget for N slots of one origin.
+type SlotRequest struct {
+	Origin string
+	N      int
+}
+
+// Booking is what the budget booked for one SlotRequest: the slots, in
+// order (fewer than asked when the origin's later slots lie beyond the
+// horizon), the spacing it kept, and Next, the first slot it did not book.
+// Times are by the budget's clock (Redis's), which every booking shares,
+// so that two slots booked by different processes are a spacing apart
+// exactly.
+type Booking struct {
+	Slots   []time.Time
+	Spacing time.Duration
+	Next    time.Time
+}
