@@ -113,7 +113,8 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 		return err
 	}
 	crawlCfg := cfg.Crawler
-	crawlCfg.TaskQueue, crawlCfg.Gate = cfg.Queues.Tasks, gate
+	crawlCfg.TaskQueue, crawlCfg.Gate, crawlCfg.Budget = cfg.Queues.Tasks, gate, gate
+	crawlCfg.HostSpacing, crawlCfg.MaxSlotWait = cfg.Fetch.MinHostSpacing, cfg.Fetch.MaxPoliteWait
 	svc, err := crawler.New(crawlCfg, fetcher, pub, log, reg)
 	if err != nil {
 		return err

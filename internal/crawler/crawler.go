@@ -59,6 +59,15 @@ type Config struct {
 	// Check at once, the check is deferred by BusyDelay to twice that.
 	// Default nil: no cap.
 	Gate HostGate
+	// Budget, when set with a positive HostSpacing, books the slot of a
+	// job that came without one, or whose slot went stale in the queue, so
+	// that Handle holds the job until it rather than the fetcher sleeping
+	// for it in a worker; a slot further than MaxSlotWait defers the
+	// check. The programs wire the gate, the fetcher's
+	// PORTALWATCH_HOST_SPACING and PORTALWATCH_MAX_POLITE_WAIT.
+	Budget      Budget
+	HostSpacing time.Duration
+	MaxSlotWait time.Duration // default DefaultMaxSlotWait, 5s
 	// BusyDelay is how long Handle keeps asking Gate for a job's place,
 	// and how long a check turned away is then deferred, at least.
 	// Default DefaultBusyDelay, 5s.
@@ -80,6 +89,10 @@ type Config struct {
 // DefaultCheckTimeout is Config.CheckTimeout's default: the fetch's own 30s
 // default plus room for robots.txt and a short politeness wait.
 const DefaultCheckTimeout = 45 * time.Second
+
+// DefaultMaxSlotWait is Config.MaxSlotWait's default, the fetcher's own
+// longest polite wait.
+const DefaultMaxSlotWait = 5 * time.Second
 
 // DefaultPublishTimeout is Config.PublishTimeout's default.
 const DefaultPublishTimeout = 60 * time.Second
@@ -103,6 +116,9 @@ func (c Config) WithDefaults() Config {
 	if c.BusyDelay == 0 {
 		c.BusyDelay = DefaultBusyDelay
 	}
+	if c.MaxSlotWait == 0 {
+		c.MaxSlotWait = DefaultMaxSlotWait
+	}
 	if c.ParseMemory == 0 {
 		c.ParseMemory = DefaultParseMemory
 	}
@@ -121,6 +137,8 @@ func (c Config) Validate() error {
 		config.Between("ParseConcurrency", c.ParseConcurrency, 1, 1000),
 		config.AtLeast("CheckTimeout", c.CheckTimeout, 100*time.Millisecond),
 		config.AtLeast("BusyDelay", c.BusyDelay, 0),
+		config.AtLeast("HostSpacing", c.HostSpacing, 0),
+		config.AtLeast("MaxSlotWait", c.MaxSlotWait, 0),
 		config.Between("ParseMemory", c.ParseMemory, 1<<20, 16<<30),
 		config.Between("MaxTaskBytes", c.MaxTaskBytes, 64<<10, 64<<20),
 	)
@@ -209,21 +227,39 @@ func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 		return watch.Permanent(err)
 	}
 	now := time.Now()
-	if slot := job.Slot; slot != nil && !slot.Stale(now) && slot.At.Sub(now) > slotSlack {
+	// A slot booked before the job was held (by the scheduler, or by this
+	// crawler for a job whose slot went stale in the queue) is kept.
+	if slot, ok := d.State.(*watch.Slot); ok {
+		job.Slot = slot
+	}
+	var task watch.Task
+	if job.Slot == nil || job.Slot.Stale(now) {
+		slot, deferTo := s.bookSlot(ctx, job.BaseURL)
+		if !deferTo.IsZero() {
+			task = s.deferred(job, deferTo, "its origin's next slot is too far away")
+			return s.publish(ctx, job, task)
+		}
+		job.Slot = slot
+	}
+	if slot := job.Slot; slot != nil && slot.At.Sub(now) > slotSlack {
 		s.metrics.held.WithLabelValues("slot").Inc()
-		return &watch.Later{At: slot.At, Reason: "fetch slot booked"}
+		return &watch.Later{At: slot.At, Reason: "fetch slot booked", State: slot}
 	}
 	leave, admitted := s.admit(ctx, job.BaseURL)
-	var task watch.Task
 	switch {
 	case admitted:
 		task = s.check(ctx, job, leave)
 	case d.HeldSince.IsZero() || now.Sub(d.HeldSince) < s.cfg.BusyDelay:
 		s.metrics.held.WithLabelValues("busy").Inc()
-		return &watch.Later{At: now.Add(busyRetry(d.Holds)), Reason: "origin busy"}
+		return &watch.Later{At: now.Add(busyRetry(d.Holds)), Reason: "origin busy", State: job.Slot}
 	default:
 		task = s.deferBusy(job)
 	}
+	return s.publish(ctx, job, task)
+}
+
+// publish sends the task of job and waits for the broker's confirm.
+func (s *Service) publish(ctx context.Context, job watch.Job, task watch.Task) error {
 	body, err := watch.EncodeTask(task)
 	if err != nil {
 		return watch.Permanent(fmt.Errorf("encode task of page %d: %w", job.ID, err))

@@ -174,3 +174,56 @@ func TestHandleHoldsInsteadOfWaiting(t *testing.T) {
 		t.Errorf("task = %+v, %v, %d fetches; want the check deferred by BusyDelay, nothing fetched", task, err, hits.Load())
 	}
 }
+
+// A job whose slot went stale in the queue gets a fresh one from the
+// budget and waits for it held, not in a worker; held, it keeps that slot,
+// so its check books nothing more.
+func TestHandleBooksAStaleJobsSlot(t *testing.T) {
+	var hits atomic.Int32
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<a href="/a">A</a>`))
+	})
+	url, prefix := testsvc.Redis(t)
+	g, err := hostgate.Open(url, hostgate.Config{Prefix: prefix, MaxInFlight: 3}, testsvc.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true, Pacer: g, MinHostSpacing: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks", Gate: g, Budget: g, HostSpacing: time.Second}, f, rec,
+		testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	origin, _ := watch.Origin(srv.URL)
+	g.Reserve(ctx, origin, time.Second, -1, time.Minute) // another crawler fetched it just now
+
+	body, _ := watch.EncodeJob(watch.Job{ID: 1, BaseURL: srv.URL + "/", Slot: &watch.Slot{At: time.Now().Add(-time.Minute), Spacing: time.Second}})
+	d := watch.Delivery{Body: body}
+	var later *watch.Later
+	err = svc.Handle(ctx, d)
+	if !errors.As(err, &later) || hits.Load() != 0 {
+		t.Fatalf("Handle of a stale job = %v, %d fetches; want Later for a fresh slot, nothing fetched", err, hits.Load())
+	}
+	slot, ok := later.State.(*watch.Slot)
+	if !ok || !slot.At.Equal(later.At) || time.Until(slot.At) < 500*time.Millisecond {
+		t.Fatalf("Later = %+v; want the origin's next slot, about 1s away, as its State", later)
+	}
+	time.Sleep(time.Until(slot.At))
+	d.Holds, d.HeldSince, d.State = 1, time.Now(), later.State
+	start := time.Now()
+	if err := svc.Handle(ctx, d); err != nil || hits.Load() != 1 || time.Since(start) > 500*time.Millisecond {
+		t.Fatalf("Handle at the booked slot = %v after %s, %d fetches; want one fetch at once", err, time.Since(start), hits.Load())
+	}
+	b := g.Book(ctx, watch.HomepageFetch, time.Second, time.Minute, []watch.SlotRequest{{Origin: origin, N: 1}})
+	if len(b[0].Slots) != 1 || b[0].Slots[0].Sub(slot.At) != time.Second {
+		t.Errorf("the next booking = %+v; want the slot right after the job's, one booking for the job", b[0])
+	}
+}

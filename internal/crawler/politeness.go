@@ -9,6 +9,12 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
+// Budget books fetch slots in the fleet's per-origin budget
+// (hostgate.Gate).
+type Budget interface {
+	Book(ctx context.Context, class watch.FetchClass, spacing, horizon time.Duration, reqs []watch.SlotRequest) []watch.Booking
+}
+
 // HostGate caps the checks of one origin in flight across all crawlers.
 type HostGate interface {
 	// Enter admits a check of origin, or says the origin is full; leave
@@ -50,10 +56,33 @@ func busyRetry(holds int) time.Duration {
 // longer than BusyDelay: deferred by BusyDelay plus up to as much again at
 // random, back to the scheduler.
 func (s *Service) deferBusy(job watch.Job) watch.Task {
-	until := time.Now().Add(s.cfg.BusyDelay + rand.N(s.cfg.BusyDelay+1))
+	return s.deferred(job, time.Now().Add(s.cfg.BusyDelay+rand.N(s.cfg.BusyDelay+1)), "its origin has the most checks in flight")
+}
+
+// deferred returns the task of a check put off until until.
+func (s *Service) deferred(job watch.Job, until time.Time, why string) watch.Task {
 	s.metrics.checks.WithLabelValues("deferred").Inc()
-	s.log.Debug("check deferred: its origin has the most checks in flight", "page_id", job.ID, "url", job.BaseURL, "until", until)
+	s.log.Debug("check deferred: "+why, "page_id", job.ID, "url", job.BaseURL, "until", until)
 	return watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}, FetchedAt: time.Now().UTC(), DeferredUntil: until}
+}
+
+// bookSlot books the next fetch slot of pageURL's origin in Config.Budget,
+// for a job that came without one or whose slot went stale waiting in the
+// queue, so that the job waits for it held rather than in a worker. It
+// returns no slot when there is no budget or spacing (the fetcher paces by
+// Crawl-delay alone), and a time to defer the check to when the origin's
+// next slot is further than Config.MaxSlotWait.
+func (s *Service) bookSlot(ctx context.Context, pageURL string) (*watch.Slot, time.Time) {
+	origin, ok := watch.Origin(pageURL)
+	if s.cfg.Budget == nil || s.cfg.HostSpacing <= 0 || !ok {
+		return nil, time.Time{}
+	}
+	b := s.cfg.Budget.Book(ctx, watch.HomepageFetch, s.cfg.HostSpacing, s.cfg.MaxSlotWait,
+		[]watch.SlotRequest{{Origin: origin, N: 1}})[0]
+	if len(b.Slots) == 0 {
+		return nil, b.Next
+	}
+	return &watch.Slot{At: b.Slots[0], Spacing: b.Spacing}, time.Time{}
 }
 
 // deferredUntil reports whether the fetcher put the check off rather than

@@ -352,8 +352,9 @@ func (c *Consumer) dispatch(ctx context.Context, j job, acks *acker, held *holde
 func (c *Consumer) hold(j job, later *watch.Later, held *holder) {
 	now := time.Now()
 	at, reason := now, ""
+	j.state = nil
 	if later != nil {
-		at, reason = later.At, later.Reason
+		at, reason, j.state = later.At, later.Reason, later.State
 	}
 	if limit := now.Add(c.cfg.MaxHold); at.After(limit) {
 		c.log.Info("hold cut to MaxHold", "wanted_ms", at.Sub(now).Milliseconds(), "max_hold_ms", c.cfg.MaxHold.Milliseconds(), "reason", reason)
@@ -383,6 +384,7 @@ func (c *Consumer) safeHandle(ctx context.Context, j job) (err error) {
 		DeliveryCount: deliveryCount(j.d),
 		Holds:         j.holds,
 		HeldSince:     j.heldSince,
+		State:         j.state,
 	})
 }
 

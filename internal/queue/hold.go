@@ -14,6 +14,7 @@ type job struct {
 	d         amqp.Delivery
 	holds     int       // times held already
 	heldSince time.Time // when first held; zero if never
+	state     any       // the last hold's watch.Later.State
 }
 
 // holder keeps the deliveries of one session that handlers asked to see

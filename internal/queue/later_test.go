@@ -174,7 +174,7 @@ func TestWrappedLaterHoldsAndHoldsAgain(t *testing.T) {
 			switch got.d.Holds {
 			case 0:
 				at := got.at.Add(wait)
-				return at, fmt.Errorf("check page 7: %w", &watch.Later{At: at, Reason: "origin busy"})
+				return at, fmt.Errorf("check page 7: %w", &watch.Later{At: at, Reason: "origin busy", State: "slot 1"})
 			case 1:
 				at := got.at.Add(-time.Hour)
 				return at, fmt.Errorf("check page 7: fetch: %w", &watch.Later{At: at, Reason: "slot passed"})
@@ -188,6 +188,10 @@ func TestWrappedLaterHoldsAndHoldsAgain(t *testing.T) {
 	}
 	if c1.d.Holds != 1 || c2.d.Holds != 2 {
 		t.Errorf("Holds = %d, %d on the second and third calls; want 1, 2", c1.d.Holds, c2.d.Holds)
+	}
+	// State comes back with the hold that set it, and only with it.
+	if c0.d.State != nil || c1.d.State != "slot 1" || c2.d.State != nil {
+		t.Errorf("State = %v, %v, %v on the three calls; want nil, the first hold's, nil", c0.d.State, c1.d.State, c2.d.State)
 	}
 	if c1.d.HeldSince.IsZero() || !c2.d.HeldSince.Equal(c1.d.HeldSince) {
 		t.Errorf("HeldSince = %v, then %v; want the first hold's time both times", c1.d.HeldSince, c2.d.HeldSince)

@@ -31,6 +31,11 @@ type Later struct {
 	// Reason says why the handler waits, for logs: "fetch slot booked",
 	// "origin busy".
 	Reason string
+	// State, when not nil, comes back with the delivery as Delivery.State:
+	// what the handler decided before it waited (a fetch slot it booked),
+	// so that it does not decide it again. It lives in the consumer's
+	// memory only and is lost with the hold (a stop, a lost connection).
+	State any
 }
 
 // Error says when the delivery is wanted again and why.

@@ -35,6 +35,9 @@ type Delivery struct {
 	// never was (Holds is 0). With Holds it lets a handler that holds again
 	// and again give up in time.
 	HeldSince time.Time
+	// State is the State of the Later that last held this delivery; nil
+	// when it never was held, or was held without one.
+	State any
 }
 
 // Job asks a crawler to check one page. Field names follow the source paper.
