@@ -1,0 +1,93 @@
+package article
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/markusmobius/go-trafilatura"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// extractBody returns the main text of doc, paragraphs separated by blank
+// lines, or "" when none is found. It prunes doc.
+func extractBody(doc *html.Node, pageURL *url.URL) (body string) {
+	defer func() {
+		// A library's bug on a hostile page must not take the program down:
+		// the page then has no body, and its metadata stands.
+		if recover() != nil {
+			body = ""
+		}
+	}()
+	res, err := trafilatura.ExtractDocument(doc, trafilatura.Options{
+		OriginalURL:     pageURL,
+		ExcludeComments: true,
+		// Dates are read by readMetadata; htmldate's scan of the whole
+		// text is the slowest part of the library.
+		HtmlDateMode: trafilatura.Disabled,
+		Deduplicate:  true,
+	})
+	if err != nil || res == nil || res.ContentNode == nil {
+		return ""
+	}
+	return renderText(res.ContentNode)
+}
+
+// blockAtoms start a paragraph of their own.
+var blockAtoms = map[atom.Atom]bool{
+	atom.P: true, atom.Div: true, atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true,
+	atom.H5: true, atom.H6: true, atom.Li: true, atom.Blockquote: true, atom.Pre: true,
+	atom.Tr: true, atom.Table: true, atom.Ul: true, atom.Ol: true, atom.Dd: true, atom.Dt: true,
+	atom.Section: true, atom.Article: true, atom.Figcaption: true, atom.Hr: true,
+}
+
+// renderText renders n's text: one paragraph per block, separated by a
+// blank line, whitespace collapsed within; <br> ends a line.
+func renderText(n *html.Node) string {
+	var paras []string
+	var cur strings.Builder
+	flush := func() {
+		if t := strings.Join(strings.Fields(cur.String()), " "); t != "" {
+			paras = append(paras, t)
+		}
+		cur.Reset()
+	}
+	type item struct {
+		n   *html.Node
+		end bool // leaving n
+	}
+	stack := []item{{n: n}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		c := it.n
+		if it.end {
+			flush()
+			continue
+		}
+		switch c.Type {
+		case html.TextNode:
+			cur.WriteString(c.Data)
+			continue
+		case html.ElementNode:
+			switch c.DataAtom {
+			case atom.Script, atom.Style, atom.Noscript, atom.Template:
+				continue
+			case atom.Br:
+				cur.WriteByte(' ')
+				continue
+			case atom.Td, atom.Th:
+				cur.WriteByte(' ')
+			}
+			if blockAtoms[c.DataAtom] || c.Data == "head" {
+				flush()
+				stack = append(stack, item{n: c, end: true})
+			}
+		}
+		for k := c.LastChild; k != nil; k = k.PrevSibling {
+			stack = append(stack, item{n: k})
+		}
+	}
+	flush()
+	return strings.Join(paras, "\n\n")
+}
