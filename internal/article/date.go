@@ -5,6 +5,9 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/markusmobius/go-htmldate"
+	"golang.org/x/net/html"
 )
 
 // Date layouts a page may state, tried in order. Those with a zone keep it;
@@ -123,4 +126,25 @@ func dateInURL(u *url.URL) string {
 		}
 	}
 	return ""
+}
+
+// dateInText is the publication day go-htmldate finds in doc's text, "" if
+// none. It does not change doc.
+func dateInText(doc *html.Node, pageURL *url.URL) (day string) {
+	defer func() {
+		if recover() != nil {
+			day = ""
+		}
+	}()
+	res, err := htmldate.FromDocument(doc, htmldate.Options{
+		URL:                 pageURL.String(),
+		UseOriginalDate:     true,
+		SkipExtensiveSearch: true,
+		MinDate:             time.Date(1995, 1, 1, 0, 0, 0, 0, time.UTC),
+		MaxDate:             time.Now().AddDate(0, 0, 1),
+	})
+	if err != nil || res.IsZero() {
+		return ""
+	}
+	return res.DateTime.Format(time.DateOnly)
 }

@@ -194,6 +194,14 @@ func readMetadata(doc *html.Node, pageURL *url.URL, a *Article) {
 			a.Sources["datePublished"] = "url"
 		}
 	}
+	if a.DatePublished == "" {
+		// Nothing stated: go-htmldate's reading of the text, its
+		// bylines and its date patterns (fast mode: no extensive scan).
+		if d := dateInText(doc, pageURL); d != "" {
+			a.DatePublished = d
+			a.Sources["datePublished"] = "htmldate"
+		}
+	}
 	mods := []source{{"json-ld", ld.modified}}
 	mods = append(mods, m("article:modified_time", "og:updated_time", "article:modified", "datemodified", "dc.date.modified", "dcterms.modified", "last-modified", "sailthru.lastmodified")...)
 	for _, t := range p.times {
