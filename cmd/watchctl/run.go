@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -56,6 +57,7 @@ type commandLine struct {
 	Import  importCmd  `cmd:"" help:"Watch every page of a CSV or OPML list: all of them, or none if any row is bad."`
 	Export  exportCmd  `cmd:"" help:"Print the watched pages as CSV or OPML."`
 	Notify  notifyCmd  `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`
+	Extract extractCmd `cmd:"" help:"Print the article of one saved page (headline, dates, authors, lead, body) as JSON."`
 }
 
 // settings are every variable watchctl reads, each in the config of the
@@ -83,6 +85,7 @@ func defaults() settings {
 type cli struct {
 	ctx    context.Context
 	cfg    settings
+	stdin  io.Reader // what "-" names, for extract
 	stdout io.Writer
 	// policy is what registration allows; every command that stores a
 	// page's settings checks them with it.
@@ -157,7 +160,7 @@ func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, s
 		fmt.Fprintln(stderr, "watchctl:", err)
 		return exitUsage
 	}
-	c := &cli{ctx: ctx, cfg: cfg, stdout: stdout,
+	c := &cli{ctx: ctx, cfg: cfg, stdin: os.Stdin, stdout: stdout,
 		policy: registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, resolver)}}
 	if err := kctx.Run(c); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", kctx.Selected().FullPath(), err)

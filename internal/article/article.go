@@ -155,3 +155,23 @@ func countNodes(doc *html.Node, limit int) int {
 	}
 	return n
 }
+
+// StatedURL is the absolute http(s) URL page states as its own (its
+// <link rel=canonical>, else its og:url), or nil. It is for a page saved
+// without the URL it was fetched from; Extract then trusts it.
+func StatedURL(page []byte) *url.URL {
+	if len(page) > DefaultMaxBytes {
+		page = page[:DefaultMaxBytes]
+	}
+	doc, err := html.Parse(strings.NewReader(strings.ToValidUTF8(string(page), "\uFFFD")))
+	if err != nil {
+		return nil
+	}
+	p := gather(doc)
+	for _, raw := range []string{p.canonical, p.meta["og:url"]} {
+		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+			return u
+		}
+	}
+	return nil
+}

@@ -251,7 +251,11 @@ func readMetadata(doc *html.Node, pageURL *url.URL, a *Article) {
 	case len(ld.keywords) > 0:
 		a.Keywords, a.Sources["keywords"] = dedupe(ld.keywords), "json-ld"
 	case len(p.metaAll["article:tag"]) > 0:
-		a.Keywords, a.Sources["keywords"] = dedupe(p.metaAll["article:tag"]), "opengraph"
+		var tags []string
+		for _, v := range p.metaAll["article:tag"] {
+			tags = append(tags, strings.Split(v, ",")...)
+		}
+		a.Keywords, a.Sources["keywords"] = dedupe(tags), "opengraph"
 	default:
 		for _, name := range []string{"news_keywords", "keywords", "parsely-tags", "sailthru.tags"} {
 			if v := p.meta[name]; v != "" {
