@@ -19,7 +19,7 @@ CRAWLERS   ?= 2
 # REDIS_URL name them); make up neither installs nor starts them here.
 LOCAL_SERVICES ?= yes
 
-.PHONY: up check-roles down status build services test vet fuzz chaos chaos-short clean
+.PHONY: up check-roles down status build services test vet fuzz chaos chaos-short clean eval-articles
 
 # Benchmarks: make bench, bench-history, bench-scheduler, bench-peer, bench-go,
 # bench-redis, bench-hostile, bench-web, bench-partition (see bench.mk).
@@ -118,3 +118,9 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+## eval-articles: internal/article's body F1 and publication-day accuracy on
+## the committed evaluation sets, beside go-trafilatura and go-readability
+## (not part of make test; see internal/article/testdata/README.md).
+eval-articles:
+	$(GO) test -tags articleeval -count=1 -run '^TestEval$$' -v ./internal/article 2>&1 | grep -vE '^(=== RUN|--- PASS|PASS|ok )'; exit $${PIPESTATUS[0]}
