@@ -3,6 +3,8 @@ package article
 import (
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/markusmobius/go-trafilatura"
 	"golang.org/x/net/html"
@@ -67,10 +69,15 @@ func renderText(n *html.Node) string {
 		}
 		switch c.Type {
 		case html.TextNode:
-			cur.WriteString(c.Data)
+			writeText(&cur, c.Data)
 			continue
 		case html.ElementNode:
-			switch c.DataAtom {
+			a := c.DataAtom
+			if a == 0 {
+				// go-trafilatura builds elements by name alone.
+				a = atom.Lookup([]byte(c.Data))
+			}
+			switch a {
 			case atom.Script, atom.Style, atom.Noscript, atom.Template:
 				continue
 			case atom.Br:
@@ -79,7 +86,7 @@ func renderText(n *html.Node) string {
 			case atom.Td, atom.Th:
 				cur.WriteByte(' ')
 			}
-			if blockAtoms[c.DataAtom] || c.Data == "head" {
+			if blockAtoms[a] || c.Data == "head" {
 				flush()
 				stack = append(stack, item{n: c, end: true})
 			}
@@ -90,4 +97,22 @@ func renderText(n *html.Node) string {
 	}
 	flush()
 	return strings.Join(paras, "\n\n")
+}
+
+// writeText appends text, a text node's data, to b. go-trafilatura trims
+// the whitespace around the text of the elements it keeps ("for <a>Larry</a>"
+// becomes "for" and "Larry"), so an element's edge is read as a word's
+// edge, as its own plain-text output reads it, unless the text goes on with
+// closing punctuation or b ends with opening punctuation.
+func writeText(b *strings.Builder, text string) {
+	if b.Len() > 0 && text != "" {
+		last, _ := utf8.DecodeLastRuneInString(b.String())
+		first, _ := utf8.DecodeRuneInString(text)
+		if !unicode.IsSpace(last) && !unicode.IsSpace(first) &&
+			!strings.ContainsRune(",.;:!?)]}%’”'\"", first) &&
+			!strings.ContainsRune("([{‘“", last) {
+			b.WriteByte(' ')
+		}
+	}
+	b.WriteString(text)
 }
