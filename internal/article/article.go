@@ -79,7 +79,8 @@ func (o Options) WithDefaults() Options {
 
 // Errors Extract returns, wrapped with the details of the page.
 var (
-	// ErrTooLarge: the page is over Options.MaxBytes or Options.MaxNodes.
+	// ErrTooLarge: the page is over Options.MaxBytes or Options.MaxNodes,
+	// or nests elements deeper than x/net/html parses (512).
 	ErrTooLarge = errors.New("page too large")
 	// ErrNoArticle: the page has no headline and less than 25 words of body.
 	ErrNoArticle = errors.New("no article found")
@@ -112,8 +113,9 @@ func Extract(ctx context.Context, page []byte, pageURL *url.URL, opts Options) (
 	}
 	doc, err := html.Parse(strings.NewReader(string(page)))
 	if err != nil {
-		// x/net/html repairs any markup; only a read error gets here.
-		return nil, fmt.Errorf("parse page: %w", err)
+		// x/net/html repairs any markup but refuses more than 512 open
+		// elements (a page nested deeper); a read error cannot happen.
+		return nil, fmt.Errorf("%w: %v", ErrTooLarge, err)
 	}
 	if n := countNodes(doc, opts.MaxNodes); n > opts.MaxNodes {
 		return nil, fmt.Errorf("%w: over %d HTML nodes (Options.MaxNodes)", ErrTooLarge, opts.MaxNodes)
