@@ -25,8 +25,8 @@ const (
 
 // extractBody returns the main text of doc, paragraphs separated by blank
 // lines, or "" when none is found or doc is over bodyBudget. It removes
-// doc's scripts and styles first: they are never body text, and
-// go-trafilatura would read its own metadata from the JSON-LD and copy them.
+// doc's styles and scripts first (see bodyCost): they are never body text,
+// and go-trafilatura would copy them and read all the JSON-LD.
 func extractBody(doc *html.Node, pageURL *url.URL) (body string) {
 	if bodyCost(doc) > bodyBudget {
 		return ""
@@ -134,11 +134,24 @@ func writeText(b *strings.Builder, text string) {
 	b.WriteString(text)
 }
 
-// bodyCost removes doc's script and style elements and returns the
-// estimate of go-trafilatura's heap on what is left (see bodyBudget),
-// stopping once over it.
+// bodyCost removes doc's style elements and its scripts but the JSON-LD
+// within the limits readMetadata reads (maxJSONLDBlocks, maxJSONLDBytes;
+// go-trafilatura reads its metadata from it, and works harder without),
+// and returns the estimate of go-trafilatura's heap on what is left (see
+// bodyBudget), stopping once over it.
 func bodyCost(doc *html.Node) int {
-	cost := 0
+	cost, ldBlocks, ldBytes := 0, 0, 0
+	keep := func(script *html.Node) bool {
+		if !strings.Contains(strings.ToLower(attr(script, "type")), "ld+json") || ldBlocks == maxJSONLDBlocks {
+			return false
+		}
+		t := text(script)
+		if ldBytes+len(t) > maxJSONLDBytes {
+			return false
+		}
+		ldBlocks, ldBytes = ldBlocks+1, ldBytes+len(t)
+		return true
+	}
 	stack := []*html.Node{doc}
 	for len(stack) > 0 && cost <= bodyBudget {
 		n := stack[len(stack)-1]
@@ -149,7 +162,7 @@ func bodyCost(doc *html.Node) int {
 		}
 		for c := n.FirstChild; c != nil; {
 			next := c.NextSibling
-			if c.Type == html.ElementNode && (c.DataAtom == atom.Script || c.DataAtom == atom.Style) {
+			if c.Type == html.ElementNode && (c.DataAtom == atom.Style || c.DataAtom == atom.Script && !keep(c)) {
 				n.RemoveChild(c)
 			} else {
 				stack = append(stack, c)

@@ -34,6 +34,7 @@ func hostilePages() []struct{ name, page string } {
 		{"huge attribute values", head + strings.Repeat(`<p data-x="`+strings.Repeat("v", mib)+`">text of a paragraph</p>`, 4)},
 		{"20k JSON-LD blocks", head + strings.Repeat(`<script type="application/ld+json">{"@type":"NewsArticle","headline":"h","author":{"name":"a"}}</script>`, 20_000)},
 		{"4 MiB JSON-LD @graph", head + graph.String() + "<p>text</p>"},
+		{"1 MiB JSON-LD @graph (at the cap)", head + graph.String()[:strings.LastIndex(graph.String()[:mib-200], "},")+2] + `{"@type":"NewsArticle","headline":"h"}]}</script><p>text</p>`},
 		{"4 MiB JSON-LD nested arrays", head + `<script type="application/ld+json">` + strings.Repeat("[", 2*mib) + strings.Repeat("]", 2*mib) + "</script>"},
 	}
 }
