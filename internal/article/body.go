@@ -16,7 +16,7 @@ import (
 // three times) and up to 45 per byte of text. bodyBudget bounds that estimate
 // (nodeCost per node, textCost per byte of text) to keep the body's step
 // within the crawler's parse budget (crawler.DefaultParseMemory, 64 MiB);
-// the real pages of testdata cost at most 8 MiB of it.
+// the real pages of testdata cost under 9 MiB of it.
 const (
 	bodyBudget = 48 << 20
 	nodeCost   = 1 << 10
