@@ -1,0 +1,5 @@
+//go:build !race
+
+package article
+
+const raceEnabled = false
