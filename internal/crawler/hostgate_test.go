@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,33 +103,54 @@ func TestSpacingAcrossCrawlers(t *testing.T) {
 	}
 }
 
+// holding is a crawler with the gate on a Redis of its own prefix, a 1 s
+// host spacing and a page server that counts its fetches.
+type holding struct {
+	srv  *httptest.Server
+	gate *hostgate.Gate
+	rec  *recorder
+	svc  *crawler.Service
+	hits atomic.Int32
+}
+
+// newHolding returns a holding whose gate admits maxInFlight checks of an
+// origin; with budget the crawler books the slots of jobs that lack one.
+func newHolding(t *testing.T, maxInFlight int, budget bool) *holding {
+	t.Helper()
+	h := &holding{rec: &recorder{}}
+	h.srv = serve(t, func(w http.ResponseWriter, r *http.Request) {
+		h.hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<a href="/a">A</a>`))
+	})
+	url, prefix := testsvc.Redis(t)
+	var err error
+	if h.gate, err = hostgate.Open(url, hostgate.Config{Prefix: prefix, MaxInFlight: maxInFlight}, testsvc.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.gate.Close() })
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true, Pacer: h.gate, MinHostSpacing: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawler.Config{TaskQueue: "tasks", Gate: h.gate}
+	if budget {
+		cfg.Budget, cfg.HostSpacing = h.gate, time.Second
+	}
+	if h.svc, err = crawler.New(cfg, f, h.rec, testsvc.Logger(t), prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // Handle never sleeps for politeness in a worker: a job whose booked slot
 // is ahead comes back as a watch.Later for that slot and fetches nothing;
 // at its slot it fetches at once, booking nothing more; a job whose origin
 // is full comes back within milliseconds, and only after BusyDelay of that
 // is its check deferred.
 func TestHandleHoldsInsteadOfWaiting(t *testing.T) {
-	var hits atomic.Int32
-	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "text/html")
-		w.Write([]byte(`<a href="/a">A</a>`))
-	})
-	url, prefix := testsvc.Redis(t)
-	g, err := hostgate.Open(url, hostgate.Config{Prefix: prefix, MaxInFlight: 1}, testsvc.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true, Pacer: g, MinHostSpacing: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks", Gate: g}, f, rec, testsvc.Logger(t), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHolding(t, 1, false)
+	srv, g, rec, svc, hits := h.srv, h.gate, h.rec, h.svc, &h.hits
 	ctx := context.Background()
 	delivery := func(j watch.Job) watch.Delivery {
 		body, err := watch.EncodeJob(j)
@@ -179,28 +201,8 @@ func TestHandleHoldsInsteadOfWaiting(t *testing.T) {
 // budget and waits for it held, not in a worker; held, it keeps that slot,
 // so its check books nothing more.
 func TestHandleBooksAStaleJobsSlot(t *testing.T) {
-	var hits atomic.Int32
-	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "text/html")
-		w.Write([]byte(`<a href="/a">A</a>`))
-	})
-	url, prefix := testsvc.Redis(t)
-	g, err := hostgate.Open(url, hostgate.Config{Prefix: prefix, MaxInFlight: 3}, testsvc.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true, Pacer: g, MinHostSpacing: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks", Gate: g, Budget: g, HostSpacing: time.Second}, f, rec,
-		testsvc.Logger(t), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHolding(t, 3, true)
+	srv, g, svc, hits := h.srv, h.gate, h.svc, &h.hits
 	ctx := context.Background()
 	origin, _ := watch.Origin(srv.URL)
 	g.Reserve(ctx, origin, time.Second, -1, time.Minute) // another crawler fetched it just now
@@ -208,7 +210,7 @@ func TestHandleBooksAStaleJobsSlot(t *testing.T) {
 	body, _ := watch.EncodeJob(watch.Job{ID: 1, BaseURL: srv.URL + "/", Slot: &watch.Slot{At: time.Now().Add(-time.Minute), Spacing: time.Second}})
 	d := watch.Delivery{Body: body}
 	var later *watch.Later
-	err = svc.Handle(ctx, d)
+	err := svc.Handle(ctx, d)
 	if !errors.As(err, &later) || hits.Load() != 0 {
 		t.Fatalf("Handle of a stale job = %v, %d fetches; want Later for a fresh slot, nothing fetched", err, hits.Load())
 	}
