@@ -5,7 +5,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/scheduler ./cmd/crawler ./cmd/processor ./cmd/watchctl ./cmd/web ./cmd/notifier
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/scheduler ./cmd/crawler ./cmd/processor ./cmd/watchctl ./cmd/web ./cmd/notifier ./cmd/extractor
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates && rm -rf /var/lib/apt/lists/* \

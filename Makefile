@@ -8,13 +8,16 @@ SUPERVISOR := deploy/supervisor
 SUPCONF    := $(SUPERVISOR)/supervisord.conf
 SUPCTL     := supervisorctl -c $(SUPCONF)
 DB_NAME    ?= portalwatch
-PROGRAMS   := scheduler crawler processor watchctl web notifier
+PROGRAMS   := scheduler crawler processor extractor watchctl web notifier
 FUZZTIME   ?= 5s
 # What one machine runs (make up ROLES=crawler,processor): a comma-separated
-# subset of scheduler, crawler, processor, web and notifier; empty means all five.
+# subset of scheduler, crawler, processor, extractor, web and notifier; empty
+# means all six.
 ROLES      ?=
 # How many crawler processes the crawler role starts.
 CRAWLERS   ?= 2
+# How many extractor processes the extractor role starts.
+EXTRACTORS ?= 1
 # no: PostgreSQL, Redis and RabbitMQ run elsewhere (DATABASE_URL, AMQP_URL and
 # REDIS_URL name them); make up neither installs nor starts them here.
 LOCAL_SERVICES ?= yes
@@ -39,13 +42,14 @@ up: check-roles build
 	@# The programs and watchctl read the recorded settings: this shell's,
 	@# over those of the last make up (UNSET=NAME,... drops some).
 	@UNSET="$(UNSET)" scripts/supervise.sh record
-	@scripts/supervise.sh start "$$(scripts/supervisor-roles.sh "$(ROLES)")" $(CRAWLERS)
+	@scripts/supervise.sh start "$$(scripts/supervisor-roles.sh "$(ROLES)")" $(CRAWLERS) $(EXTRACTORS)
 
-# check-roles: refuse a bad ROLES, CRAWLERS or LOCAL_SERVICES in one line,
+# check-roles: refuse a bad ROLES, CRAWLERS, EXTRACTORS or LOCAL_SERVICES in one line,
 # before anything is built or started.
 check-roles:
 	@scripts/supervisor-roles.sh "$(ROLES)" >/dev/null
 	@case "$(CRAWLERS)" in [1-9]|[1-9][0-9]|100) ;; *) echo "CRAWLERS=$(CRAWLERS): want 1 to 100 crawler processes" >&2; exit 2;; esac
+	@case "$(EXTRACTORS)" in [1-9]|[1-9][0-9]|100) ;; *) echo "EXTRACTORS=$(EXTRACTORS): want 1 to 100 extractor processes" >&2; exit 2;; esac
 	@case "$(LOCAL_SERVICES)" in yes|no) ;; *) echo "LOCAL_SERVICES=$(LOCAL_SERVICES): want yes or no" >&2; exit 2;; esac
 
 ## down: stop every program (gracefully) and supervisord itself, and return

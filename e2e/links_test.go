@@ -26,6 +26,7 @@ func TestEachProgramLinksOnlyItsDrivers(t *testing.T) {
 		"scheduler": {"go-mail"},
 		"processor": {"go-mail"},
 		"notifier":  {"amqp091", "go-redis"},
+		"extractor": {"amqp091", "go-mail"},
 		"web":       {"go-redis"},
 		"watchctl":  {"go-redis"},
 	} {
@@ -41,7 +42,7 @@ func TestEachProgramLinksOnlyItsDrivers(t *testing.T) {
 		}
 		// The control: the drivers a program does use are found by the
 		// same search.
-		used := map[string]string{"crawler": "amqp091", "scheduler": "pgx", "processor": "go-redis", "notifier": "go-mail", "web": "pgx", "watchctl": "amqp091"}[program]
+		used := map[string]string{"crawler": "amqp091", "scheduler": "pgx", "processor": "go-redis", "notifier": "go-mail", "extractor": "pgx", "web": "pgx", "watchctl": "amqp091"}[program]
 		if !strings.Contains(symbols, drivers[used]) {
 			t.Errorf("%s has no symbol of %s, which it uses: the search finds nothing", program, used)
 		}

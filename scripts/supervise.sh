@@ -2,7 +2,7 @@
 # Runs portalwatch's supervisord for `make up`, `make down` and `make status`:
 #
 #   scripts/supervise.sh record        merge this shell's settings into the recorded ones
-#   scripts/supervise.sh start INCLUDE CRAWLERS
+#   scripts/supervise.sh start INCLUDE CRAWLERS [EXTRACTORS]
 #                                      (re)start supervisord with the roles' programs
 #   scripts/supervise.sh stop          stop the programs and supervisord, and wait for them
 #   scripts/supervise.sh status        the programs' states; exit 3 when not running
@@ -97,13 +97,14 @@ record() {
 }
 
 start() {
-  local include=$1 crawlers=$2 pid
+  local include=$1 crawlers=$2 extractors=${3:-1} pid
   if pid=$(running); then
     echo "restarting supervisord (pid $pid) so that the settings apply"
     stop
   fi
   mkdir -p "$SUP_DIR/run" "$SUP_DIR/logs"
-  PORTALWATCH_SUPERVISOR_INCLUDE="$include" PORTALWATCH_SUPERVISOR_CRAWLERS="$crawlers" supervisord -c "$CONF"
+  PORTALWATCH_SUPERVISOR_INCLUDE="$include" PORTALWATCH_SUPERVISOR_CRAWLERS="$crawlers" \
+    PORTALWATCH_SUPERVISOR_EXTRACTORS="$extractors" supervisord -c "$CONF"
   # Each program leaves STARTING after its startsecs, or fails.
   local states
   for _ in $(seq 1 150); do
@@ -130,9 +131,9 @@ status() {
 
 case ${1:-} in
   record) record ;;
-  start) start "${2:?start INCLUDE CRAWLERS}" "${3:?start INCLUDE CRAWLERS}" ;;
+  start) start "${2:?start INCLUDE CRAWLERS [EXTRACTORS]}" "${3:?start INCLUDE CRAWLERS [EXTRACTORS]}" "${4:-1}" ;;
   stop)
     if running >/dev/null; then stop && echo "portalwatch stopped"; else echo "supervisord is not running"; fi ;;
   status) status ;;
-  *) echo "usage: scripts/supervise.sh record|start INCLUDE CRAWLERS|stop|status" >&2; exit 2 ;;
+  *) echo "usage: scripts/supervise.sh record|start INCLUDE CRAWLERS [EXTRACTORS]|stop|status" >&2; exit 2 ;;
 esac

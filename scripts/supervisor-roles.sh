@@ -6,12 +6,12 @@
 #   scripts/supervisor-roles.sh crawler,processor
 #   conf.d/crawler.conf conf.d/processor.conf
 #
-# ROLES is a comma-separated list of scheduler, crawler, processor, web and notifier, in
-# any order; empty means all five, as `make up` runs them by default. A role
+# ROLES is a comma-separated list of scheduler, crawler, processor, extractor, web and
+# notifier, in any order; empty means all six, as `make up` runs them by default. A role
 # named twice counts once. An unknown or empty entry fails with a one-line
 # message naming it.
 set -euo pipefail
-readonly ALL_ROLES="scheduler crawler processor web notifier"
+readonly ALL_ROLES="scheduler crawler processor extractor web notifier"
 roles=${1:-}
 if [ -z "$roles" ]; then
   roles=${ALL_ROLES// /,}

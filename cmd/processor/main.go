@@ -72,6 +72,7 @@ func defaults() settings {
 			Caps:          processor.DefaultCaps,
 			Burst:         processor.DefaultBurst,
 			RemovalChecks: processor.DefaultRemovalChecks,
+			Articles:      true,
 		}.WithDefaults(),
 		Retention: processor.RetentionConfig{Links: processor.DefaultLinksRetention}.WithDefaults(),
 	}

@@ -44,6 +44,9 @@ type Article struct {
 	Image          string   `json:"image,omitempty"`
 	ArticleSection string   `json:"articleSection,omitempty"`
 	Keywords       []string `json:"keywords,omitempty"`
+	// IsAccessibleForFree is false when the page says its content is not
+	// free (a paywall); nil when it says nothing or that it is free.
+	IsAccessibleForFree *bool `json:"isAccessibleForFree,omitempty"`
 	// Sources maps each field found (by its JSON name) to where it came from:
 	// "json-ld", "opengraph", "meta:<name>", "time[datetime]", "dom", "url"
 	// or "trafilatura".

@@ -10,6 +10,8 @@ import (
 type ldArticle struct {
 	headline, description, published, modified, section, language, image, url string
 	authors, keywords                                                         []string
+	// notFree is true when the article says isAccessibleForFree false.
+	notFree bool
 }
 
 // articleTypes are the schema.org types of an article (Article and the
@@ -73,6 +75,12 @@ func readJSONLD(blocks []string) ldArticle {
 		language:    first(strs(best["inLanguage"], byID, "alternateName")),
 		image:       first(strs(best["image"], byID, "url")),
 		url:         str(best["url"]),
+	}
+	switch free := best["isAccessibleForFree"].(type) {
+	case bool:
+		a.notFree = !free
+	case string:
+		a.notFree = strings.EqualFold(strings.TrimSpace(free), "false")
 	}
 	if a.headline == "" {
 		a.headline = str(best["name"])

@@ -136,6 +136,10 @@ func isByline(n *html.Node) bool {
 func readMetadata(doc *html.Node, pageURL *url.URL, a *Article) {
 	p := gather(doc)
 	ld := readJSONLD(p.jsonLD)
+	if ld.notFree {
+		notFree := false
+		a.IsAccessibleForFree, a.Sources["isAccessibleForFree"] = &notFree, "json-ld"
+	}
 	set := func(field string, dst *string, candidates ...source) {
 		for _, c := range candidates {
 			if v := clean(c.value); v != "" {

@@ -514,3 +514,68 @@ func (l *local) enter(origin string, limit int) (func(), bool) {
 		})
 	}, true
 }
+
+// dailyScript counts one more fetch in KEYS[1], a counter of one UTC day
+// that expires two days after it starts, unless it reached ARGV[1]
+// already. It returns the count, or -1 when the cap was reached.
+var dailyScript = redis.NewScript(`
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+if n >= tonumber(ARGV[1]) then return -1 end
+n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], 172800) end
+return n
+`)
+
+// CountDaily counts one more fetch of class in origin today (UTC) and
+// reports whether it stays within limit fetches of that class a day,
+// across all processes; undo takes the count back, for a fetch that was
+// not made after all. Without Redis it counts nothing and allows: a cap
+// on what may be fetched is not worth failing over.
+func (g *Gate) CountDaily(ctx context.Context, class Class, origin string, limit int) (undo func(), ok bool) {
+	if limit <= 0 || !g.redisUp() {
+		return func() {}, true
+	}
+	key := g.key(origin, fmt.Sprintf("day%d:%s", class, time.Now().UTC().Format("20060102")))
+	rctx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+	n, err := dailyScript.Run(rctx, g.rdb, []string{key}, limit).Int()
+	cancel()
+	if err != nil {
+		g.redisFailed(ctx, "count", origin, err)
+		return func() {}, true
+	}
+	if n < 0 {
+		return func() {}, false
+	}
+	return func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.Timeout)
+		defer cancel()
+		if err := g.rdb.Decr(rctx, key).Err(); err != nil {
+			g.log.Warn("host gate: could not take back a daily count", "origin", origin, "err", err)
+		}
+	}, true
+}
+
+// ClassPacer is the gate as the fetch.Pacer of one class of fetches.
+type ClassPacer struct {
+	g     *Gate
+	class Class
+}
+
+// PacerFor returns the gate as the pacer of class's fetches: a class below
+// Homepage books only a slot that is free now, never one ahead, so the
+// pages' checks, which the scheduler books ahead, keep their slots; its
+// fetch is deferred to the next free slot instead.
+func (g *Gate) PacerFor(class Class) ClassPacer { return ClassPacer{g: g, class: class} }
+
+// Reserve is Gate.Reserve within the class's rule.
+func (p ClassPacer) Reserve(ctx context.Context, origin string, spacing, crawlDelay, maxWait time.Duration) (time.Duration, bool) {
+	if p.class > Homepage {
+		maxWait = 0
+	}
+	return p.g.Reserve(ctx, origin, spacing, crawlDelay, maxWait)
+}
+
+// Take is Gate.Take.
+func (p ClassPacer) Take(ctx context.Context, origin string, spacing time.Duration) time.Duration {
+	return p.g.Take(ctx, origin, spacing)
+}

@@ -66,6 +66,10 @@ type Config struct {
 	// that no claim has recorded yet, which reads every page's row.
 	// Default 1h.
 	RemovalSweep time.Duration
+	// Articles has each new link of a page that asks for it (Page.Articles)
+	// read as an article by the extractor: the update is recorded with its
+	// work. The programs default to true; false reads no page's articles.
+	Articles bool `env:"PORTALWATCH_ARTICLES"`
 }
 
 // Limits and defaults of Config.
@@ -250,6 +254,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		FullSet:      !task.Failed() && !task.NotModified(),
 		RefreshEvery: s.cfg.LinkRefresh,
 		Burst:        s.cfg.Burst,
+		Articles:     s.cfg.Articles,
 	}
 	if check.FetchedAt.IsZero() {
 		check.FetchedAt = time.Now()

@@ -18,7 +18,13 @@ type Pruning interface {
 	PruneRemovals(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 	EmptyTrash(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 	PruneSparklines(ctx context.Context, olderThan time.Duration) (int64, error)
+	PruneArticles(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 }
+
+// articleGrace is how long an article is kept before the pruner may find
+// it unlinked: the extractor stores it and points its update at it in one
+// transaction, so an hour is only a margin for clocks.
+const articleGrace = time.Hour
 
 // SparklineHours is how far back the pages list's sparklines reach; the
 // hourly counts behind them are kept a day longer, then deleted.
@@ -176,10 +182,16 @@ func (p *Pruner) Round(ctx context.Context) (parts watch.PartitionChanges, links
 	if err != nil {
 		return parts, links, fmt.Errorf("sparklines: %w", err)
 	}
-	if len(parts.Created) > 0 || len(parts.Dropped) > 0 || links > 0 || removals > 0 || purged > 0 {
+	// An article goes with the last update that links it, whether
+	// retention or the trash took that update.
+	articles, err := p.drain(ctx, p.st.PruneArticles, articleGrace)
+	if err != nil {
+		return parts, links, fmt.Errorf("articles: %w", err)
+	}
+	if len(parts.Created) > 0 || len(parts.Dropped) > 0 || links > 0 || removals > 0 || purged > 0 || articles > 0 {
 		p.log.Info("retention round", "partitions_created", parts.Created, "partitions_dropped", parts.Dropped,
 			"updates_moved_from_default", parts.Moved, "links_deleted", links, "removals_deleted", removals,
-			"trashed_pages_deleted", purged, "hourly_counts_deleted", hours)
+			"trashed_pages_deleted", purged, "hourly_counts_deleted", hours, "articles_deleted", articles)
 	}
 	return parts, links, nil
 }

@@ -203,15 +203,15 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
 		summaries, burstMin, burstShare, c.Links, c.Title}
-	// The body digest goes last, after the following part's parameters,
-	// whose numbers are fixed.
+	// The body digest and the articles switch go last, after the following
+	// part's parameters, whose numbers are fixed.
 	all := append(args, trackArgs...)
-	all = append(all, c.BodyDigest)
-	body := fmt.Sprintf("$%d", len(all))
+	all = append(all, c.BodyDigest, c.Articles)
+	body, articles := fmt.Sprintf("$%d", len(all)-1), fmt.Sprintf("$%d::boolean", len(all))
 	return `
 		WITH page AS (
 			SELECT id, baseline_at IS NULL AS is_first, baseline_at IS NULL OR (rebaseline AND $8) AS silent,
-				burst_detection,
+				burst_detection, articles,
 				CASE WHEN baseline_at IS NULL OR (rebaseline AND $8) THEN ` + fmt.Sprint(math.MaxInt32) + `
 				     ELSE greatest(0, least($14, $15 - ` + today + `)) END AS budget` + track.columns + `
 			FROM pages WHERE id = $1 FOR UPDATE
@@ -232,7 +232,10 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 			SELECT page.id, fresh.link_key, fresh.url, fresh.text, fresh.code, fresh.first_seen_at, candidate.s, flood.burst
 			FROM page, flood, fresh JOIN candidate ON candidate.k = fresh.link_key WHERE NOT page.silent
 			ON CONFLICT DO NOTHING
-			RETURNING id, link_key, summary, burst
+			RETURNING id, link_key, summary, burst, url, discovered_at
+		), work AS (
+			INSERT INTO article_work (update_id, discovered_at, page_id, url)
+			SELECT news.id, news.discovered_at, page.id, news.url FROM page, news WHERE page.articles AND ` + articles + `
 		), status AS (
 			UPDATE pages SET ` + successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`, "$21", body) + `,
 				last_cut        = CASE WHEN ` + fresh + ` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,

@@ -135,7 +135,7 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 		p.Interval = watch.DefaultInterval
 	}
 	args := append(append([]any{p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused},
-		optionArgs(p.Options)...), p.BurstDetectionOff)
+		optionArgs(p.Options)...), p.BurstDetectionOff, p.ArticlesOff)
 	// A URL in the trash comes back with its history and the settings
 	// given now; its next check re-baselines silently when they change
 	// what it admits, as an edit would (EditPage).
@@ -144,7 +144,7 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 		UPDATE pages SET
 			deleted_at = NULL, check_interval = $2 * interval '1 millisecond', next_check_at = now(),
 			same_site_only = $3, ignore_patterns = $4, name = $5, tags = $6, enabled = NOT $7,
-			(`+optionColumns+`) = ($8, $9, $10, $11, $12, $13), burst_detection = NOT $14,
+			(`+optionColumns+`) = ($8, $9, $10, $11, $12, $13), burst_detection = NOT $14, articles = NOT $15,
 			rebaseline    = rebaseline OR (`+rebase+`),
 			etag          = CASE WHEN `+rebase+` THEN NULL ELSE etag END,
 			last_modified = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
@@ -163,8 +163,8 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 	// sequence: refused adds leave no gaps in the ids people see. Two adds
 	// of one URL at once still meet the unique key.
 	page, err = scanPage(q.QueryRow(ctx, `
-		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled, `+optionColumns+`, burst_detection)
-		SELECT $1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13, NOT $14
+		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled, `+optionColumns+`, burst_detection, articles)
+		SELECT $1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13, NOT $14, NOT $15
 		WHERE NOT EXISTS (SELECT 1 FROM pages WHERE base_url = $1)
 		RETURNING `+pageColumns, args...))
 	if isUniqueViolation(err) || errors.Is(err, pgx.ErrNoRows) {
@@ -214,6 +214,7 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 			include_url       = coalesce($12, include_url),
 			exclude_url       = coalesce($13, exclude_url),
 			burst_detection   = coalesce($14, burst_detection),
+			articles          = coalesce($15, articles),
 			rebaseline        = rebaseline OR (`+rebase+`),
 			etag              = CASE WHEN `+rebase+` THEN NULL ELSE etag END,
 			last_modified     = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
@@ -222,7 +223,7 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 			changed_at      = now()
 		WHERE id = $1 AND deleted_at IS NULL
 		RETURNING `+pageColumns,
-		append(append([]any{id, intervalMS, e.Enabled, e.SameSiteOnly, ignore, e.Name, tags}, optionEditArgs(e)...), e.BurstDetection)...))
+		append(append([]any{id, intervalMS, e.Enabled, e.SameSiteOnly, ignore, e.Name, tags}, optionEditArgs(e)...), e.BurstDetection, e.Articles)...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return watch.Page{}, fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
 	}
@@ -283,7 +284,7 @@ const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::
 	last_checked_at, coalesce(last_status, 0), coalesce(last_error, ''), consecutive_failures, baseline_at,
 	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
 	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
-	rebaseline, burst_detection, deleted_at`
+	rebaseline, burst_detection, articles, deleted_at`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -297,7 +298,7 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 		&p.LastError, &p.ConsecutiveFailures, &baseline, &p.Options.SameSiteOnly, &p.Options.Ignore, &p.CreatedAt,
 		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
 		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
-		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &deleted)
+		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted)
 	if err != nil {
 		return watch.Page{}, err
 	}

@@ -63,8 +63,10 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	if !f.After.IsZero() {
 		where = append(where, "(u.discovered_at, u.id) < ("+arg(f.After.DiscoveredAt)+"::timestamptz, "+arg(f.After.ID)+"::bigint)")
 	}
-	const columns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL + `, u.summary, u.burst,
-		(SELECT max(r.removed_at) FROM removals r WHERE r.page_id = u.page_id AND r.link_key = u.link_key)`
+	const updateColumns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL + `, u.summary, u.burst,
+		(SELECT max(r.removed_at) FROM removals r WHERE r.page_id = u.page_id AND r.link_key = u.link_key),
+		EXISTS (SELECT 1 FROM article_work w WHERE w.update_id = u.id), `
+	columns := updateColumns + articleColumns(f.ArticleBody)
 	const order = ` ORDER BY u.discovered_at DESC, u.id DESC LIMIT `
 	var sql string
 	switch {
@@ -76,7 +78,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 		limit := arg(f.Limit)
 		sql = `SELECT ` + columns + ` FROM unnest(` + arg(tagPages) + `::bigint[]) AS t(page_id)
 			CROSS JOIN LATERAL (SELECT * FROM updates u WHERE ` + strings.Join(where, " AND ") + order + limit + `) u
-			JOIN pages p ON p.id = u.page_id` + order + limit
+			JOIN pages p ON p.id = u.page_id LEFT JOIN articles a ON a.id = u.article_id` + order + limit
 	default:
 		if len(tagPages) > 0 {
 			where = append(where, "u.page_id = ANY("+arg(tagPages)+"::bigint[])")
@@ -84,7 +86,8 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 		// Updates of pages in the trash are left out; the trash is small
 		// and short-lived, so the newest-first walk skips few rows.
 		where = append(where, "p.deleted_at IS NULL")
-		sql = `SELECT ` + columns + ` FROM updates u JOIN pages p ON p.id = u.page_id WHERE ` + strings.Join(where, " AND ")
+		sql = `SELECT ` + columns + ` FROM updates u JOIN pages p ON p.id = u.page_id
+			LEFT JOIN articles a ON a.id = u.article_id WHERE ` + strings.Join(where, " AND ")
 		sql += order + arg(f.Limit)
 	}
 	rows, err := s.pool.Query(ctx, sql, args...)
@@ -92,8 +95,19 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 		return nil, fmt.Errorf("query updates: %w", err)
 	}
 	updates, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Update, error) {
-		var u watch.Update
-		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary, &u.Burst, &u.RemovedAt)
+		var (
+			u       watch.Update
+			pending bool
+			scan    articleScan
+		)
+		err := r.Scan(append([]any{&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary,
+			&u.Burst, &u.RemovedAt, &pending}, scan.dest()...)...)
+		if err != nil {
+			return u, err
+		}
+		if u.Article, err = scan.article(); err == nil && u.Article == nil && pending {
+			u.Article = &watch.Article{Status: watch.ArticlePending, URL: u.URL}
+		}
 		return u, err
 	})
 	if err != nil {

@@ -39,6 +39,10 @@ type Check struct {
 	Burst Burst
 	// Removals follows the links that leave the page (see Removals).
 	Removals Removals
+	// Articles says new links are read as articles where their page asks
+	// for it (Page.Articles): each update of such a page is recorded with
+	// its ArticleWork. False (PORTALWATCH_ARTICLES=false) reads none.
+	Articles bool
 }
 
 // Burst says when a check's new links are a redesign flood rather than news:

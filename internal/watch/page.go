@@ -62,6 +62,10 @@ type Page struct {
 	// BurstDetection flags a check whose new links flood the page (a
 	// redesign) as one burst; true unless a person turned it off.
 	BurstDetection bool
+	// Articles says each new link of the page is read as an article by the
+	// extractor (Update.Article): true for pages registered since articles
+	// exist, unless a person turned it off.
+	Articles bool
 	// DeletedAt is when the page was moved to the trash; zero for a
 	// watched page. A page in the trash is not checked and is left out of
 	// every list and feed; it is deleted for good TrashRetention after.
@@ -157,6 +161,9 @@ type PageSpec struct {
 	// BurstDetectionOff registers the page with its redesign floods not
 	// flagged (Page.BurstDetection false); the zero value flags them.
 	BurstDetectionOff bool
+	// ArticlesOff registers the page with its new links not read as
+	// articles (Page.Articles false); the zero value reads them.
+	ArticlesOff bool
 }
 
 // PageEdit changes a registered page; a nil field stays as it is. Check it
@@ -175,6 +182,8 @@ type PageEdit struct {
 	IncludeURL, ExcludeURL   *[]string
 	// BurstDetection turns the flagging of redesign floods on or off.
 	BurstDetection *bool
+	// Articles turns the reading of new links as articles on or off.
+	Articles *bool
 }
 
 // Apply returns o with the lists e changes replaced.

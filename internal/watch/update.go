@@ -29,6 +29,10 @@ type Update struct {
 	// Removal), when the query that read the update looked; nil while it
 	// is on the page.
 	RemovedAt *time.Time `json:"removed_at,omitempty"`
+	// Article is what the link leads to (see Article): status pending
+	// until the extractor read it; nil when its page does not read
+	// articles. Lists leave its Body out unless asked for it.
+	Article *Article `json:"article,omitempty"`
 }
 
 // Published returns u as it leaves portalwatch: its time in UTC.
@@ -62,6 +66,9 @@ type UpdateFilter struct {
 	// reader's read mark (the unread ones); the zero Cursor keeps all.
 	NewerThan Cursor
 	Limit     int // 1..MaxUpdatesLimit; 0 means 100
+	// ArticleBody reads each update's Article with its Body, which lists
+	// otherwise leave out: a body is up to MaxArticleBody bytes.
+	ArticleBody bool
 }
 
 // LimitOrDefault returns f's Limit within 1..MaxUpdatesLimit, 100 for 0.

@@ -27,7 +27,7 @@ import (
 )
 
 // Programs are the binaries Build makes.
-var Programs = []string{"scheduler", "crawler", "processor", "notifier", "watchctl", "web"}
+var Programs = []string{"scheduler", "crawler", "processor", "extractor", "notifier", "watchctl", "web"}
 
 // ModuleRoot is the folder of portalwatch's go.mod, found from this
 // source file, so tests build from the tree they run in wherever go test

@@ -1,0 +1,134 @@
+// Command extractor reads the new links of the pages that ask for it as
+// articles: it claims each link's work from PostgreSQL, fetches the link with
+// the crawler's client and rules within the fleet's per-origin budget (after
+// the pages' checks), and stores the article once per canonical URL. Run as
+// many as the links call for. It needs PostgreSQL and Redis, never RabbitMQ.
+// It is configured from the environment (`extractor --help` lists the
+// variables; README.md explains them); /healthz and /metrics are served on
+// PORTALWATCH_HTTP_ADDR, 127.0.0.1:9105 by default.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/portalwatch/portalwatch/internal/config"
+	"github.com/portalwatch/portalwatch/internal/extractor"
+	"github.com/portalwatch/portalwatch/internal/fetch"
+	"github.com/portalwatch/portalwatch/internal/hostgate"
+	"github.com/portalwatch/portalwatch/internal/ops"
+	"github.com/portalwatch/portalwatch/internal/redisconn"
+	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	os.Exit(ops.ExitStatus(os.Stderr, "extractor", err))
+}
+
+// settings are every variable the extractor reads, each in the config of
+// the component it sets.
+type settings struct {
+	Ops       ops.Config
+	Listen    ops.Listen
+	Database  store.Config
+	Redis     redisconn.Config
+	Gate      hostgate.Config
+	Fetch     fetch.Config
+	Extractor extractor.Config
+}
+
+func defaults() settings {
+	return settings{
+		Ops:      ops.Config{}.WithDefaults(),
+		Listen:   ops.Listen{Addr: "127.0.0.1:9105"},
+		Database: store.Config{}.WithDefaults(),
+		Redis:    redisconn.Config{}.WithDefaults(),
+		Gate:     hostgate.Config{Prefix: redisconn.DefaultPrefix, MaxInFlight: hostgate.DefaultMaxInFlight}.WithDefaults(),
+		Fetch: fetch.Config{
+			MaxRedirects:   fetch.DefaultMaxRedirects,
+			MinHostSpacing: fetch.DefaultMinHostSpacing,
+		}.WithDefaults(),
+		Extractor: extractor.Config{PerOriginDay: extractor.DefaultPerOriginDay}.WithDefaults(),
+	}
+}
+
+// run reads the settings from getenv and runs the extractor until ctx ends.
+func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer) error {
+	cfg := defaults()
+	if done, err := config.Read(getenv, args, stdout, "extractor", &cfg); done || err != nil {
+		return err
+	}
+	log := cfg.Ops.Logger(stdout, "extractor", os.Getpid())
+	tuneGC(getenv, log)
+	return ops.Stopped(log, serve(ctx, cfg, log))
+}
+
+// serve wires the program's adapters and service and runs them until ctx
+// ends.
+func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
+	health, reg := ops.NewHealth(), ops.NewRegistry()
+
+	st, err := store.Open(ctx, cfg.Database.URL, store.GenericPlans())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// The per-origin spacing, in-flight cap and daily cap hold for the
+	// whole fleet in Redis, shared with the crawlers; article fetches take
+	// only what the pages' checks leave (watch.ArticleFetch).
+	gate, err := hostgate.Open(cfg.Redis.URL, cfg.Gate, log)
+	if err != nil {
+		return fmt.Errorf("host gate: %w", err)
+	}
+	defer gate.Close()
+	fetchCfg := cfg.Fetch
+	fetchCfg.Pacer = gate.PacerFor(watch.ArticleFetch)
+	fetchCfg.Logger = log
+	fetcher, err := fetch.New(fetchCfg)
+	if err != nil {
+		return err
+	}
+	svc, err := extractor.New(cfg.Extractor, st, fetcher, gate, log, reg)
+	if err != nil {
+		return err
+	}
+	if cfg.Fetch.AllowPrivate {
+		log.Warn("PORTALWATCH_ALLOW_PRIVATE=true: the extractor may connect to loopback and private addresses")
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ops.Serve(ctx, cfg.Listen.Addr, health, reg, log) })
+	g.Go(func() error {
+		if err := st.WaitReady(ctx, store.Migrated, log, health.Track("postgres", st.HealthCheck)); err != nil {
+			return nil // stopped while waiting
+		}
+		log.Info("extracting articles", "concurrency", cfg.Extractor.Concurrency)
+		return svc.Run(ctx, cfg.Ops.ShutdownTimeout)
+	})
+	return g.Wait()
+}
+
+// tuneGC trades memory for CPU where the environment does not say
+// otherwise, as the crawler does: each extraction builds a DOM that dies
+// right after. The soft limit keeps the extractor well under 200 MB.
+func tuneGC(getenv config.Getenv, log *slog.Logger) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(200)
+		log.Debug("GOGC unset: collecting at 200% heap growth")
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(150 << 20)
+		log.Debug("GOMEMLIMIT unset: soft memory limit 150 MiB")
+	}
+}

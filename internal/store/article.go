@@ -1,0 +1,284 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// ClaimArticleWork takes up to n links whose article is due, oldest due
+// first, and moves each a lease ahead: work of an extractor that dies
+// comes due again when its lease ends, and no other extractor takes it
+// before. Rows another extractor is claiming at the same moment are
+// skipped, not waited for.
+func (s *Store) ClaimArticleWork(ctx context.Context, n int, lease time.Duration) ([]watch.ArticleWork, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE article_work w SET due_at = now() + $2 * interval '1 millisecond', attempts = w.attempts + 1
+		FROM (SELECT update_id FROM article_work WHERE due_at <= now() ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+		WHERE w.update_id = due.update_id
+		RETURNING w.update_id, w.discovered_at, w.page_id, w.url, w.attempts`, n, lease.Milliseconds())
+	if err != nil {
+		return nil, fmt.Errorf("claim article work: %w", err)
+	}
+	work, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.ArticleWork, error) {
+		var w watch.ArticleWork
+		err := r.Scan(&w.UpdateID, &w.DiscoveredAt, &w.PageID, &w.URL, &w.Attempts)
+		return w, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim article work: %w", err)
+	}
+	return work, nil
+}
+
+// ArticleWorkDue counts the links waiting for their article and the age of
+// the oldest that is due, for the extractor's metrics.
+func (s *Store) ArticleWorkDue(ctx context.Context) (waiting int64, oldest time.Duration, err error) {
+	var ms float64
+	err = s.pool.QueryRow(ctx, `SELECT count(*),
+		coalesce(extract(epoch FROM now() - min(discovered_at) FILTER (WHERE due_at <= now())) * 1000, 0)
+		FROM article_work`).Scan(&waiting, &ms)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count article work: %w", err)
+	}
+	return waiting, time.Duration(ms) * time.Millisecond, nil
+}
+
+// KnownArticle returns the id and status of the article a link URL is
+// already known to lead to; ok is false when none is.
+func (s *Store) KnownArticle(ctx context.Context, linkURL string) (id int64, status watch.ArticleStatus, ok bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT a.id, a.status FROM article_links l JOIN articles a ON a.id = l.article_id
+		WHERE l.url = $1`, linkURL).Scan(&id, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", false, nil
+	}
+	if err != nil {
+		return 0, "", false, fmt.Errorf("look up the article of %s: %w", linkURL, err)
+	}
+	return id, status, true, nil
+}
+
+// RecordArticle stores o's article under its canonical URL (replacing
+// what an earlier fetch stored there), remembers o.LinkURL as leading to
+// it, points w's update at it and deletes w, in one transaction: the work
+// is done exactly when its outcome is stored. A work already done (by
+// another extractor, after this one's lease ran out) stores nothing and
+// returns its update's article id all the same.
+func (s *Store) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (int64, error) {
+	if err := o.Validate(); err != nil {
+		return 0, err
+	}
+	a := o.Article
+	sources, err := json.Marshal(nonNilMap(a.Sources))
+	if err != nil {
+		return 0, fmt.Errorf("article of %s: sources: %w", o.LinkURL, err)
+	}
+	var id int64
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if done, err := takeWork(ctx, tx, w); err != nil || done {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO articles (url, status, detail, headline, description, body, date_published, date_modified,
+				author, in_language, image, section, keywords, sources, fetched_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			ON CONFLICT (url) DO UPDATE SET status = $2, detail = $3, headline = $4, description = $5, body = $6,
+				date_published = $7, date_modified = $8, author = $9, in_language = $10, image = $11,
+				section = $12, keywords = $13, sources = $14, fetched_at = $15
+			RETURNING id`,
+			a.URL, string(a.Status), a.Detail, a.Headline, a.Description, a.Body, a.DatePublished, a.DateModified,
+			nonNil(a.Author), a.InLanguage, a.Image, a.Section, nonNil(a.Keywords), sources, a.FetchedAt).Scan(&id); err != nil {
+			return fmt.Errorf("store the article of %s: %w", o.LinkURL, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO article_links (url, article_id) VALUES ($1, $2)
+			ON CONFLICT (url) DO UPDATE SET article_id = $2`, o.LinkURL, id); err != nil {
+			return fmt.Errorf("remember the article of %s: %w", o.LinkURL, err)
+		}
+		return pointUpdate(ctx, tx, w, id)
+	})
+	return id, err
+}
+
+// LinkArticle points w's update at the article id, known already for its
+// URL (KnownArticle), and deletes w.
+func (s *Store) LinkArticle(ctx context.Context, w watch.ArticleWork, id int64) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if done, err := takeWork(ctx, tx, w); err != nil || done {
+			return err
+		}
+		return pointUpdate(ctx, tx, w, id)
+	})
+}
+
+// takeWork deletes w's row, and reports done when it was gone already.
+func takeWork(ctx context.Context, tx pgx.Tx, w watch.ArticleWork) (done bool, err error) {
+	tag, err := tx.Exec(ctx, `DELETE FROM article_work WHERE update_id = $1`, w.UpdateID)
+	if err != nil {
+		return false, fmt.Errorf("finish the article work of update %d: %w", w.UpdateID, err)
+	}
+	return tag.RowsAffected() == 0, nil
+}
+
+func pointUpdate(ctx context.Context, tx pgx.Tx, w watch.ArticleWork, id int64) error {
+	// discovered_at names the update's weekly partition.
+	if _, err := tx.Exec(ctx, `UPDATE updates SET article_id = $1 WHERE id = $2 AND discovered_at = $3`,
+		id, w.UpdateID, w.DiscoveredAt); err != nil {
+		return fmt.Errorf("point update %d at article %d: %w", w.UpdateID, id, err)
+	}
+	return nil
+}
+
+// PostponeArticleWork makes w due again at until: its origin has no slot
+// free now, or its fetch failed in a way that may pass. counted false
+// takes back the attempt its claim counted, for a wait that is not the
+// link's fault.
+func (s *Store) PostponeArticleWork(ctx context.Context, w watch.ArticleWork, until time.Time, counted bool) error {
+	_, err := s.pool.Exec(ctx, `UPDATE article_work SET due_at = $2, attempts = attempts - CASE WHEN $3 THEN 0 ELSE 1 END
+		WHERE update_id = $1`, w.UpdateID, until, counted)
+	if err != nil {
+		return fmt.Errorf("postpone the article work of update %d: %w", w.UpdateID, err)
+	}
+	return nil
+}
+
+// ReleaseArticleWork makes claimed work due at once, uncounted: an
+// extractor that stops hands back what it has not started.
+func (s *Store) ReleaseArticleWork(ctx context.Context, work []watch.ArticleWork) error {
+	ids := make([]int64, len(work))
+	for i, w := range work {
+		ids[i] = w.UpdateID
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE article_work SET due_at = now(), attempts = greatest(attempts - 1, 0)
+		WHERE update_id = ANY($1)`, ids)
+	if err != nil {
+		return fmt.Errorf("release %d article works: %w", len(ids), err)
+	}
+	return nil
+}
+
+// Article returns the article id with every update that links it, newest
+// first (at most watch.MaxUpdatesLimit), or watch.ErrArticleNotFound.
+func (s *Store) Article(ctx context.Context, id int64) (watch.ArticleSightings, error) {
+	var (
+		as   watch.ArticleSightings
+		scan articleScan
+	)
+	err := s.pool.QueryRow(ctx, `SELECT `+articleColumns(true)+` FROM articles a WHERE a.id = $1`, id).Scan(scan.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return as, fmt.Errorf("article %d: %w", id, watch.ErrArticleNotFound)
+	}
+	if err != nil {
+		return as, fmt.Errorf("read article %d: %w", id, err)
+	}
+	a, err := scan.article()
+	if err != nil {
+		return as, err
+	}
+	as.Article = *a
+	rows, err := s.pool.Query(ctx, `SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, `+displayNameSQL+`,
+		u.summary, u.burst FROM updates u JOIN pages p ON p.id = u.page_id
+		WHERE u.article_id = $1 AND p.deleted_at IS NULL ORDER BY u.discovered_at DESC, u.id DESC LIMIT $2`, id, watch.MaxUpdatesLimit)
+	if err != nil {
+		return as, fmt.Errorf("read the sightings of article %d: %w", id, err)
+	}
+	as.Sightings, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Update, error) {
+		var u watch.Update
+		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary, &u.Burst)
+		return u, err
+	})
+	if err != nil {
+		return as, fmt.Errorf("read the sightings of article %d: %w", id, err)
+	}
+	return as, nil
+}
+
+// PruneArticles deletes up to limit articles no update points at any more
+// (their updates went with retention, or with their page), stored more than
+// olderThan ago so that one just stored is never taken before its update
+// points at it, and the work of updates that are gone. It returns how many
+// articles it deleted.
+func (s *Store) PruneArticles(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM articles WHERE id IN (
+			SELECT a.id FROM articles a
+			WHERE a.created_at < now() - $1 * interval '1 millisecond'
+			  AND NOT EXISTS (SELECT 1 FROM updates u WHERE u.article_id = a.id)
+			LIMIT $2)`, olderThan.Milliseconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune articles: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `
+		DELETE FROM article_work w WHERE w.update_id IN (
+			SELECT w.update_id FROM article_work w
+			WHERE w.discovered_at < now() - $1 * interval '1 millisecond'
+			  AND NOT EXISTS (SELECT 1 FROM updates u WHERE u.id = w.update_id AND u.discovered_at = w.discovered_at)
+			LIMIT $2)`, olderThan.Milliseconds(), limit); err != nil {
+		return tag.RowsAffected(), fmt.Errorf("prune the article work of deleted updates: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// articleColumns are the columns scanArticle reads, from articles a (which
+// a LEFT JOIN may leave NULL); the body only when asked for.
+func articleColumns(body bool) string {
+	b := `''`
+	if body {
+		b = `a.body`
+	}
+	return `a.id, a.status, a.detail, a.url, a.headline, a.description, ` + b + `, a.date_published, a.date_modified,
+		a.author, a.in_language, a.image, a.section, a.keywords, a.sources, a.fetched_at`
+}
+
+// articleScan receives articleColumns, which a LEFT JOIN may leave NULL.
+type articleScan struct {
+	id                                        *int64
+	status, detail, url, headline, desc, body *string
+	published, modified, lang, image, section *string
+	author, keywords                          []string
+	sources                                   []byte
+	fetched                                   *time.Time
+}
+
+func (s *articleScan) dest() []any {
+	return []any{&s.id, &s.status, &s.detail, &s.url, &s.headline, &s.desc, &s.body, &s.published, &s.modified,
+		&s.author, &s.lang, &s.image, &s.section, &s.keywords, &s.sources, &s.fetched}
+}
+
+// article returns what was scanned; nil when the row had no article.
+func (s *articleScan) article() (*watch.Article, error) {
+	if s.id == nil {
+		return nil, nil
+	}
+	a := &watch.Article{ID: *s.id, Status: watch.ArticleStatus(*s.status), Detail: *s.detail, URL: *s.url,
+		Headline: *s.headline, Description: *s.desc, Body: *s.body, DatePublished: *s.published,
+		DateModified: *s.modified, Author: s.author, InLanguage: *s.lang, Image: *s.image, Section: *s.section,
+		Keywords: s.keywords, FetchedAt: *s.fetched}
+	if len(s.sources) > 0 {
+		if err := json.Unmarshal(s.sources, &a.Sources); err != nil {
+			return nil, fmt.Errorf("article %d: sources: %w", a.ID, err)
+		}
+	}
+	if len(a.Sources) == 0 {
+		a.Sources = nil
+	}
+	if len(a.Author) == 0 {
+		a.Author = nil
+	}
+	if len(a.Keywords) == 0 {
+		a.Keywords = nil
+	}
+	return a, nil
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
