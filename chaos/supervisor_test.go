@@ -48,7 +48,7 @@ func startSupervisor(t *testing.T, env []string) *supervisor {
 	// keep their own folder (conf.d), as the [include] list names them.
 	confs := map[string]string{}
 	for _, name := range []string{"supervisord.conf", "conf.d/scheduler.conf", "conf.d/crawler.conf",
-		"conf.d/processor.conf", "conf.d/web.conf", "conf.d/notifier.conf"} {
+		"conf.d/processor.conf", "conf.d/extractor.conf", "conf.d/web.conf", "conf.d/notifier.conf"} {
 		b, err := os.ReadFile(filepath.Join(root, "deploy/supervisor", name))
 		if err != nil {
 			t.Fatal(err)
@@ -67,7 +67,7 @@ func startSupervisor(t *testing.T, env []string) *supervisor {
 	base := 20000 + 20*int(time.Now().UnixNano()%500)
 	s := &supervisor{t: t, dir: dir, ports: map[string]int{
 		"scheduler": base, "crawler_00": base + 10, "crawler_01": base + 11, "processor": base + 3, "web": base + 4,
-		"notifier": base + 5,
+		"notifier": base + 5, "extractor_00": base + 6,
 	}}
 	for _, r := range []struct{ name, old, new string }{
 		{"conf.d/scheduler.conf", `"127.0.0.1:9101"`, fmt.Sprintf(`"127.0.0.1:%d"`, base)},
@@ -75,6 +75,8 @@ func startSupervisor(t *testing.T, env []string) *supervisor {
 		{"conf.d/processor.conf", `"127.0.0.1:9103"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+3)},
 		{"conf.d/web.conf", `"127.0.0.1:8080"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+4)},
 		{"conf.d/notifier.conf", `"127.0.0.1:9104"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+5)},
+		// One extractor: its one port needs no process number.
+		{"conf.d/extractor.conf", `"127.0.0.1:93%(process_num)02d"`, fmt.Sprintf(`"127.0.0.1:%d"`, base+6)},
 	} {
 		if !strings.Contains(confs[r.name], r.old) {
 			t.Fatalf("%s has no %s for this test to move", r.name, r.old)
@@ -99,7 +101,7 @@ func startSupervisor(t *testing.T, env []string) *supervisor {
 		t.Fatalf("scripts/supervisor-roles.sh: %v", err)
 	}
 	env = append(env, "PORTALWATCH_SUPERVISOR_INCLUDE="+strings.TrimSpace(string(includes)),
-		"PORTALWATCH_SUPERVISOR_CRAWLERS=2")
+		"PORTALWATCH_SUPERVISOR_CRAWLERS=2", "PORTALWATCH_SUPERVISOR_EXTRACTORS=1")
 	cmd := exec.Command("supervisord", "-c", s.conf)
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {

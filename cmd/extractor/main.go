@@ -64,6 +64,17 @@ func defaults() settings {
 	}
 }
 
+// Validate checks what no one component can: a lease shorter than two
+// fetches would let a second extractor take a link whose first fetch is
+// still running, so every slow article would be fetched twice.
+func (s settings) Validate() error {
+	if s.Extractor.Lease < 2*s.Fetch.Timeout {
+		return config.Invalid("Extractor.Lease", s.Extractor.Lease,
+			"want at least twice {Fetch.Timeout}: a link whose fetch outlives its lease is fetched again by another extractor")
+	}
+	return nil
+}
+
 // run reads the settings from getenv and runs the extractor until ctx ends.
 func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer) error {
 	cfg := defaults()
