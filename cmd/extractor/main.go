@@ -107,6 +107,9 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	fetchCfg := cfg.Fetch
 	fetchCfg.Pacer = gate.PacerFor(watch.ArticleFetch)
 	fetchCfg.Logger = log
+	// A body the extraction would refuse is not worth holding: the
+	// fetch stops reading past the extraction's cap.
+	fetchCfg.MaxBodyBytes = min(fetchCfg.MaxBodyBytes, int64(cfg.Extractor.WithDefaults().MaxBytes))
 	fetcher, err := fetch.New(fetchCfg)
 	if err != nil {
 		return err

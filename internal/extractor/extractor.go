@@ -72,6 +72,11 @@ type Config struct {
 	// MaxBytes and MaxNodes bound one extraction (article.Options).
 	MaxBytes int `env:"PORTALWATCH_ARTICLE_MAX_BYTES"`
 	MaxNodes int `env:"PORTALWATCH_ARTICLE_MAX_NODES"`
+	// Memory bounds the heap of the extractions in flight together, in
+	// bytes, 16 MiB to 16 GiB: a page waits for its estimated share
+	// (about twelve bytes a byte of page) before it is extracted.
+	// Default DefaultMemory, 96 MiB.
+	Memory int64 `env:"PORTALWATCH_ARTICLE_MEMORY"`
 	// RetryAfter is the first pause after a fetch that may pass, growing
 	// fourfold with each attempt. Default 30s.
 	RetryAfter time.Duration
@@ -112,6 +117,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxNodes == 0 {
 		c.MaxNodes = article.DefaultMaxNodes
 	}
+	if c.Memory == 0 {
+		c.Memory = DefaultMemory
+	}
 	if c.RetryAfter == 0 {
 		c.RetryAfter = DefaultRetryAfter
 	}
@@ -131,6 +139,7 @@ func (c Config) Validate() error {
 		config.Between("PerOriginDay", c.PerOriginDay, 0, 10_000_000),
 		config.Between("MaxBytes", c.MaxBytes, 64<<10, 64<<20),
 		config.Between("MaxNodes", c.MaxNodes, 1000, 10_000_000),
+		config.Between("Memory", c.Memory, 16<<20, 16<<30),
 	)
 }
 
@@ -142,6 +151,7 @@ type Service struct {
 	gate    Gate
 	log     *slog.Logger
 	metrics metrics
+	memory  *memoryGate
 	// wake cuts an idle poll short when a worker frees up.
 	wake chan struct{}
 }
@@ -189,7 +199,8 @@ func New(cfg Config, st Store, f Fetcher, gate Gate, log *slog.Logger, reg prome
 			return nil, fmt.Errorf("register extractor metrics: %w", err)
 		}
 	}
-	return &Service{cfg: cfg, st: st, fetcher: f, gate: gate, log: log, metrics: m, wake: make(chan struct{}, 1)}, nil
+	return &Service{cfg: cfg, st: st, fetcher: f, gate: gate, log: log, metrics: m, memory: newMemoryGate(cfg.Memory),
+		wake: make(chan struct{}, 1)}, nil
 }
 
 // Run claims and reads work until ctx ends, then lets the articles in
@@ -374,8 +385,14 @@ func (s *Service) extract(ctx context.Context, w watch.ArticleWork, res watch.Fe
 	if err != nil {
 		return failed(w, watch.ArticleError, "the fetch ended at an unreadable URL")
 	}
-	a, err := article.Extract(ctx, res.HTML, pageURL, article.Options{MaxBytes: s.cfg.MaxBytes, MaxNodes: s.cfg.MaxNodes})
 	o := watch.ArticleOutcome{LinkURL: w.URL, Article: watch.Article{URL: final, FetchedAt: res.FetchedAt}}
+	release, err := s.memory.enter(ctx, len(res.HTML))
+	if err != nil {
+		o.Article.Status, o.Article.Detail = watch.ArticleError, "stopped while waiting to be read"
+		return o
+	}
+	a, err := article.Extract(ctx, res.HTML, pageURL, article.Options{MaxBytes: s.cfg.MaxBytes, MaxNodes: s.cfg.MaxNodes})
+	release()
 	switch {
 	case errors.Is(err, article.ErrNoArticle):
 		o.Article.Status, o.Article.Detail = watch.ArticleNotArticle, "no headline and too little text to be an article"
