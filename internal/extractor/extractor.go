@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -212,11 +213,15 @@ func (s *Service) Run(ctx context.Context, drain time.Duration) error {
 	// more to finish before their fetches are canceled.
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
-	var wg sync.WaitGroup
+	var (
+		wg   sync.WaitGroup
+		busy atomic.Int64
+	)
 	for range s.cfg.Concurrency {
 		wg.Go(func() {
 			for w := range work {
 				s.read(runCtx, w)
+				busy.Add(-1)
 				select {
 				case s.wake <- struct{}{}:
 				default:
@@ -246,7 +251,14 @@ func (s *Service) Run(ctx context.Context, drain time.Duration) error {
 		case <-poll.C:
 		case <-s.wake:
 		}
-		claimed, err := s.st.ClaimArticleWork(ctx, s.cfg.Concurrency, s.cfg.Lease)
+		// Only as many links as there are idle workers are claimed: a
+		// claimed link's lease runs while it waits for a worker.
+		idle := s.cfg.Concurrency - int(busy.Load())
+		if idle <= 0 {
+			poll.Reset(s.cfg.Poll)
+			continue
+		}
+		claimed, err := s.st.ClaimArticleWork(ctx, idle, s.cfg.Lease)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("claiming article work failed; trying again", "err", err)
@@ -254,11 +266,13 @@ func (s *Service) Run(ctx context.Context, drain time.Duration) error {
 			poll.Reset(s.cfg.Poll + rand.N(s.cfg.Poll))
 			continue
 		}
+		busy.Add(int64(len(claimed)))
 		pending = append(pending, claimed...)
 		feed()
-		// A full batch says more is due: ask again as soon as a worker is
-		// free; otherwise at the next poll.
-		if len(claimed) == s.cfg.Concurrency {
+		// A full batch says more is due: ask again at once, for the
+		// workers still idle, or as soon as one frees up; otherwise at the
+		// next poll.
+		if len(claimed) == idle {
 			poll.Reset(0)
 		} else {
 			poll.Reset(s.cfg.Poll)
@@ -266,6 +280,7 @@ func (s *Service) Run(ctx context.Context, drain time.Duration) error {
 	}
 	close(work)
 	if len(pending) > 0 {
+		busy.Add(-int64(len(pending)))
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if err := s.st.ReleaseArticleWork(rctx, pending); err != nil {
 			s.log.Warn("handing back unstarted article work failed; it comes due when its lease ends", "links", len(pending), "err", err)
