@@ -44,6 +44,10 @@ type Article struct {
 	Image          string   `json:"image,omitempty"`
 	ArticleSection string   `json:"articleSection,omitempty"`
 	Keywords       []string `json:"keywords,omitempty"`
+	// BodySkipped says why ArticleBody is empty when the page was not
+	// read for it at all (a page too large for the body step); empty when
+	// it was read, whether or not a body was found.
+	BodySkipped string `json:"bodySkipped,omitempty"`
 	// IsAccessibleForFree is false when the page says its content is not
 	// free (a paywall); nil when it says nothing or that it is free.
 	IsAccessibleForFree *bool `json:"isAccessibleForFree,omitempty"`
@@ -132,7 +136,9 @@ func Extract(ctx context.Context, page []byte, pageURL *url.URL, opts Options) (
 		return nil, err
 	}
 	// The body extractor prunes the tree it is given: it comes last.
-	if body := extractBody(doc, pageURL); body != "" {
+	body, skipped := extractBody(doc, pageURL)
+	a.BodySkipped = skipped
+	if body != "" {
 		a.ArticleBody = body
 		a.Sources["articleBody"] = "trafilatura"
 	}

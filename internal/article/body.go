@@ -24,18 +24,20 @@ const (
 )
 
 // extractBody returns the main text of doc, paragraphs separated by blank
-// lines, or "" when none is found or doc is over bodyBudget. It removes
+// lines, or "" when none is found; skipped says why, for a person, when
+// the page was not read for it at all (over bodyBudget, or the library
+// failed on it). It removes
 // doc's styles and scripts first (see bodyCost): they are never body text,
 // and go-trafilatura would copy them and read all the JSON-LD.
-func extractBody(doc *html.Node, pageURL *url.URL) (body string) {
+func extractBody(doc *html.Node, pageURL *url.URL) (body, skipped string) {
 	if bodyCost(doc) > bodyBudget {
-		return ""
+		return "", "the page is too large for its text to be read within the memory budget"
 	}
 	defer func() {
 		// A library's bug on a hostile page must not take the program down:
 		// the page then has no body, and its metadata stands.
 		if recover() != nil {
-			body = ""
+			body, skipped = "", "the text extractor failed on this page"
 		}
 	}()
 	res, err := trafilatura.ExtractDocument(doc, trafilatura.Options{
@@ -47,9 +49,9 @@ func extractBody(doc *html.Node, pageURL *url.URL) (body string) {
 		Deduplicate:  true,
 	})
 	if err != nil || res == nil || res.ContentNode == nil {
-		return ""
+		return "", ""
 	}
-	return renderText(res.ContentNode)
+	return renderText(res.ContentNode), ""
 }
 
 // blockAtoms start a paragraph of their own.

@@ -29,7 +29,7 @@ func hostilePages() []struct{ name, page string } {
 		{"200k tiny elements (over MaxNodes)", head + strings.Repeat("<br>", 200_000)},
 		{"99k spans (just under MaxNodes)", head + "<p>" + strings.Repeat("<span>w</span>", 99_000) + "</p>"},
 		// Just under the body's budget: go-trafilatura reads them.
-		{"23k spans (under the body's budget)", head + "<p>" + strings.Repeat("<span>w</span> ", 23_000) + "</p>"},
+		{"15k spans (under the body's budget)", head + "<p>" + strings.Repeat("<span>w</span> ", 15_000) + "</p>"},
 		{"0.9 MiB of text (under the body's budget)", head + "<p>" + strings.Repeat("word ", 900*1024/5) + "</p>"},
 		{"huge attribute values", head + strings.Repeat(`<p data-x="`+strings.Repeat("v", mib)+`">text of a paragraph</p>`, 4)},
 		{"20k JSON-LD blocks", head + strings.Repeat(`<script type="application/ld+json">{"@type":"NewsArticle","headline":"h","author":{"name":"a"}}</script>`, 20_000)},
@@ -99,6 +99,34 @@ func TestHostilePages(t *testing.T) {
 		}
 		if took > maxTime && !raceEnabled {
 			t.Errorf("%s: took %v, over %v", p.name, took, maxTime)
+		}
+	}
+}
+
+// TestBodySkippedSaysWhy: a page too large for the body step still gives
+// its metadata, and says why it has no body instead of leaving it empty
+// without a word; a page the step reads says nothing.
+func TestBodySkippedSaysWhy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 5 MiB pages")
+	}
+	u, _ := url.Parse("https://news.example/2024/05/01/story")
+	want := map[string]bool{"one text node of 5 MiB": true, "99k spans (just under MaxNodes)": true, "a small page": false,
+		"15k spans (under the body's budget)": false, "0.9 MiB of text (under the body's budget)": false}
+	pages := append(hostilePages(), struct{ name, page string }{"a small page",
+		"<html><head><title>A story</title></head><body><article><h1>A story</h1><p>" + strings.Repeat("Some words of the story. ", 40) + "</p></article></body></html>"})
+	for _, p := range pages {
+		skipped, ok := want[p.name]
+		if !ok {
+			continue
+		}
+		a, err := Extract(context.Background(), []byte(p.page), u, Options{})
+		if err != nil {
+			t.Errorf("%s: %v", p.name, err)
+			continue
+		}
+		if (a.BodySkipped != "") != skipped || skipped && a.ArticleBody != "" {
+			t.Errorf("%s: bodySkipped %q with %d bytes of body, want skipped %v", p.name, a.BodySkipped, len(a.ArticleBody), skipped)
 		}
 	}
 }

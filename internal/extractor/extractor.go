@@ -449,6 +449,9 @@ func fromExtraction(a *article.Article, final string, fetched time.Time) watch.A
 	if a.URL != "" {
 		out.URL = a.URL
 	}
+	if a.BodySkipped != "" {
+		out.Detail = "no text: " + a.BodySkipped
+	}
 	if a.IsAccessibleForFree != nil && !*a.IsAccessibleForFree && len(strings.Fields(a.ArticleBody)) < paywallWords {
 		out.Status = watch.ArticlePaywall
 		out.Detail = "the page says its content is not free and shows little of it"
