@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sync/errgroup"
@@ -40,8 +41,11 @@ func main() {
 // settings are every variable the extractor reads, each in the config of
 // the component it sets.
 type settings struct {
-	Ops       ops.Config
-	Listen    ops.Listen
+	Ops    ops.Config
+	Listen ops.Listen
+	// Nice is the extractor's CPU niceness, 0 to 19: articles come after
+	// the pages' checks for the CPU too, where both share a machine.
+	Nice      int `env:"PORTALWATCH_EXTRACTOR_NICE"`
 	Database  store.Config
 	Redis     redisconn.Config
 	Gate      hostgate.Config
@@ -53,6 +57,7 @@ func defaults() settings {
 	return settings{
 		Ops:      ops.Config{}.WithDefaults(),
 		Listen:   ops.Listen{Addr: "127.0.0.1:9105"},
+		Nice:     10,
 		Database: store.Config{}.WithDefaults(),
 		Redis:    redisconn.Config{}.WithDefaults(),
 		Gate:     hostgate.Config{Prefix: redisconn.DefaultPrefix, MaxInFlight: hostgate.DefaultMaxInFlight}.WithDefaults(),
@@ -68,6 +73,9 @@ func defaults() settings {
 // fetches would let a second extractor take a link whose first fetch is
 // still running, so every slow article would be fetched twice.
 func (s settings) Validate() error {
+	if err := config.Between("Nice", s.Nice, 0, 19); err != nil {
+		return err
+	}
 	if s.Extractor.Lease < 2*s.Fetch.Timeout {
 		return config.Invalid("Extractor.Lease", s.Extractor.Lease,
 			"want at least twice {Fetch.Timeout}: a link whose fetch outlives its lease is fetched again by another extractor")
@@ -83,6 +91,9 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Wri
 	}
 	log := cfg.Ops.Logger(stdout, "extractor", os.Getpid())
 	tuneGC(getenv, log)
+	if err := lowerPriority(cfg.Nice); err != nil {
+		log.Warn("could not lower the CPU priority; articles compete with the checks for the CPU", "nice", cfg.Nice, "err", err)
+	}
 	return ops.Stopped(log, serve(ctx, cfg, log))
 }
 
@@ -145,4 +156,28 @@ func tuneGC(getenv config.Getenv, log *slog.Logger) {
 		debug.SetMemoryLimit(150 << 20)
 		log.Debug("GOMEMLIMIT unset: soft memory limit 150 MiB")
 	}
+}
+
+// lowerPriority sets every thread of the process to nice. Linux keeps
+// niceness per thread, and a new thread takes its creator's: once the few
+// threads the runtime started before main are lowered, every later one is
+// too.
+func lowerPriority(nice int) error {
+	if nice == 0 {
+		return nil
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("list threads: %w", err)
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil {
+			return fmt.Errorf("thread %d: %w", tid, err)
+		}
+	}
+	return nil
 }
