@@ -284,7 +284,7 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 		return res, &Error{Kind: KindBadURL, URL: req.URL, Err: err}
 	}
 	hreq.Header.Set("User-Agent", c.cfg.UserAgent)
-	hreq.Header.Set("Accept", accept)
+	hreq.Header.Set("Accept", acceptOf(req.Want))
 	hreq.Header.Set("Accept-Encoding", acceptEncoding)
 	conditional := req.ETag != "" || req.LastModified != ""
 	if req.ETag != "" {
@@ -332,6 +332,9 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 	mediaType, _, err := mime.ParseMediaType(contentType)
 	if (err != nil && !errors.Is(err, mime.ErrInvalidMediaParameter)) || !strings.Contains(mediaType, "/") {
 		mediaType = "" // unparseable: sniff, as for a missing one
+	}
+	if req.Want != watch.ContentHTML {
+		return c.readOther(ctx, fctx, req, start, resp, mediaType, res)
 	}
 	if mediaType != "" && mediaType != "text/html" && mediaType != "application/xhtml+xml" {
 		return res, &Error{Kind: KindNotHTML, URL: req.URL, Status: resp.StatusCode,

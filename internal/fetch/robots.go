@@ -42,7 +42,12 @@ import (
 type robotsRules struct {
 	group *robotstxt.Group // nil allows everything
 	delay time.Duration    // capped Crawl-delay, 0 for none
+	// sitemaps are the Sitemap lines, at most MaxRobotsSitemaps.
+	sitemaps []string
 }
+
+// MaxRobotsSitemaps is how many Sitemap lines of a robots.txt are kept.
+const MaxRobotsSitemaps = 50
 
 func (r *robotsRules) allows(path string) bool {
 	return r.group == nil || r.group.Test(path)
@@ -260,7 +265,11 @@ func (c *Client) fetchRobots(ctx context.Context, origin string) (rules *robotsR
 			// conversion to a Duration.
 			delay = c.cfg.MaxCrawlDelay
 		}
-		return &robotsRules{group: g, delay: delay}, true, nil
+		sitemaps := data.Sitemaps
+		if len(sitemaps) > MaxRobotsSitemaps {
+			sitemaps = sitemaps[:MaxRobotsSitemaps]
+		}
+		return &robotsRules{group: g, delay: delay, sitemaps: sitemaps}, true, nil
 	case resp.StatusCode >= 400 && resp.StatusCode <= 499:
 		return &robotsRules{}, true, nil
 	default:
@@ -358,4 +367,22 @@ func sanitizeRobots(body []byte) ([]byte, robotsCut) {
 		out.Write(line)
 	}
 	return out.Bytes(), cut
+}
+
+// Sitemaps returns the sitemaps the robots.txt of pageURL's origin names
+// (its Sitemap lines, at most MaxRobotsSitemaps), read through the same
+// cache and guard as every fetch; none when it has no robots.txt.
+func (c *Client) Sitemaps(ctx context.Context, pageURL string) ([]string, error) {
+	u, err := parseURL(pageURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkURL(pageURL, u); err != nil {
+		return nil, err
+	}
+	rules, err := c.robots.rules(ctx, originOf(u))
+	if err != nil {
+		return nil, c.waitError(ctx, pageURL, fmt.Errorf("reading robots.txt: %w", err))
+	}
+	return rules.sitemaps, nil
 }

@@ -25,6 +25,10 @@ type FetchRequest struct {
 	// the body is read with, so that a digest made under other settings
 	// never matches.
 	DigestSalt string
+	// Want is the kind of content asked for; the zero value is an HTML
+	// page, decoded into FetchResult.HTML. Other kinds are returned as
+	// received, in FetchResult.Body.
+	Want ContentKind
 	// Slot, when set and not stale, is the fetch slot booked for the
 	// request already (Job.Slot): the fetcher waits for it instead of
 	// booking one, unless the origin's Crawl-delay asks for more than the
@@ -47,8 +51,12 @@ type FetchResult struct {
 	// NotModified is true when the server answered a conditional request
 	// with 304 Not Modified; HTML is then empty.
 	NotModified bool
-	// HTML is the body decoded to UTF-8.
+	// HTML is the body decoded to UTF-8, for an HTML page.
 	HTML []byte
+	// Body is the body as received (decompressed, not decoded), for a
+	// request that wants another kind of content than HTML: an XML
+	// parser reads its encoding from the document itself.
+	Body []byte
 	// Charset is the WHATWG name of the encoding HTML was decoded from.
 	Charset string
 	// BodyDigest is the digest of the body (after decompression, before
@@ -60,6 +68,23 @@ type FetchResult struct {
 	// or Crawl-delay.
 	FetchedAt time.Time
 }
+
+// ContentKind is the kind of content a fetch asks for, which decides the
+// media types it accepts.
+type ContentKind uint8
+
+// The kinds of content.
+const (
+	// ContentHTML: an HTML page (text/html, application/xhtml+xml, or a
+	// body without a type that sniffs as HTML).
+	ContentHTML ContentKind = iota
+	// ContentFeed: an RSS, Atom or JSON feed (their media types, any XML
+	// or JSON type, or text/plain and text/html, which servers send
+	// feeds with).
+	ContentFeed
+	// ContentSitemap: a sitemap or sitemap index, XML or gzipped XML.
+	ContentSitemap
+)
 
 // FetchKind classifies a failed fetch or a refused URL. The fetch adapter
 // classifies its failures into these kinds, so a service can tell them apart

@@ -15,7 +15,7 @@ const module = "github.com/portalwatch/portalwatch/internal/"
 // services are the packages that hold a role's logic. They speak watch's
 // types and declare interfaces over the adapters; the programs in cmd/ wire
 // the adapters in.
-var services = []string{"crawler", "processor", "scheduler", "web", "notifier", "extractor"}
+var services = []string{"crawler", "processor", "scheduler", "web", "notifier", "extractor", "discover"}
 
 // adapters are the packages named after a technology; services must not
 // depend on them, and they must not depend on each other or on a service.
