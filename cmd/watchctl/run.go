@@ -293,6 +293,7 @@ type addCmd struct {
 	// A pointer, as on set: --burst-detection=false, or the value as the
 	// next word, is what people type.
 	BurstDetection *bool `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
+	Articles       *bool `name:"articles" placeholder:"true|false" help:"Read each new link as an article: headline, date, authors, lead and body (default true)."`
 	optionFlags
 }
 
@@ -302,6 +303,7 @@ func (a *addCmd) Run(c *cli) error {
 	p, err := c.policy.CheckPage(c.ctx, watch.PageSpec{
 		URL: a.URL, Interval: time.Duration(a.Interval), Options: opts, Name: a.Name, Tags: a.Tag,
 		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection,
+		ArticlesOff:       a.Articles != nil && !*a.Articles,
 	})
 	if err != nil {
 		return err
@@ -378,7 +380,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"last_truncated": p.LastTruncated, "last_cut": p.LastCut, "within": p.Options.Within,
 		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
-		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending,
+		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -417,6 +419,7 @@ type setCmd struct {
 	ClearTags   bool            `name:"clear-tags" help:"Remove every tag."`
 	optionFlags
 	BurstDetection *bool `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
+	Articles       *bool `name:"articles" placeholder:"true|false" help:"Read each new link as an article (pages watched before articles existed have it off)."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -425,7 +428,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	change := watch.PageEdit{Interval: (*time.Duration)(s.Interval), Enabled: s.Enabled, SameSiteOnly: s.SameSite, Name: s.Name,
-		BurstDetection: s.BurstDetection}
+		BurstDetection: s.BurstDetection, Articles: s.Articles}
 	s.optionFlags.edit(&change)
 	if len(s.Ignore) > 0 || s.ClearIgnore {
 		list := s.Ignore
@@ -440,7 +443,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection or an option of regions and keyword rules")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
@@ -468,6 +471,9 @@ func (s *setCmd) Run(c *cli) error {
 	fmt.Fprintf(c.stdout, "page %d: %s every %s, enabled %t, same-site %t, ignore %q, name %q, tags %q\n",
 		page.ID, page.BaseURL, watch.FormatDuration(page.Interval), page.Enabled, page.Options.SameSiteOnly, page.Options.Ignore, page.Name, page.Tags)
 	printOptions(c.stdout, page)
+	if s.Articles != nil {
+		fmt.Fprintf(c.stdout, "page %d: articles %t\n", page.ID, page.Articles)
+	}
 	if page.RebaselinePending && !reflect.DeepEqual(before.Options, page.Options) {
 		fmt.Fprintf(c.stdout, "page %d: its options changed what it admits; its next check re-baselines silently (the links now admitted are recorded, not reported as new)\n", page.ID)
 	}

@@ -37,6 +37,7 @@ type pageJSON struct {
 	Ignore          []string `json:"ignore"`
 	pageOptionsJSON
 	BurstDetection      bool       `json:"burst_detection"`
+	Articles            bool       `json:"articles"`
 	RebaselinePending   bool       `json:"rebaseline_pending"`
 	Status              string     `json:"status"`
 	LastCheckedAt       *time.Time `json:"last_checked_at,omitempty"`
@@ -78,7 +79,7 @@ func toPageJSON(p watch.Page) pageJSON {
 		SameSiteOnly: p.Options.SameSiteOnly, Ignore: nonNil(p.Options.Ignore), Status: pageStatus(p),
 		LastStatus: p.LastStatus, LastError: p.LastError, ConsecutiveFailures: p.ConsecutiveFailures,
 		LastTruncated: p.LastTruncated, LastCut: p.LastCut, pageOptionsJSON: toPageOptionsJSON(p.Options),
-		BurstDetection: p.BurstDetection, RebaselinePending: p.RebaselinePending,
+		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(),
 	}
 	if !p.LastCheckedAt.IsZero() {
@@ -175,6 +176,7 @@ type createPageJSON struct {
 	Ignore       []string  `json:"ignore"`
 	pageOptionsJSON
 	BurstDetection *bool `json:"burst_detection"`
+	Articles       *bool `json:"articles"`
 }
 
 // decodeJSON reads a JSON body into v: one object, known fields only, at
@@ -228,6 +230,7 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 		Options:           in.pageOptionsJSON.options(in.SameSiteOnly, in.Ignore),
 		Paused:            in.Enabled != nil && !*in.Enabled,
 		BurstDetectionOff: in.BurstDetection != nil && !*in.BurstDetection,
+		ArticlesOff:       in.Articles != nil && !*in.Articles,
 	})
 	if err != nil {
 		return watch.Page{}, err
@@ -244,6 +247,7 @@ type editPageJSON struct {
 	Tags         *[]string `json:"tags"`
 	editOptionsJSON
 	BurstDetection *bool `json:"burst_detection"`
+	Articles       *bool `json:"articles"`
 }
 
 func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
@@ -256,7 +260,7 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	edit := watch.PageEdit{Enabled: in.Enabled, SameSiteOnly: in.SameSiteOnly, Ignore: in.Ignore, Name: in.Name, Tags: in.Tags,
-		BurstDetection: in.BurstDetection}
+		BurstDetection: in.BurstDetection, Articles: in.Articles}
 	in.editOptionsJSON.apply(&edit)
 	if in.Interval != nil {
 		d := time.Duration(*in.Interval)
@@ -264,7 +268,7 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if edit.IsZero() {
 		s.problem(w, r, http.StatusBadRequest, "give at least one of interval, enabled, same_site_only, ignore, name, tags, "+
-			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection")
+			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles")
 		return
 	}
 	p, err := s.editPage(r, id, edit)
