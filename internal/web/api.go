@@ -468,7 +468,8 @@ func (s *Server) apiExport(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseFilter reads the update filters of a query string: page, tag, since,
-// until (RFC 3339), q (text), limit (1..1000) and cursor.
+// until (RFC 3339), q (text), limit (1..1000), cursor, and content=full,
+// which has each update's article carry its body.
 func parseFilter(q map[string][]string) (watch.UpdateFilter, error) {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
@@ -526,6 +527,13 @@ func parseFilter(q map[string][]string) (watch.UpdateFilter, error) {
 		if f.After, err = decodeCursor(v); err != nil {
 			return f, fmt.Errorf("cursor %q: %w (use the next_cursor of a previous answer)", v, err)
 		}
+	}
+	switch v := get("content"); v {
+	case "":
+	case contentFull:
+		f.ArticleBody = true
+	default:
+		return f, fmt.Errorf("content %q: want full (the articles with their bodies), or leave it out", v)
 	}
 	return f, nil
 }
