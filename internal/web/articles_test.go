@@ -1,12 +1,16 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mmcdole/gofeed"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -41,9 +45,17 @@ func (e *env) readArticles(read func(url string) (watch.Article, bool)) map[stri
 		e.t.Fatal(err)
 	}
 	ids := map[string]int64{}
+	var left []watch.ArticleWork
+	defer func() {
+		// What was not read is due again, as an extractor hands back.
+		if err := e.st.ReleaseArticleWork(ctx, left); err != nil {
+			e.t.Fatal(err)
+		}
+	}()
 	for _, w := range work {
 		a, ok := read(w.URL)
 		if !ok {
+			left = append(left, w)
 			continue
 		}
 		if id, known, _, err := e.st.KnownArticle(ctx, w.URL); err != nil {
@@ -154,5 +166,119 @@ func TestAPIArticles(t *testing.T) {
 	}
 	if resp, _ := e.do("GET", path, "", ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET %s without a token: %d, want 401", path, resp.StatusCode)
+	}
+}
+
+// TestFeedsCarryArticles: an entry whose link was read as an article is
+// titled with its headline, dated when it says it appeared, signed by its
+// authors and summed up by its lead; content=full adds the body, as text
+// in every format. The validators change when an article arrives.
+func TestFeedsCarryArticles(t *testing.T) {
+	e := newEnv(t)
+	page := e.newsOf("https://zeitung.example/", false, time.Now().Add(-time.Hour),
+		watch.NewLink{Key: 1, URL: "https://zeitung.example/read", Text: "Read", Code: "c1"},
+		watch.NewLink{Key: 2, URL: "https://zeitung.example/later", Text: "Later", Code: "c2"})
+	e.readArticles(func(url string) (watch.Article, bool) {
+		a := story("Gelesen <img src=x onerror=alert(1)>")
+		return a, strings.HasSuffix(url, "/read")
+	})
+	published := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	ups, err := e.st.QueryUpdates(context.Background(), watch.UpdateFilter{PageID: page.ID})
+	if err != nil || len(ups) != 2 {
+		t.Fatalf("updates %v, %v", ups, err)
+	}
+	found := ups[0].DiscoveredAt.UTC().Truncate(time.Second) // both found by one check; RSS has seconds only
+	parser := gofeed.NewParser()
+	for _, ext := range []string{"atom", "rss", "json"} {
+		for _, full := range []bool{false, true} {
+			path := fmt.Sprintf("/feeds/pages/%d.%s", page.ID, ext)
+			if full {
+				path += "?content=full"
+			}
+			resp, body := e.do("GET", path, e.readTok, "")
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
+			}
+			feed, err := parser.Parse(bytes.NewReader(body))
+			if err != nil {
+				t.Fatalf("%s does not parse: %v", path, err)
+			}
+			items := map[string]*gofeed.Item{}
+			for _, it := range feed.Items {
+				items[it.Link] = it
+			}
+			read, later := items["https://zeitung.example/read"], items["https://zeitung.example/later"]
+			if read == nil || later == nil {
+				t.Fatalf("%s: items %v", path, items)
+			}
+			if read.Title != "Gelesen <img src=x onerror=alert(1)>" || later.Title != "Later" {
+				t.Errorf("%s: titles %q and %q, want the headline and the link text", path, read.Title, later.Title)
+			}
+			if read.PublishedParsed == nil || !read.PublishedParsed.Equal(published) {
+				t.Errorf("%s: published %v, want the article's %v", path, read.PublishedParsed, published)
+			}
+			if later.PublishedParsed == nil || !later.PublishedParsed.Truncate(time.Second).Equal(found) {
+				t.Errorf("%s: the pending entry published %v, want when it was found, %v", path, later.PublishedParsed, found)
+			}
+			if ext != "rss" && (read.UpdatedParsed == nil || !read.UpdatedParsed.Truncate(time.Second).Equal(found)) {
+				t.Errorf("%s: updated %v, want when the link was found, %v", path, read.UpdatedParsed, found)
+			}
+			var authors []string
+			for _, a := range read.Authors {
+				authors = append(authors, a.Name)
+			}
+			if ext == "rss" {
+				authors = read.DublinCoreExt.Creator
+			}
+			if strings.Join(authors, ", ") != "Anna Muster, Ben Beispiel" {
+				t.Errorf("%s: authors %q, want the article's", path, authors)
+			}
+			// What each format calls its summary and its content.
+			summary, content := read.Description, read.Content
+			if ext == "rss" {
+				summary, content = html.UnescapeString(read.Description), read.Description
+			}
+			// RSS has one description: the body when there is one.
+			if !(full && ext == "rss") && !strings.Contains(summary, "The lead of Gelesen") {
+				t.Errorf("%s: summary %q, want the lead", path, summary)
+			}
+			hasBody := strings.Contains(content, "Second <b>paragraph</b>.") || strings.Contains(content, "Second &lt;b&gt;paragraph&lt;/b&gt;.")
+			if hasBody != full {
+				t.Errorf("%s: content %q; body shown %t, want %t", path, content, hasBody, full)
+			}
+			if full && ext == "rss" && !strings.Contains(content, "<p>First paragraph of Gelesen &lt;img") {
+				t.Errorf("%s: the body is not escaped paragraphs: %q", path, content)
+			}
+			if ext != "json" && (strings.Contains(string(body), "<img") || strings.Contains(string(body), "<b>")) {
+				t.Errorf("%s carries the crawled markup as markup:\n%s", path, body)
+			}
+		}
+	}
+	if resp, _ := e.do("GET", fmt.Sprintf("/feeds/pages/%d.atom?content=most", page.ID), e.readTok, ""); resp.StatusCode != 400 {
+		t.Errorf("content=most: %d, want 400", resp.StatusCode)
+	}
+
+	// The pending article arrives: the feed changes though its newest
+	// update does not, and a full feed has validators of its own.
+	path := fmt.Sprintf("/feeds/pages/%d.atom", page.ID)
+	resp, _ := e.do("GET", path, e.readTok, "")
+	etag, lastMod := resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	if resp, _ := e.do("GET", path+"?content=full", e.readTok, ""); resp.Header.Get("ETag") == etag {
+		t.Errorf("the full feed has the ETag of the plain one")
+	}
+	if resp, _ := e.do("GET", path, e.readTok, "", "If-None-Match", etag); resp.StatusCode != 304 {
+		t.Fatalf("an unchanged feed: %d, want 304", resp.StatusCode)
+	}
+	e.readArticles(func(string) (watch.Article, bool) {
+		a := story("Später")
+		a.FetchedAt = time.Now().Add(time.Minute) // a second later than the first, whatever the clock's grain
+		return a, true
+	})
+	resp, body := e.do("GET", path, e.readTok, "", "If-None-Match", etag)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "Später") {
+		t.Errorf("after an article arrived, a request with the old ETag: %d, want 200 with its headline", resp.StatusCode)
+	}
+	if resp, _ := e.do("GET", path, e.readTok, "", "If-Modified-Since", lastMod); resp.StatusCode != 200 {
+		t.Errorf("after an article arrived, a request with the old Last-Modified: %d, want 200", resp.StatusCode)
 	}
 }
