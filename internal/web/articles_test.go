@@ -282,3 +282,37 @@ func TestFeedsCarryArticles(t *testing.T) {
 		t.Errorf("after an article arrived, a request with the old Last-Modified: %d, want 200", resp.StatusCode)
 	}
 }
+
+// TestRiverShowsArticles: under a link read as an article, the river shows
+// its headline when the link said something else, its lead, when it was
+// published and by whom; a pending article is a small label, and a page
+// that reads none shows nothing more than before.
+func TestRiverShowsArticles(t *testing.T) {
+	e := newEnv(t)
+	e.newsOf("https://zeitung.example/", false, time.Now().Add(-time.Hour),
+		watch.NewLink{Key: 1, URL: "https://zeitung.example/read", Text: "Kurz", Code: "c1"},
+		watch.NewLink{Key: 2, URL: "https://zeitung.example/later", Text: "Later", Code: "c2"},
+		watch.NewLink{Key: 3, URL: "https://zeitung.example/paid", Text: "Paid", Code: "c3"})
+	e.readArticles(func(url string) (watch.Article, bool) {
+		switch {
+		case strings.HasSuffix(url, "/read"):
+			return story("Die lange <Überschrift>"), true
+		case strings.HasSuffix(url, "/paid"):
+			return watch.Article{Status: watch.ArticlePaywall}, true
+		}
+		return watch.Article{}, false
+	})
+	_, body := e.get("/", e.readTok)
+	for _, want := range []string{
+		`<p class="article-headline">Die lange &lt;Überschrift&gt;</p>`,
+		`<p class="lead">The lead of Die lange &lt;Überschrift&gt;</p>`,
+		`Published <time datetime="2026-11-30T05:00:00Z"`,
+		`by Anna Muster, Ben Beispiel</p>`,
+		`<p class="article-status">Article pending</p>`,
+		`<p class="article-status">Article behind a paywall</p>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the river lacks %s:\n%s", want, body)
+		}
+	}
+}
