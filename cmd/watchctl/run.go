@@ -58,6 +58,7 @@ type commandLine struct {
 	Export  exportCmd  `cmd:"" help:"Print the watched pages as CSV or OPML."`
 	Notify  notifyCmd  `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`
 	Extract extractCmd `cmd:"" help:"Print the article of one saved page (headline, dates, authors, lead, body) as JSON."`
+	Article articleCmd `cmd:"" help:"Print an article read from a new link, with every update that links it."`
 }
 
 // settings are every variable watchctl reads, each in the config of the
@@ -574,7 +575,10 @@ type updatesCmd struct {
 	Page  string `placeholder:"ID" help:"Only this page's updates."`
 	Since string `placeholder:"WHEN" help:"Only updates newer than this: a duration back from now (90s, 1h, 2d) or an RFC 3339 time."`
 	Limit int    `default:"100" help:"Print at most this many."`
-	JSON  bool   `name:"json" help:"One JSON object per line, the API's update object: id, page_id, page_name, url, text, code, discovered_at, summary, burst."`
+	JSON  bool   `name:"json" help:"One JSON object per line, the API's update object: id, page_id, page_name, url, text, code, discovered_at, summary, burst, removed_at and article (headline, description, date_published, author, ...; its body with --content full)."`
+	// Content full puts each article's body in the JSON, which is left
+	// out otherwise: a body is up to 256 KiB.
+	Content string `enum:",full" default:"" placeholder:"full" help:"full: with --json, each article with its body."`
 	// Expand lists the links of a redesign flood under its one line.
 	Expand  bool `help:"List the new links of each redesign (a check flagged burst) under its line."`
 	Removed bool `help:"List links removed from their pages instead of new ones."`
@@ -610,7 +614,7 @@ func (u *updatesCmd) Run(c *cli) error {
 		}
 		return u.printRemovals(c, st, watch.RemovalFilter{PageID: pageID, Since: since, Limit: u.Limit})
 	}
-	f := watch.UpdateFilter{PageID: pageID, Since: since}
+	f := watch.UpdateFilter{PageID: pageID, Since: since, ArticleBody: u.Content == "full"}
 	if u.JSON {
 		updates, err := queryUpdates(c.ctx, st, f, u.Limit)
 		if err != nil {
