@@ -316,6 +316,31 @@ func TestBrowserReadingTool(t *testing.T) {
 		}
 		return b.count(`#river li.story.unread`) == 2, nil
 	})
+	// No extractor runs here: one story's article is stored as the
+	// extractor stores it, the other stays as it is (pending, when the
+	// processor wrote its work).
+	if _, err := s.db.Exec(ctx, `
+		WITH a AS (
+			INSERT INTO articles (url, status, headline, description, date_published, author, fetched_at)
+			SELECT url, 'ok', 'The council passes the budget after a night of votes', 'The vote came at 3 am, after eleven hours.',
+				'2026-11-30T06:00:00+01:00', ARRAY['Anna Muster', 'Ben Beispiel'], now()
+			FROM updates WHERE page_id = $1 AND text = 'Budget passes in night vote'
+			RETURNING id, url),
+		pointed AS (UPDATE updates u SET article_id = a.id FROM a WHERE u.page_id = $1 AND u.url = a.url RETURNING u.id)
+		DELETE FROM article_work w USING pointed WHERE w.update_id = pointed.id`, pageID); err != nil {
+		t.Fatalf("store an article: %v", err)
+	}
+	pending := s.count(fmt.Sprintf(`SELECT count(*) FROM article_work WHERE page_id = %d`, pageID))
+	b.do("reload the river", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#river`)))
+	if got := b.text(`#river li.story .lead`); got != "The vote came at 3 am, after eleven hours." {
+		t.Errorf("the lead under the story whose article was stored reads %q", got)
+	}
+	if got := b.text(`#river li.story .byline`); !strings.Contains(got, "Published") || !strings.Contains(got, "by Anna Muster, Ben Beispiel") {
+		t.Errorf("the story's byline reads %q", got)
+	}
+	if got := b.count(`#river li.story .article-status`); got != pending {
+		t.Errorf("%d stories say their article is pending, want %d (the work the processor wrote)", got, pending)
+	}
 	river := b.text(`#river`)
 	if !strings.Contains(river, "Budget passes in night vote") || !strings.Contains(river, "Harbour bridge reopens") || strings.Contains(river, "Old story") {
 		t.Errorf("the river shows:\n%s", river)

@@ -65,23 +65,40 @@ func queryEvents(ctx context.Context, st *store.Store, f watch.UpdateFilter, lim
 // many new links the redesign brought, followed by them when expand is set.
 func printEvents(w io.Writer, events []updateEvent, expand bool) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "DISCOVERED\tPAGE\tTEXT\tURL")
+	fmt.Fprintln(tw, "DISCOVERED\tPUBLISHED\tPAGE\tTEXT\tURL")
 	for _, e := range events {
 		at := e.first.DiscoveredAt.Local().Format("2006-01-02 15:04:05")
 		page := fmt.Sprintf("%d %s", e.first.PageID, oneLine(e.first.PageName))
 		if !e.first.Burst {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at, page, oneLine(e.first.Text), e.first.URL)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", at, publishedCell(e.first.Article), page, oneLine(e.first.Text), e.first.URL)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\tredesign: %d new %s on page %d at %s\t(--expand lists them)\n",
+		fmt.Fprintf(tw, "%s\t-\t%s\tredesign: %d new %s on page %d at %s\t(--expand lists them)\n",
 			at, page, len(e.members), plural(len(e.members), "link", "links"), e.first.PageID, at)
 		if expand {
 			for _, u := range e.members {
-				fmt.Fprintf(tw, "\t\t  %s\t%s\n", oneLine(u.Text), u.URL)
+				fmt.Fprintf(tw, "\t\t\t  %s\t%s\n", oneLine(u.Text), u.URL)
 			}
 		}
 	}
 	return tw.Flush()
+}
+
+// publishedCell says when an update's article says it was published, in
+// the PUBLISHED column: its time, "pending" while the extractor has yet to
+// read it, the outcome when it was no article, or "-" when the page reads
+// no articles or the article states no date.
+func publishedCell(a *watch.Article) string {
+	switch {
+	case a == nil:
+		return "-"
+	case a.Status == watch.ArticleOK:
+		if t, ok := a.Published(); ok {
+			return t.Local().Format("2006-01-02 15:04")
+		}
+		return "-"
+	}
+	return string(a.Status)
 }
 
 // printRemovals prints the links removed from their pages that f selects,

@@ -135,3 +135,37 @@ func TestAddWithBurstDetectionOff(t *testing.T) {
 		}
 	}
 }
+
+// add and set take --articles: a page registered now reads articles unless
+// told not to, and set turns them on for a page of before the upgrade.
+func TestAddAndSetArticles(t *testing.T) {
+	t.Parallel()
+	e, st := migrated(t)
+	e["PORTALWATCH_ALLOW_PRIVATE"] = "true"
+	ctx := context.Background()
+	if code, _, errOut := runCLI(t, e, "add", "http://127.0.0.1:9/plain", "--articles=false"); code != 0 {
+		t.Fatalf("add --articles=false: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, e, "add", "http://127.0.0.1:9/news"); code != 0 {
+		t.Fatalf("add: exit %d %s", code, errOut)
+	}
+	pages, err := st.Pages(ctx)
+	if err != nil || len(pages) != 2 {
+		t.Fatalf("pages = %d, %v", len(pages), err)
+	}
+	for _, p := range pages {
+		if want := !strings.HasSuffix(p.BaseURL, "/plain"); p.Articles != want {
+			t.Errorf("%s: articles %t, want %t", p.BaseURL, p.Articles, want)
+		}
+	}
+	code, out, errOut := runCLI(t, e, "set", fmt.Sprint(pages[0].ID), "--articles", "true")
+	if code != 0 || !strings.Contains(out, "articles true") {
+		t.Fatalf("set --articles true: exit %d %q %q", code, out, errOut)
+	}
+	if p, err := st.Page(ctx, pages[0].ID); err != nil || !p.Articles || p.RebaselinePending {
+		t.Errorf("after set --articles true: articles %t, rebaseline %t, %v; want on, no re-baseline", p.Articles, p.RebaselinePending, err)
+	}
+	if code, out, _ = runCLI(t, e, "list", "--json"); code != 0 || !strings.Contains(out, `"articles":true`) {
+		t.Errorf("list --json: exit %d, no articles field:\n%s", code, out)
+	}
+}

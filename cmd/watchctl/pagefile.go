@@ -10,7 +10,7 @@ import (
 )
 
 type importCmd struct {
-	File   string `arg:"" name:"file" type:"existingfile" help:"The list: CSV (header url,name,tags,interval,enabled,same_site,ignore,within,exclude,include_text,exclude_text,include_url,exclude_url,burst_detection; only url is required; lists one item a line) or OPML."`
+	File   string `arg:"" name:"file" type:"existingfile" help:"The list: CSV (header url,name,tags,interval,enabled,same_site,ignore,within,exclude,include_text,exclude_text,include_url,exclude_url,burst_detection,articles; only url is required; lists one item a line) or OPML."`
 	Format string `enum:",csv,opml" default:"" help:"csv or opml (default: from the file's extension)."`
 }
 

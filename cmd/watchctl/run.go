@@ -59,6 +59,7 @@ type commandLine struct {
 	Notify   notifyCmd   `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`
 	Extract  extractCmd  `cmd:"" help:"Print the article of one saved page (headline, dates, authors, lead, body) as JSON."`
 	Discover discoverCmd `cmd:"" help:"List the feeds a page links and the sitemaps its robots.txt names (news sitemaps, indexes)."`
+	Article  articleCmd  `cmd:"" help:"Print an article read from a new link, with every update that links it."`
 }
 
 // settings are every variable watchctl reads, each in the config of the
@@ -294,6 +295,7 @@ type addCmd struct {
 	// A pointer, as on set: --burst-detection=false, or the value as the
 	// next word, is what people type.
 	BurstDetection *bool `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
+	Articles       *bool `name:"articles" placeholder:"true|false" help:"Read each new link as an article: headline, date, authors, lead and body (default true)."`
 	optionFlags
 }
 
@@ -303,6 +305,7 @@ func (a *addCmd) Run(c *cli) error {
 	p, err := c.policy.CheckPage(c.ctx, watch.PageSpec{
 		URL: a.URL, Interval: time.Duration(a.Interval), Options: opts, Name: a.Name, Tags: a.Tag,
 		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection,
+		ArticlesOff:       a.Articles != nil && !*a.Articles,
 	})
 	if err != nil {
 		return err
@@ -379,7 +382,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"last_truncated": p.LastTruncated, "last_cut": p.LastCut, "within": p.Options.Within,
 		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
-		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending,
+		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -418,6 +421,7 @@ type setCmd struct {
 	ClearTags   bool            `name:"clear-tags" help:"Remove every tag."`
 	optionFlags
 	BurstDetection *bool `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
+	Articles       *bool `name:"articles" placeholder:"true|false" help:"Read each new link as an article (pages watched before articles existed have it off)."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -426,7 +430,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	change := watch.PageEdit{Interval: (*time.Duration)(s.Interval), Enabled: s.Enabled, SameSiteOnly: s.SameSite, Name: s.Name,
-		BurstDetection: s.BurstDetection}
+		BurstDetection: s.BurstDetection, Articles: s.Articles}
 	s.optionFlags.edit(&change)
 	if len(s.Ignore) > 0 || s.ClearIgnore {
 		list := s.Ignore
@@ -441,7 +445,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection or an option of regions and keyword rules")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
@@ -469,6 +473,9 @@ func (s *setCmd) Run(c *cli) error {
 	fmt.Fprintf(c.stdout, "page %d: %s every %s, enabled %t, same-site %t, ignore %q, name %q, tags %q\n",
 		page.ID, page.BaseURL, watch.FormatDuration(page.Interval), page.Enabled, page.Options.SameSiteOnly, page.Options.Ignore, page.Name, page.Tags)
 	printOptions(c.stdout, page)
+	if s.Articles != nil {
+		fmt.Fprintf(c.stdout, "page %d: articles %t\n", page.ID, page.Articles)
+	}
 	if page.RebaselinePending && !reflect.DeepEqual(before.Options, page.Options) {
 		fmt.Fprintf(c.stdout, "page %d: its options changed what it admits; its next check re-baselines silently (the links now admitted are recorded, not reported as new)\n", page.ID)
 	}
@@ -569,7 +576,10 @@ type updatesCmd struct {
 	Page  string `placeholder:"ID" help:"Only this page's updates."`
 	Since string `placeholder:"WHEN" help:"Only updates newer than this: a duration back from now (90s, 1h, 2d) or an RFC 3339 time."`
 	Limit int    `default:"100" help:"Print at most this many."`
-	JSON  bool   `name:"json" help:"One JSON object per line, the API's update object: id, page_id, page_name, url, text, code, discovered_at, summary, burst."`
+	JSON  bool   `name:"json" help:"One JSON object per line, the API's update object: id, page_id, page_name, url, text, code, discovered_at, summary, burst, removed_at and article (headline, description, date_published, author, ...; its body with --content full)."`
+	// Content full puts each article's body in the JSON, which is left
+	// out otherwise: a body is up to 256 KiB.
+	Content string `enum:",full" default:"" placeholder:"full" help:"full: with --json, each article with its body."`
 	// Expand lists the links of a redesign flood under its one line.
 	Expand  bool `help:"List the new links of each redesign (a check flagged burst) under its line."`
 	Removed bool `help:"List links removed from their pages instead of new ones."`
@@ -605,7 +615,7 @@ func (u *updatesCmd) Run(c *cli) error {
 		}
 		return u.printRemovals(c, st, watch.RemovalFilter{PageID: pageID, Since: since, Limit: u.Limit})
 	}
-	f := watch.UpdateFilter{PageID: pageID, Since: since}
+	f := watch.UpdateFilter{PageID: pageID, Since: since, ArticleBody: u.Content == "full"}
 	if u.JSON {
 		updates, err := queryUpdates(c.ctx, st, f, u.Limit)
 		if err != nil {

@@ -358,7 +358,7 @@ func TestHelpIsPlainAndSaysHowBooleansAreWritten(t *testing.T) {
 	}
 	var out strings.Builder
 	run(context.Background(), []string{"set", "--help"}, func(string) string { return "" }, &out, &out)
-	for _, want := range []string{"--same-site=true|false", "--enabled=true|false", "--burst-detection=true|false"} {
+	for _, want := range []string{"--same-site=true|false", "--enabled=true|false", "--burst-detection=true|false", "--articles=true|false"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("watchctl set --help does not say %s:\n%s", want, out.String())
 		}

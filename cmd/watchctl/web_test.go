@@ -109,11 +109,11 @@ func TestImportWritesNothingWhenAnyRowIsBadAndExportRoundTrips(t *testing.T) {
 		t.Errorf("second import: exit %d %q, want 2 naming the watched pages", code, errOut)
 	}
 
-	// The export carries regions, keyword rules and burst detection.
+	// The export carries regions, keyword rules, burst detection and articles.
 	within, exclude, includeText, excludeURL := []string{"#latest-news"}, []string{"nav, footer"}, []string{"florenz|rom"}, []string{`\?ticker=`}
 	off := false
 	if _, err := st.EditPage(context.Background(), pages[0].ID, watch.PageEdit{Within: &within, Exclude: &exclude,
-		IncludeText: &includeText, ExcludeURL: &excludeURL, BurstDetection: &off}); err != nil {
+		IncludeText: &includeText, ExcludeURL: &excludeURL, BurstDetection: &off, Articles: &off}); err != nil {
 		t.Fatal(err)
 	}
 	pages, _ = st.Pages(context.Background())
@@ -134,7 +134,7 @@ func TestImportWritesNothingWhenAnyRowIsBadAndExportRoundTrips(t *testing.T) {
 		for i := range pages {
 			a, b := pages[i], again[i]
 			if a.BaseURL != b.BaseURL || a.Name != b.Name || strings.Join(a.Tags, ",") != strings.Join(b.Tags, ",") || a.Enabled != b.Enabled || a.Interval != b.Interval ||
-				!reflect.DeepEqual(a.Options, b.Options) || a.BurstDetection != b.BurstDetection {
+				!reflect.DeepEqual(a.Options, b.Options) || a.BurstDetection != b.BurstDetection || a.Articles != b.Articles {
 				t.Errorf("%s round trip: %+v became %+v", format, a, b)
 			}
 		}

@@ -220,6 +220,7 @@ const (
 	packedPaused packedFlags = 1 << iota
 	packedBurstDetectionOff
 	packedSameSiteOnly
+	packedArticlesOff
 )
 
 // listsOf returns the lists of s that packedPage joins, in its order.
@@ -235,7 +236,8 @@ func pack(line int, s watch.PageSpec) packedPage {
 	for _, f := range []struct {
 		on   bool
 		flag packedFlags
-	}{{s.Paused, packedPaused}, {s.BurstDetectionOff, packedBurstDetectionOff}, {s.Options.SameSiteOnly, packedSameSiteOnly}} {
+	}{{s.Paused, packedPaused}, {s.BurstDetectionOff, packedBurstDetectionOff}, {s.Options.SameSiteOnly, packedSameSiteOnly},
+		{s.ArticlesOff, packedArticlesOff}} {
 		if f.on {
 			p.flags |= f.flag
 		}
@@ -279,7 +281,8 @@ func (p packedPage) url() string { return p.part(0) }
 // unpack returns the page p packed; an empty list comes back nil.
 func (p packedPage) unpack() watch.PageSpec {
 	s := watch.PageSpec{URL: p.url(), Name: p.part(1), Interval: p.interval,
-		Paused: p.flags&packedPaused != 0, BurstDetectionOff: p.flags&packedBurstDetectionOff != 0}
+		Paused: p.flags&packedPaused != 0, BurstDetectionOff: p.flags&packedBurstDetectionOff != 0,
+		ArticlesOff: p.flags&packedArticlesOff != 0}
 	s.Options.SameSiteOnly = p.flags&packedSameSiteOnly != 0
 	for i, l := range listsOf(&s) {
 		if t := p.part(i + 2); t != "" {

@@ -114,7 +114,8 @@ func (c *csvReader) next() (Row, error) {
 	url, name, tagCell := get("url"), get("name"), get("tags")
 	s := settings{
 		Interval: get("interval"), Enabled: get("enabled"), SameSite: get("same_site"), BurstDetection: get("burst_detection"),
-		Ignore: get("ignore"), Within: get("within"), Exclude: get("exclude"), IncludeText: get("include_text"),
+		Articles: get("articles"),
+		Ignore:   get("ignore"), Within: get("within"), Exclude: get("exclude"), IncludeText: get("include_text"),
 		ExcludeText: get("exclude_text"), IncludeURL: get("include_url"), ExcludeURL: get("exclude_url")}
 	if long != nil {
 		return Row{Line: line, Err: long}, nil

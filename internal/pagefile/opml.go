@@ -191,6 +191,8 @@ func readOutline(attrs []xml.Attr) outlineAttrs {
 			dst = &a.SameSite
 		case "pwBurstDetection":
 			dst = &a.BurstDetection
+		case "pwArticles":
+			dst = &a.Articles
 		case "pwIgnore":
 			dst = &a.Ignore
 		case "pwWithin":
@@ -217,7 +219,7 @@ func readOutline(attrs []xml.Attr) outlineAttrs {
 		*dst = at.Value
 	}
 	s := &a.settings
-	for _, v := range []*string{&s.Interval, &s.Enabled, &s.SameSite, &s.BurstDetection} {
+	for _, v := range []*string{&s.Interval, &s.Enabled, &s.SameSite, &s.BurstDetection, &s.Articles} {
 		*v = strings.TrimSpace(*v)
 	}
 	return a

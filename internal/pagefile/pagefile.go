@@ -93,9 +93,10 @@ const (
 // ignore patterns, region selectors and keyword rules by line breaks
 // (inside the quoted cell). A list may leave out any column but url, and
 // older lists, written before regions and keyword rules, have none of them:
-// a missing column takes the default (no list; burst detection on).
+// a missing column takes the default (no list; burst detection on;
+// articles on, as for any page registered now).
 var csvHeader = []string{"url", "name", "tags", "interval", "enabled", "same_site", "ignore",
-	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection"}
+	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles"}
 
 // FormatOf picks the format from a file name's extension (.csv; .opml or
 // .xml), or returns an error naming the choices.
@@ -275,7 +276,7 @@ func Read(r io.Reader, format string) ([]Row, error) {
 // name and tags, as written: lists one item a line, booleans as
 // strconv.ParseBool reads them, empty for the default.
 type settings struct {
-	Interval, Enabled, SameSite, BurstDetection                               string
+	Interval, Enabled, SameSite, BurstDetection, Articles                     string
 	Ignore, Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
 }
 
@@ -292,12 +293,12 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 		row.Page.Interval = d
 	}
 	o := &row.Page.Options
-	enabled, burstDetection := true, true
+	enabled, burstDetection, articles := true, true, true
 	for _, b := range []struct {
 		name, v string
 		dst     *bool
 	}{{"enabled", s.Enabled, &enabled}, {"same_site", s.SameSite, &o.SameSiteOnly},
-		{"burst_detection", s.BurstDetection, &burstDetection}} {
+		{"burst_detection", s.BurstDetection, &burstDetection}, {"articles", s.Articles, &articles}} {
 		if b.v == "" {
 			continue
 		}
@@ -307,7 +308,7 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 		}
 		*b.dst = v
 	}
-	row.Page.Paused, row.Page.BurstDetectionOff = !enabled, !burstDetection
+	row.Page.Paused, row.Page.BurstDetectionOff, row.Page.ArticlesOff = !enabled, !burstDetection, !articles
 	// Registration checks the lists' contents; here they are only split.
 	for _, l := range []struct {
 		name, cell string

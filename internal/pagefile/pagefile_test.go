@@ -77,7 +77,7 @@ func TestReadRefusesListsOverTheBounds(t *testing.T) {
 func TestOPMLRoundTrip(t *testing.T) {
 	pages := []watch.Page{
 		{BaseURL: "https://a.example/", Name: "A & B", Tags: []string{"x", "y"}, Interval: time.Minute, Enabled: true,
-			Options: watch.LinkOptions{SameSiteOnly: true, Ignore: []string{`\?page=\d+`, "b"}}, BurstDetection: true},
+			Options: watch.LinkOptions{SameSiteOnly: true, Ignore: []string{`\?page=\d+`, "b"}}, BurstDetection: true, Articles: true},
 		{BaseURL: "https://c.example/", Interval: watch.DefaultInterval, Enabled: false, BurstDetection: true},
 		{BaseURL: "https://d.example/", Interval: time.Hour, Enabled: true, Options: watch.LinkOptions{
 			Within: []string{"#latest-news", `main .teasers > a[href*="/2026/"]`}, Exclude: []string{"nav, footer", ".ad-rail"},
@@ -97,7 +97,8 @@ func TestOPMLRoundTrip(t *testing.T) {
 			r := rows[i]
 			if r.Err != nil || r.Page.URL != p.BaseURL || r.Page.Name != p.Name || strings.Join(r.Page.Tags, ",") != strings.Join(p.Tags, ",") ||
 				r.Page.Interval != p.Interval || r.Page.Paused == p.Enabled || r.Page.Options.SameSiteOnly != p.Options.SameSiteOnly ||
-				!reflect.DeepEqual(r.Page.Options, p.Options) || r.Page.BurstDetectionOff == p.BurstDetection {
+				!reflect.DeepEqual(r.Page.Options, p.Options) || r.Page.BurstDetectionOff == p.BurstDetection ||
+				r.Page.ArticlesOff == p.Articles {
 				t.Errorf("%s round trip of %+v gave %+v", format, p, r)
 			}
 		}
@@ -133,7 +134,9 @@ func TestCheckNamesEveryBadRow(t *testing.T) {
 }
 
 // A list written before regions and keyword rules has none of their columns:
-// its pages take the defaults, burst detection on.
+// its pages take the defaults, burst detection on. A list written before
+// articles has no articles column: its pages read articles, as every page
+// registered now does.
 func TestReadOlderListsTakeTheDefaults(t *testing.T) {
 	for format, list := range map[string]string{
 		CSV:  "url,name,tags,interval,enabled,same_site,ignore\nhttps://a.example/,A,,1m,true,false,\n",
@@ -144,24 +147,30 @@ func TestReadOlderListsTakeTheDefaults(t *testing.T) {
 			t.Fatalf("%s: %v %v", format, rows, err)
 		}
 		o := rows[0].Page.Options
-		if rows[0].Page.BurstDetectionOff || o.Within != nil || o.Exclude != nil || o.IncludeText != nil || o.ExcludeURL != nil {
-			t.Errorf("%s: an older list read as %+v, burst detection off %t", format, o, rows[0].Page.BurstDetectionOff)
+		if rows[0].Page.BurstDetectionOff || rows[0].Page.ArticlesOff || o.Within != nil || o.Exclude != nil || o.IncludeText != nil || o.ExcludeURL != nil {
+			t.Errorf("%s: an older list read as %+v, burst detection off %t, articles off %t", format, o,
+				rows[0].Page.BurstDetectionOff, rows[0].Page.ArticlesOff)
 		}
 	}
 	rows, err := Read(strings.NewReader("url,burst_detection\nhttps://a.example/,sometimes\n"), CSV)
 	if err != nil || rows[0].Err == nil || !strings.Contains(rows[0].Err.Error(), `burst_detection "sometimes"`) {
 		t.Errorf("a bad burst_detection: %v %v", rows, err)
 	}
+	rows, err = Read(strings.NewReader("url,articles\nhttps://a.example/,maybe\n"), CSV)
+	if err != nil || rows[0].Err == nil || !strings.Contains(rows[0].Err.Error(), `articles "maybe"`) {
+		t.Errorf("a bad articles: %v %v", rows, err)
+	}
 }
 
 // Check refuses a row whose regions or keyword rules registration refuses,
-// naming the row and the list, and carries burst detection into the spec.
+// naming the row and the list, and carries burst detection and articles
+// into the spec.
 func TestCheckRefusesBadRegionsAndKeywordRules(t *testing.T) {
-	list := "url,within,exclude_url,include_text,burst_detection\n" +
-		"http://127.0.0.1:9/a,#latest-news,,,false\n" +
-		"http://127.0.0.1:9/b,div:has(a),,,\n" +
-		"http://127.0.0.1:9/c,,(,,\n" +
-		"http://127.0.0.1:9/d,,," + strings.Repeat("a", 2000) + ",\n"
+	list := "url,within,exclude_url,include_text,burst_detection,articles\n" +
+		"http://127.0.0.1:9/a,#latest-news,,,false,false\n" +
+		"http://127.0.0.1:9/b,div:has(a),,,,\n" +
+		"http://127.0.0.1:9/c,,(,,,\n" +
+		"http://127.0.0.1:9/d,,," + strings.Repeat("a", 2000) + ",,\n"
 	rows, err := Read(strings.NewReader(list), CSV)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +189,7 @@ func TestCheckRefusesBadRegionsAndKeywordRules(t *testing.T) {
 		t.Errorf("bad rows %v: %v", lines, err)
 	}
 	specs, err := Check(context.Background(), pol, rows[:1], func(string) bool { return false })
-	if err != nil || len(specs) != 1 || !specs[0].BurstDetectionOff || fmt.Sprint(specs[0].Options.Within) != "[#latest-news]" {
+	if err != nil || len(specs) != 1 || !specs[0].BurstDetectionOff || !specs[0].ArticlesOff || fmt.Sprint(specs[0].Options.Within) != "[#latest-news]" {
 		t.Errorf("a good row: %+v %v", specs, err)
 	}
 }

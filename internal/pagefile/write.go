@@ -22,7 +22,7 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 			cw.Write([]string{p.BaseURL, p.Name, strings.Join(p.Tags, " "), p.Interval.String(),
 				strconv.FormatBool(p.Enabled), strconv.FormatBool(o.SameSiteOnly), lines(o.Ignore),
 				lines(o.Within), lines(o.Exclude), lines(o.IncludeText), lines(o.ExcludeText), lines(o.IncludeURL), lines(o.ExcludeURL),
-				strconv.FormatBool(p.BurstDetection)})
+				strconv.FormatBool(p.BurstDetection), strconv.FormatBool(p.Articles)})
 		}
 		cw.Flush()
 		return cw.Error()
@@ -39,6 +39,9 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 			}
 			if !p.BurstDetection {
 				o.BurstDetection = "false"
+			}
+			if !p.Articles {
+				o.Articles = "false"
 			}
 			// Always written, so that an empty name (the page is shown by
 			// its title or host, the outline's text) comes back empty.
@@ -95,6 +98,7 @@ type outline struct {
 	IncludeURL     string `xml:"pwIncludeUrl,attr,omitempty"`
 	ExcludeURL     string `xml:"pwExcludeUrl,attr,omitempty"`
 	BurstDetection string `xml:"pwBurstDetection,attr,omitempty"` // written only as "false"
+	Articles       string `xml:"pwArticles,attr,omitempty"`       // written only as "false"
 }
 
 // lines joins a list as its cell or attribute holds it.

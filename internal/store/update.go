@@ -131,10 +131,12 @@ func escapeLike(s string) string {
 }
 
 // FeedStamp returns what identifies the content of scope's feed without
-// reading updates' rows: the newest update comes from the top entry of an
-// index (updates_newest, or updates_page_since per page of the scope, read
-// index-only when the visibility map allows), the rest from pages. A page
-// scope that names no page yields watch.ErrPageNotFound.
+// reading the feed: the newest update comes from the top entry of an index
+// (updates_newest, or updates_page_since per page of the scope, read
+// index-only when the visibility map allows), the pages from pages, and,
+// when scope.Entries is set, the articles of the newest scope.Entries
+// updates (see articleStamp). A page scope that names no page yields
+// watch.ErrPageNotFound.
 func (s *Store) FeedStamp(ctx context.Context, scope watch.FeedScope) (watch.FeedStamp, error) {
 	var (
 		st     watch.FeedStamp
@@ -180,5 +182,67 @@ func (s *Store) FeedStamp(ctx context.Context, scope watch.FeedScope) (watch.Fee
 	if chg != nil {
 		st.Changed = *chg
 	}
+	if scope.Entries > 0 && st.NewestID != 0 {
+		if err := s.articleStamp(ctx, scope, &st); err != nil {
+			return watch.FeedStamp{}, err
+		}
+	}
 	return st, nil
+}
+
+// articleStamp adds to st the articles of the newest scope.Entries updates
+// of scope: how many of them point at an article, the sum of those ids and
+// their latest fetch.
+//
+// Articles arrive after their updates (the extractor reads a link minutes
+// after it was found), so a feed whose newest update stays the same still
+// changes when its entries gain their headlines, leads and dates. The stamp
+// looks at what the feed shows and nothing else: the latest article stored
+// anywhere would change every feed at every article, and the scope's
+// pending work (article_work, smaller still) gives no time for
+// Last-Modified and misses an article stored again through another page.
+// The cost is the walk a feed makes, without the rows' text: Entries index
+// entries of updates_newest or updates_page_since, their rows for
+// article_id, and as many primary-key lookups in articles; a tag of more
+// than tagPagesMerged pages walks the newest of all updates filtered by
+// page, as QueryUpdates does.
+//
+// A client that sends only If-Modified-Since misses one change: an update
+// that links an article stored earlier (another page linked it first)
+// leaves ArticleFetched where it was. The ETag changes all the same.
+func (s *Store) articleStamp(ctx context.Context, scope watch.FeedScope, st *watch.FeedStamp) error {
+	const sum = ` SELECT count(a.id), coalesce(sum(a.id), 0), max(a.fetched_at) FROM newest n JOIN articles a ON a.id = n.article_id`
+	const order = ` ORDER BY discovered_at DESC, id DESC LIMIT `
+	var (
+		sql  string
+		args = []any{scope.Entries}
+	)
+	switch {
+	case scope.PageID != 0:
+		sql = `WITH newest AS (SELECT article_id FROM updates WHERE page_id = $2` + order + `$1)` + sum
+		args = append(args, scope.PageID)
+	case scope.Tag != "" && st.Pages <= tagPagesMerged:
+		// The newest entries of each page, index-only, merged; then the
+		// rows of the few that remain.
+		sql = `WITH scoped AS (SELECT id FROM pages WHERE tags @> ARRAY[$2::text] AND deleted_at IS NULL),
+			tops AS (SELECT t.id, t.discovered_at FROM scoped p CROSS JOIN LATERAL (
+				SELECT id, discovered_at FROM updates WHERE page_id = p.id` + order + `$1) t
+				ORDER BY t.discovered_at DESC, t.id DESC LIMIT $1),
+			newest AS (SELECT u.article_id FROM tops JOIN updates u ON u.id = tops.id AND u.discovered_at = tops.discovered_at)` + sum
+		args = append(args, scope.Tag)
+	case scope.Tag != "":
+		sql = `WITH newest AS (SELECT article_id FROM updates
+			WHERE page_id = ANY(ARRAY(SELECT id FROM pages WHERE tags @> ARRAY[$2::text] AND deleted_at IS NULL))` + order + `$1)` + sum
+		args = append(args, scope.Tag)
+	default:
+		sql = `WITH newest AS (SELECT article_id FROM updates` + order + `$1)` + sum
+	}
+	var fetched *time.Time
+	if err := s.pool.QueryRow(ctx, sql, args...).Scan(&st.Articles, &st.ArticleSum, &fetched); err != nil {
+		return fmt.Errorf("read feed stamp: articles: %w", err)
+	}
+	if fetched != nil {
+		st.ArticleFetched = *fetched
+	}
+	return nil
 }

@@ -296,3 +296,68 @@ func TestQueryUpdatesOfATagOnManyPages(t *testing.T) {
 		}
 	}
 }
+
+// An article arrives after its update: the stamp of a feed that shows the
+// update changes when it is stored, and when another update links it, and
+// a scope that shows neither keeps its stamp.
+func TestFeedStampChangesWhenAnArticleIsStored(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	a, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://a.example/", Tags: []string{"news"}})
+	b, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://b.example/", Tags: []string{"other"}})
+	at := time.Now().Add(-time.Hour)
+	for i, p := range []watch.Page{a, b} {
+		if _, err := st.RecordCheck(ctx, watch.Check{PageID: p.ID, FetchedAt: at, Status: 200, Articles: true}, nil); err != nil {
+			t.Fatal(err)
+		}
+		link := watch.NewLink{Key: 1, URL: "https://a.example/story", Text: "Story", Code: fmt.Sprint("s", i)}
+		if _, err := st.RecordCheck(ctx, watch.Check{PageID: p.ID, FetchedAt: at.Add(time.Duration(i+1) * time.Minute), Status: 200, Articles: true},
+			[]watch.NewLink{link}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scopes := map[string]watch.FeedScope{"all": {Entries: 100}, "tag": {Tag: "news", Entries: 100}, "page": {PageID: a.ID, Entries: 100},
+		"other tag": {Tag: "other", Entries: 100}, "one entry of all": {Entries: 1}}
+	stamps := func() map[string]watch.FeedStamp {
+		t.Helper()
+		out := map[string]watch.FeedStamp{}
+		for name, s := range scopes {
+			got, err := st.FeedStamp(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = got
+		}
+		return out
+	}
+	before := stamps()
+	work, err := st.ClaimArticleWork(ctx, 10, time.Hour)
+	if err != nil || len(work) != 2 {
+		t.Fatalf("claimed %v, %v; want the work of both updates", work, err)
+	}
+	slices.SortFunc(work, func(x, y watch.ArticleWork) int { return int(x.PageID - y.PageID) })
+	fetched := time.Now().Truncate(time.Microsecond)
+	id, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL,
+		Article: watch.Article{Status: watch.ArticleOK, URL: work[0].URL, Headline: "Story", FetchedAt: fetched}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := stamps()
+	for _, name := range []string{"all", "tag", "page"} {
+		if s := after[name]; s == before[name] || s.Articles != 1 || s.ArticleSum != id || !s.LastModified().Equal(fetched) {
+			t.Errorf("%s: stamp %+v after the article was stored, was %+v", name, s, before[name])
+		}
+	}
+	// b's update is the newest: a feed of one entry shows it, not a's.
+	for _, name := range []string{"other tag", "one entry of all"} {
+		if after[name] != before[name] {
+			t.Errorf("%s: the stamp changed with an article it does not show: %+v -> %+v", name, before[name], after[name])
+		}
+	}
+	if err := st.LinkArticle(ctx, work[1], id); err != nil {
+		t.Fatal(err)
+	}
+	if s := stamps()["other tag"]; s == after["other tag"] || s.Articles != 1 {
+		t.Errorf("other tag: stamp %+v after its update linked the known article", s)
+	}
+}

@@ -35,12 +35,18 @@ type Update struct {
 	Article *Article `json:"article,omitempty"`
 }
 
-// Published returns u as it leaves portalwatch: its time in UTC.
+// Published returns u as it leaves portalwatch: its times in UTC. Its
+// Article is a copy, so that u's own stays as it was.
 func (u Update) Published() Update {
 	u.DiscoveredAt = u.DiscoveredAt.UTC()
 	if u.RemovedAt != nil {
 		removed := u.RemovedAt.UTC()
 		u.RemovedAt = &removed
+	}
+	if u.Article != nil {
+		a := *u.Article
+		a.FetchedAt = a.FetchedAt.UTC()
+		u.Article = &a
 	}
 	return u
 }
@@ -104,27 +110,41 @@ func (c Cursor) Newer(o Cursor) bool {
 func CursorOf(u Update) Cursor { return Cursor{DiscoveredAt: u.DiscoveredAt, ID: u.ID} }
 
 // FeedScope names the updates a feed holds: every page's, one page's
-// (PageID) or one tag's (Tag).
+// (PageID) or one tag's (Tag), the newest Entries of them.
 type FeedScope struct {
 	PageID int64
 	Tag    string
+	// Entries is how many of the newest updates the feed shows: the
+	// articles of those are part of its stamp. 0 leaves articles out.
+	Entries int
 }
 
 // FeedStamp identifies the content of a feed without reading it: the
-// newest update in scope and the pages in scope. Two equal stamps mean the
-// same feed.
+// newest update in scope, the pages in scope and the articles of the
+// updates it shows. Two equal stamps mean the same feed.
 type FeedStamp struct {
 	NewestID int64     // 0 when the scope has no update
 	Newest   time.Time // discovered_at of NewestID
 	Pages    int64     // pages in scope
 	PageSum  int64     // sum of their ids: a page removed and another added changes it
 	Changed  time.Time // the latest change people made to a page in scope
+	// Articles counts the scope's newest Entries updates that point at an
+	// article, and ArticleSum adds those articles' ids: an article stored
+	// for one of them, which arrives after its update, changes both.
+	Articles, ArticleSum int64
+	// ArticleFetched is the latest fetch of those articles: an article
+	// stored again (read anew for another link to it) moves it.
+	ArticleFetched time.Time
 }
 
-// LastModified is the later of the newest update and the latest change.
+// LastModified is the latest of the newest update, the latest change and
+// the latest fetch of an article shown.
 func (s FeedStamp) LastModified() time.Time {
-	if s.Changed.After(s.Newest) {
-		return s.Changed
+	last := s.Newest
+	for _, t := range []time.Time{s.Changed, s.ArticleFetched} {
+		if t.After(last) {
+			last = t
+		}
 	}
-	return s.Newest
+	return last
 }

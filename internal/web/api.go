@@ -37,6 +37,7 @@ type pageJSON struct {
 	Ignore          []string `json:"ignore"`
 	pageOptionsJSON
 	BurstDetection      bool       `json:"burst_detection"`
+	Articles            bool       `json:"articles"`
 	RebaselinePending   bool       `json:"rebaseline_pending"`
 	Status              string     `json:"status"`
 	LastCheckedAt       *time.Time `json:"last_checked_at,omitempty"`
@@ -78,7 +79,7 @@ func toPageJSON(p watch.Page) pageJSON {
 		SameSiteOnly: p.Options.SameSiteOnly, Ignore: nonNil(p.Options.Ignore), Status: pageStatus(p),
 		LastStatus: p.LastStatus, LastError: p.LastError, ConsecutiveFailures: p.ConsecutiveFailures,
 		LastTruncated: p.LastTruncated, LastCut: p.LastCut, pageOptionsJSON: toPageOptionsJSON(p.Options),
-		BurstDetection: p.BurstDetection, RebaselinePending: p.RebaselinePending,
+		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(),
 	}
 	if !p.LastCheckedAt.IsZero() {
@@ -175,6 +176,7 @@ type createPageJSON struct {
 	Ignore       []string  `json:"ignore"`
 	pageOptionsJSON
 	BurstDetection *bool `json:"burst_detection"`
+	Articles       *bool `json:"articles"`
 }
 
 // decodeJSON reads a JSON body into v: one object, known fields only, at
@@ -228,6 +230,7 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 		Options:           in.pageOptionsJSON.options(in.SameSiteOnly, in.Ignore),
 		Paused:            in.Enabled != nil && !*in.Enabled,
 		BurstDetectionOff: in.BurstDetection != nil && !*in.BurstDetection,
+		ArticlesOff:       in.Articles != nil && !*in.Articles,
 	})
 	if err != nil {
 		return watch.Page{}, err
@@ -244,6 +247,7 @@ type editPageJSON struct {
 	Tags         *[]string `json:"tags"`
 	editOptionsJSON
 	BurstDetection *bool `json:"burst_detection"`
+	Articles       *bool `json:"articles"`
 }
 
 func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
@@ -256,7 +260,7 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	edit := watch.PageEdit{Enabled: in.Enabled, SameSiteOnly: in.SameSiteOnly, Ignore: in.Ignore, Name: in.Name, Tags: in.Tags,
-		BurstDetection: in.BurstDetection}
+		BurstDetection: in.BurstDetection, Articles: in.Articles}
 	in.editOptionsJSON.apply(&edit)
 	if in.Interval != nil {
 		d := time.Duration(*in.Interval)
@@ -264,7 +268,7 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if edit.IsZero() {
 		s.problem(w, r, http.StatusBadRequest, "give at least one of interval, enabled, same_site_only, ignore, name, tags, "+
-			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection")
+			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles")
 		return
 	}
 	p, err := s.editPage(r, id, edit)
@@ -464,7 +468,8 @@ func (s *Server) apiExport(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseFilter reads the update filters of a query string: page, tag, since,
-// until (RFC 3339), q (text), limit (1..1000) and cursor.
+// until (RFC 3339), q (text), limit (1..1000), cursor, and content=full,
+// which has each update's article carry its body.
 func parseFilter(q map[string][]string) (watch.UpdateFilter, error) {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
@@ -522,6 +527,13 @@ func parseFilter(q map[string][]string) (watch.UpdateFilter, error) {
 		if f.After, err = decodeCursor(v); err != nil {
 			return f, fmt.Errorf("cursor %q: %w (use the next_cursor of a previous answer)", v, err)
 		}
+	}
+	switch v := get("content"); v {
+	case "":
+	case contentFull:
+		f.ArticleBody = true
+	default:
+		return f, fmt.Errorf("content %q: want full (the articles with their bodies), or leave it out", v)
 	}
 	return f, nil
 }

@@ -54,6 +54,7 @@ func foldBursts(updates []watch.Update) []watch.Update {
 			more = fmt.Sprintf("; and %d more", g.n-len(g.texts))
 		}
 		u.Summary = fmt.Sprintf("%d links appeared at once, as when a page is redesigned: %s%s.", g.n, strings.Join(g.texts, "; "), more)
+		u.Article = nil // the entry is the redesign, not its newest link
 	}
 	return out
 }

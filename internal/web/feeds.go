@@ -54,21 +54,31 @@ func (s *Server) feedTag(w http.ResponseWriter, r *http.Request) {
 	s.serveFeed(w, r, watch.FeedScope{Tag: tags[0]}, format)
 }
 
-// serveFeed answers a feed request. A conditional request whose validator
-// still holds is answered 304 from the scope's stamp alone: no update row
-// is read.
+// serveFeed answers a feed request; ?content=full has entries carry their
+// articles' bodies. A conditional request whose validator still holds is
+// answered 304 from the scope's stamp alone: no update's text is read.
 func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, scope watch.FeedScope, format string) {
 	ctype, ok := feedTypes[format]
 	if !ok {
 		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("format %q: feeds end in .atom, .rss or .json", format))
 		return
 	}
+	var full bool
+	switch c := r.URL.Query().Get("content"); c {
+	case "":
+	case contentFull:
+		full = true
+	default:
+		s.problem(w, r, http.StatusBadRequest, fmt.Sprintf("content %q: want full (entries with their articles), or leave it out", c))
+		return
+	}
+	scope.Entries = FeedEntries
 	stamp, err := s.deps.Updates.FeedStamp(r.Context(), scope)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	etag := feedETag(scope, format, stamp)
+	etag := feedETag(scope, format, full, stamp)
 	lastMod := stamp.LastModified().UTC().Truncate(time.Second)
 	h := w.Header()
 	h.Set("ETag", etag)
@@ -94,21 +104,26 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, scope watch.F
 	case scope.Tag != "":
 		title = "portalwatch: tag " + scope.Tag
 	}
-	updates, err := s.deps.Updates.QueryUpdates(r.Context(), watch.UpdateFilter{PageID: scope.PageID, Tag: scope.Tag, Limit: FeedEntries})
+	updates, err := s.deps.Updates.QueryUpdates(r.Context(), watch.UpdateFilter{PageID: scope.PageID, Tag: scope.Tag,
+		Limit: FeedEntries, ArticleBody: full})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	updates = foldBursts(updates)
-	f := feedOf(title, s.baseURL(r), r.URL.Path, scope, stamp, updates)
+	entries := make([]entry, len(updates))
+	for i, u := range updates {
+		entries[i] = entryOf(u, full)
+	}
+	f := feedOf(title, s.baseURL(r), r.URL.Path, scope, stamp, entries)
 	var buf bytes.Buffer
 	switch format {
 	case "atom":
-		err = writeAtom(&buf, f, updates, s.baseURL(r)+r.URL.Path)
+		err = writeAtom(&buf, f, entries, s.baseURL(r)+r.URL.Path)
 	case "rss":
-		err = writeRSS(&buf, f, updates, s.baseURL(r))
+		err = writeRSS(&buf, f, entries, s.baseURL(r))
 	case "json":
-		err = writeJSONFeed(&buf, f, updates, s.baseURL(r)+r.URL.Path)
+		err = writeJSONFeed(&buf, f, entries, s.baseURL(r)+r.URL.Path)
 	}
 	if err != nil {
 		s.fail(w, r, fmt.Errorf("write %s feed: %w", format, err))
@@ -118,11 +133,12 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, scope watch.F
 	w.Write(buf.Bytes())
 }
 
-// feedETag is a strong validator of the feed's bytes: the same stamp, scope
-// and format always give the same feed.
-func feedETag(scope watch.FeedScope, format string, st watch.FeedStamp) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%d|%s|%s|%d|%d|%d|%d|%d|%d",
-		scope.PageID, scope.Tag, format, st.NewestID, st.Newest.UnixMicro(), st.Pages, st.PageSum, st.Changed.UnixMicro(), FeedEntries))
+// feedETag is a strong validator of the feed's bytes: the same stamp, scope,
+// format and content always give the same feed.
+func feedETag(scope watch.FeedScope, format string, full bool, st watch.FeedStamp) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d|%s|%s|%t|%d|%d|%d|%d|%d|%d|%d|%d|%d",
+		scope.PageID, scope.Tag, format, full, st.NewestID, st.Newest.UnixMicro(), st.Pages, st.PageSum, st.Changed.UnixMicro(),
+		st.Articles, st.ArticleSum, st.ArticleFetched.UnixMicro(), FeedEntries))
 	return `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
 }
 
@@ -150,7 +166,77 @@ func notModified(r *http.Request, etag string, lastMod time.Time) bool {
 // not on the host the feed was read from.
 func entryID(u watch.Update) string { return fmt.Sprintf("urn:portalwatch:update:%d", u.ID) }
 
-func feedOf(title, base, path string, scope watch.FeedScope, st watch.FeedStamp, updates []watch.Update) *feeds.Feed {
+// entry is one entry of a feed, whatever its format: an update, and its
+// article when one was read.
+type entry struct {
+	watch.Update
+	// Title is the article's headline, else the link's text (entryTitle).
+	Title string
+	// Published is when the article says it was published, else when the
+	// link was found; Updated is always when the link was found, which
+	// orders the entries.
+	Published, Updated time.Time
+	// Authors are the article's, else the page's name.
+	Authors []string
+	// Summary is the article's lead; empty without one.
+	Summary string
+	// Body is the article's body, with content=full; else empty.
+	Body string
+}
+
+// text is what the entry says beyond its title when it carries no body:
+// the article's lead, else the link's teaser or text (entryContent).
+func (e entry) text() string {
+	if e.Summary != "" {
+		return e.Summary
+	}
+	return entryContent(e.Update)
+}
+
+// entryOf makes u a feed entry; full puts the article's body in Body.
+// Only an ok article is used: a pending, failed or paywalled one leaves the
+// entry as the link alone.
+func entryOf(u watch.Update, full bool) entry {
+	e := entry{Update: u, Title: entryTitle(u), Published: u.DiscoveredAt.UTC(), Updated: u.DiscoveredAt.UTC()}
+	if u.PageName != "" {
+		e.Authors = []string{u.PageName}
+	}
+	a := u.Article
+	if a == nil || a.Status != watch.ArticleOK {
+		return e
+	}
+	if h := strings.TrimSpace(a.Headline); h != "" {
+		e.Title = h
+	}
+	if t, ok := a.Published(); ok {
+		e.Published = t.UTC()
+	}
+	if len(a.Author) > 0 {
+		e.Authors = a.Author
+	}
+	e.Summary = strings.TrimSpace(a.Description)
+	if full {
+		e.Body = strings.TrimSpace(a.Body)
+	}
+	return e
+}
+
+// paragraphsHTML writes text as HTML paragraphs, one for each run of lines
+// between blank lines, every character escaped: what the text says is
+// shown, never run.
+func paragraphsHTML(text string) string {
+	var b strings.Builder
+	for _, p := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n\n") {
+		if p = strings.TrimSpace(p); p != "" {
+			b.WriteString("<p>")
+			b.WriteString(html.EscapeString(p))
+			b.WriteString("</p>")
+		}
+	}
+	return b.String()
+}
+
+func feedOf(title, base, path string, scope watch.FeedScope, st watch.FeedStamp, entries []entry) *feeds.Feed {
 	home := base + "/"
 	switch {
 	case scope.PageID != 0:
@@ -168,15 +254,21 @@ func feedOf(title, base, path string, scope watch.FeedScope, st watch.FeedStamp,
 	if f.Updated.IsZero() {
 		f.Updated = time.Unix(0, 0).UTC()
 	}
-	for _, u := range updates {
+	for _, e := range entries {
+		// Atom's summary is the lead; its content the body, else, for an
+		// entry without a lead, the link's teaser.
+		content := e.Body
+		if content == "" && e.Summary == "" {
+			content = e.Update.Summary
+		}
 		f.Items = append(f.Items, &feeds.Item{
-			Title:   entryTitle(u),
-			Link:    &feeds.Link{Href: u.URL},
-			Id:      entryID(u),
-			Created: u.DiscoveredAt.UTC(),
-			Updated: u.DiscoveredAt.UTC(),
-			Author:  &feeds.Author{Name: u.PageName},
-			Content: u.Summary,
+			Title:       e.Title,
+			Link:        &feeds.Link{Href: e.URL},
+			Id:          entryID(e.Update),
+			Created:     e.Published,
+			Updated:     e.Updated,
+			Description: e.Summary,
+			Content:     content,
 		})
 	}
 	return f
@@ -200,19 +292,30 @@ func entryTitle(u watch.Update) string {
 // The feed names itself (rel="self", RFC 4287 section 4.2.7.2), so a reader
 // that was given a copy's address, or followed a redirect, subscribes to
 // the feed's own; the token a reader sent is not part of it.
-func writeAtom(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update, self string) error {
+func writeAtom(buf *bytes.Buffer, f *feeds.Feed, entries []entry, self string) error {
 	af := (&feeds.Atom{Feed: f}).AtomFeed()
 	af.Id = f.Id
 	af.Link = nil
-	doc := atomDoc{AtomFeed: af, Entries: af.Entries, Links: []*feeds.AtomLink{
+	doc := atomDoc{AtomFeed: af, Links: []*feeds.AtomLink{
 		{Href: f.Link.Href, Rel: "alternate", Type: "text/html"},
 		{Href: self, Rel: "self", Type: "application/atom+xml"},
 	}}
 	for i, e := range af.Entries {
-		// Atom requires an entry's author, or the feed's: the page is the
-		// author of its links. The page's name is the source people know.
-		e.Author = &feeds.AtomAuthor{AtomPerson: feeds.AtomPerson{Name: updates[i].PageName}}
-		e.Published = e.Updated
+		// Atom requires an entry's author, or the feed's: the article's
+		// authors, else the page, the author of its links, by the name
+		// people know it by.
+		authors := make([]*feeds.AtomAuthor, 0, 1)
+		for _, name := range entries[i].Authors {
+			authors = append(authors, &feeds.AtomAuthor{AtomPerson: feeds.AtomPerson{Name: name}})
+		}
+		if len(authors) == 0 {
+			authors = append(authors, &feeds.AtomAuthor{})
+		}
+		e.Author = nil // the entry's authors are atomEntry's
+		doc.Entries = append(doc.Entries, &atomEntry{AtomEntry: e, Authors: authors})
+		// published is when the article says it appeared; updated, when
+		// the link was found, which is what orders the entries.
+		e.Published = entries[i].Published.Format(time.RFC3339)
 		if e.Content != nil {
 			e.Content.Type = "text"
 		}
@@ -228,8 +331,15 @@ func writeAtom(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update, self st
 type atomDoc struct {
 	XMLName xml.Name `xml:"feed"`
 	*feeds.AtomFeed
-	Links   []*feeds.AtomLink  `xml:"link"`
-	Entries []*feeds.AtomEntry `xml:"entry"`
+	Links   []*feeds.AtomLink `xml:"link"`
+	Entries []*atomEntry      `xml:"entry"`
+}
+
+// atomEntry is an Atom entry with more than one author: gorilla/feeds
+// writes one.
+type atomEntry struct {
+	*feeds.AtomEntry
+	Authors []*feeds.AtomAuthor `xml:"author"`
 }
 
 // rssSource is RSS 2.0's <source url="…">name</source>: the channel an item
@@ -244,7 +354,10 @@ type rssSource struct {
 
 type rssItem struct {
 	*feeds.RssItem
-	Source *rssSource
+	// Creators are the article's authors (Dublin Core, as readers take
+	// them: RSS 2.0's own author wants an e-mail address).
+	Creators []string `xml:"dc:creator"`
+	Source   *rssSource
 }
 
 type rssChannel struct {
@@ -265,6 +378,7 @@ type rssDoc struct {
 	XMLName   xml.Name   `xml:"rss"`
 	Version   string     `xml:"version,attr"`
 	XMLNSAtom string     `xml:"xmlns:atom,attr"`
+	XMLNSDC   string     `xml:"xmlns:dc,attr"`
 	Channel   rssChannel `xml:"channel"`
 }
 
@@ -282,18 +396,30 @@ type rssDoc struct {
 // strips tags from an RSS title and shows it as text either way; and a
 // reader that rendered titles as HTML would be open to every feed it reads,
 // which escaping here could not fix.
-func writeRSS(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update, base string) error {
+//
+// An article's body (content=full) goes in the description as paragraphs,
+// <p> elements around text escaped the same way. The item's pubDate is when
+// the article says it appeared, else when the link was found.
+func writeRSS(buf *bytes.Buffer, f *feeds.Feed, entries []entry, base string) error {
 	rf := (&feeds.Rss{Feed: f}).RssFeed()
 	rf.Description = html.EscapeString(rf.Description)
-	doc := rssDoc{Version: "2.0", XMLNSAtom: "http://www.w3.org/2005/Atom", Channel: rssChannel{RssFeed: rf,
-		Self: rssSelf{Href: f.Id, Rel: "self", Type: "application/rss+xml"}}}
+	doc := rssDoc{Version: "2.0", XMLNSAtom: "http://www.w3.org/2005/Atom", XMLNSDC: "http://purl.org/dc/elements/1.1/",
+		Channel: rssChannel{RssFeed: rf, Self: rssSelf{Href: f.Id, Rel: "self", Type: "application/rss+xml"}}}
 	for i, it := range rf.Items {
+		e := entries[i]
 		it.Author = "" // RSS wants an e-mail address there; the page is the source
-		it.Description = html.EscapeString(entryContent(updates[i]))
+		it.Description = html.EscapeString(e.text())
+		if e.Body != "" {
+			it.Description = paragraphsHTML(e.Body)
+		}
 		it.Content = nil // the description carries it
 		it.Guid.IsPermaLink = "false"
-		source := &rssSource{URL: fmt.Sprintf("%s/feeds/pages/%d.rss", base, updates[i].PageID), Name: updates[i].PageName}
-		doc.Channel.Items = append(doc.Channel.Items, rssItem{RssItem: it, Source: source})
+		var creators []string
+		if e.Article != nil && e.Article.Status == watch.ArticleOK {
+			creators = e.Article.Author
+		}
+		source := &rssSource{URL: fmt.Sprintf("%s/feeds/pages/%d.rss", base, e.PageID), Name: e.PageName}
+		doc.Channel.Items = append(doc.Channel.Items, rssItem{RssItem: it, Creators: creators, Source: source})
 	}
 	rf.Items = nil
 	return writeXML(buf, doc)
@@ -324,27 +450,39 @@ type jsonFeed struct {
 // the plain-text field, never in content_html, which readers render as HTML:
 // the text came from a crawled page.
 type jsonFeedItem struct {
-	ID            string           `json:"id"`
-	URL           string           `json:"url"`
-	Title         string           `json:"title"`
-	ContentText   string           `json:"content_text"`
-	DatePublished string           `json:"date_published"`
-	Authors       []jsonFeedAuthor `json:"authors,omitempty"`
+	ID          string `json:"id"`
+	URL         string `json:"url"`
+	Title       string `json:"title"`
+	ContentText string `json:"content_text"`
+	// Summary is the article's lead, plain text as JSON Feed says.
+	Summary       string `json:"summary,omitempty"`
+	DatePublished string `json:"date_published"`
+	// DateModified is when the link was found, given when the article
+	// states another publication time.
+	DateModified string           `json:"date_modified,omitempty"`
+	Authors      []jsonFeedAuthor `json:"authors,omitempty"`
 }
 
 type jsonFeedAuthor struct {
 	Name string `json:"name"`
 }
 
-func writeJSONFeed(buf *bytes.Buffer, f *feeds.Feed, updates []watch.Update, self string) error {
+func writeJSONFeed(buf *bytes.Buffer, f *feeds.Feed, entries []entry, self string) error {
 	jf := jsonFeed{Version: "https://jsonfeed.org/version/1.1", Title: f.Title, HomePageURL: f.Link.Href,
-		FeedURL: self, Description: f.Description, Items: make([]jsonFeedItem, len(updates))}
-	for i, u := range updates {
-		jf.Items[i] = jsonFeedItem{ID: entryID(u), URL: u.URL, Title: entryTitle(u), ContentText: entryContent(u),
-			DatePublished: u.DiscoveredAt.UTC().Format(time.RFC3339Nano)}
-		if u.PageName != "" {
-			jf.Items[i].Authors = []jsonFeedAuthor{{Name: u.PageName}}
+		FeedURL: self, Description: f.Description, Items: make([]jsonFeedItem, len(entries))}
+	for i, e := range entries {
+		item := jsonFeedItem{ID: entryID(e.Update), URL: e.URL, Title: e.Title, ContentText: e.text(), Summary: e.Summary,
+			DatePublished: e.Published.Format(time.RFC3339Nano)}
+		if e.Body != "" {
+			item.ContentText = e.Body
 		}
+		if !e.Published.Equal(e.Updated) {
+			item.DateModified = e.Updated.Format(time.RFC3339Nano)
+		}
+		for _, name := range e.Authors {
+			item.Authors = append(item.Authors, jsonFeedAuthor{Name: name})
+		}
+		jf.Items[i] = item
 	}
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)

@@ -25,9 +25,9 @@ func TestAPIImportAndExportCarryRegionsAndKeywordRules(t *testing.T) {
 		t.Fatalf("a refused import wrote %d pages", n)
 	}
 
-	good := "url,same_site,within,exclude,include_text,exclude_text,include_url,exclude_url,burst_detection\n" +
-		"http://127.0.0.1:9/a,true,\"#latest-news\nmain .teasers\",nav,florenz,anzeige,/politik/,\\?ticker=,false\n" +
-		"http://127.0.0.1:9/b,,,,,,,,\n"
+	good := "url,same_site,within,exclude,include_text,exclude_text,include_url,exclude_url,burst_detection,articles\n" +
+		"http://127.0.0.1:9/a,true,\"#latest-news\nmain .teasers\",nav,florenz,anzeige,/politik/,\\?ticker=,false,false\n" +
+		"http://127.0.0.1:9/b,,,,,,,,,\n"
 	if resp, b := e.do("POST", "/api/v1/pages/import?format=csv", e.writeTk, good); resp.StatusCode != 201 {
 		t.Fatalf("import: %d %s", resp.StatusCode, b)
 	}
@@ -35,8 +35,9 @@ func TestAPIImportAndExportCarryRegionsAndKeywordRules(t *testing.T) {
 		Exclude: []string{"nav"}, IncludeText: []string{"florenz"}, ExcludeText: []string{"anzeige"},
 		IncludeURL: []string{"/politik/"}, ExcludeURL: []string{`\?ticker=`}}
 	pages, err := e.st.Pages(ctx)
-	if err != nil || len(pages) != 2 || !reflect.DeepEqual(pages[0].Options, want) || pages[0].BurstDetection || !pages[1].BurstDetection {
-		t.Fatalf("imported %+v %v; want the first with %+v and burst detection off", pages, err, want)
+	if err != nil || len(pages) != 2 || !reflect.DeepEqual(pages[0].Options, want) || pages[0].BurstDetection || !pages[1].BurstDetection ||
+		pages[0].Articles || !pages[1].Articles {
+		t.Fatalf("imported %+v %v; want the first with %+v, burst detection and articles off", pages, err, want)
 	}
 
 	for _, format := range []string{"csv", "opml"} {
@@ -51,13 +52,17 @@ func TestAPIImportAndExportCarryRegionsAndKeywordRules(t *testing.T) {
 		}
 		again, _ := e2.st.Pages(ctx)
 		for i := range pages {
-			if !reflect.DeepEqual(pages[i].Options, again[i].Options) || pages[i].BurstDetection != again[i].BurstDetection {
+			if !reflect.DeepEqual(pages[i].Options, again[i].Options) || pages[i].BurstDetection != again[i].BurstDetection ||
+				pages[i].Articles != again[i].Articles {
 				t.Errorf("%s round trip: %+v (burst %t) became %+v (burst %t)", format, pages[i].Options, pages[i].BurstDetection,
 					again[i].Options, again[i].BurstDetection)
 			}
 		}
-		if format == "csv" && !strings.Contains(string(exported), "burst_detection") {
-			t.Errorf("the CSV export has no burst_detection column:\n%s", exported)
+		if format == "csv" && (!strings.Contains(string(exported), "burst_detection") || !strings.Contains(string(exported), ",articles")) {
+			t.Errorf("the CSV export has no burst_detection or articles column:\n%s", exported)
+		}
+		if format == "opml" && !strings.Contains(string(exported), `pwArticles="false"`) {
+			t.Errorf("the OPML export does not say the first page reads no articles:\n%s", exported)
 		}
 	}
 }

@@ -64,7 +64,7 @@ type removalJSON struct {
 // limit filters of the updates.
 func (s *Server) apiRemovals(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFilter(r.URL.Query())
-	if err == nil && (f.Tag != "" || f.Text != "" || !f.Until.IsZero() || !f.After.IsZero()) {
+	if err == nil && (f.Tag != "" || f.Text != "" || !f.Until.IsZero() || !f.After.IsZero() || f.ArticleBody) {
 		err = errors.New("removals take page, since and limit only")
 	}
 	if err != nil {

@@ -103,3 +103,30 @@ func TestAPIRemovalsAndUpdatesSummaryAndBurst(t *testing.T) {
 		t.Fatalf("removals with a tag filter: %d, want 400", resp.StatusCode)
 	}
 }
+
+// TestAPIPageArticles: a page created through the API reads articles
+// unless "articles": false, and PATCH turns them on and off.
+func TestAPIPageArticles(t *testing.T) {
+	e := newEnv(t)
+	w := e.writeTk
+	_, b := e.do("POST", "/api/v1/pages", w, `{"url":"http://127.0.0.1:9/a"}`)
+	if p := decode[pageJSON](t, b); !p.Articles {
+		t.Errorf("a page created without articles: %s, want articles on", b)
+	}
+	resp, b := e.do("POST", "/api/v1/pages", w, `{"url":"http://127.0.0.1:9/b","articles":false}`)
+	p := decode[pageJSON](t, b)
+	if resp.StatusCode != 201 || p.Articles {
+		t.Fatalf("create with articles false: %d %s", resp.StatusCode, b)
+	}
+	path := fmt.Sprintf("/api/v1/pages/%d", p.ID)
+	resp, b = e.do("PATCH", path, w, `{"articles":true}`)
+	if p = decode[pageJSON](t, b); resp.StatusCode != 200 || !p.Articles || p.RebaselinePending {
+		t.Errorf("PATCH articles true: %d %s", resp.StatusCode, b)
+	}
+	if _, b = e.do("GET", path, e.readTok, ""); !decode[pageJSON](t, b).Articles {
+		t.Errorf("GET after PATCH: %s, want articles on", b)
+	}
+	if resp, b = e.do("PATCH", path, w, `{}`); resp.StatusCode != 400 || !strings.Contains(string(b), "articles") {
+		t.Errorf("an empty PATCH: %d %s, want 400 naming articles among the fields", resp.StatusCode, b)
+	}
+}

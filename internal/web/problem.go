@@ -88,7 +88,7 @@ const badRowsInDetail = 10
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var bad *pagefile.BadRowsError
 	switch {
-	case errors.Is(err, watch.ErrPageNotFound):
+	case errors.Is(err, watch.ErrPageNotFound), errors.Is(err, watch.ErrArticleNotFound):
 		s.problem(w, r, http.StatusNotFound, err.Error())
 	case errors.Is(err, watch.ErrDuplicatePage):
 		s.problem(w, r, http.StatusConflict, err.Error())

@@ -21,6 +21,7 @@ GRANT CONNECT ON DATABASE DB TO ROLE;
 GRANT USAGE ON SCHEMA public TO ROLE;
 GRANT SELECT ON pages, updates, removals, links, page_hours, api_tokens, goose_db_version TO ROLE;
 GRANT SELECT ON subscriptions, deliveries TO ROLE;
+GRANT SELECT ON articles, article_work TO ROLE;
 GRANT SELECT, INSERT, DELETE ON sessions TO ROLE;
 GRANT SELECT, INSERT, UPDATE ON reader_marks TO ROLE;`
 
@@ -32,6 +33,8 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 	e.insertUpdates(a.ID, 3, time.Now(), "A")
 	_, b = e.do("POST", "/api/v1/subscriptions", e.writeTk, `{"channel":"email","address":"desk@example.com"}`)
 	sub := decode[subscriptionJSON](t, b)
+	e.newsOf("http://127.0.0.1:9/news", false, time.Now().Add(-time.Hour), watch.NewLink{Key: 1, URL: "http://127.0.0.1:9/story", Text: "Story", Code: "s1"})
+	article := e.readArticles(func(string) (watch.Article, bool) { return story("Story"), true })["http://127.0.0.1:9/story"]
 
 	u, err := url.Parse(e.dsn)
 	if err != nil {
@@ -66,6 +69,7 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 		"/api/v1/pages", fmt.Sprintf("/api/v1/pages/%d", a.ID), "/api/v1/updates?tag=t&q=alp", "/api/v1/pages/export",
 		"/feeds/all.atom", fmt.Sprintf("/feeds/pages/%d.rss", a.ID), "/feeds/tags/t.json",
 		"/", "/?q=alp&tag=t&unread=1", "/pages", "/pages?status=failing&q=127", fmt.Sprintf("/pages/%d", a.ID), "/trash", "/feeds",
+		"/api/v1/updates?content=full", fmt.Sprintf("/api/v1/articles/%d", article), "/feeds/all.atom?content=full",
 		"/api/v1/removals", "/api/v1/subscriptions", fmt.Sprintf("/api/v1/subscriptions/%d/deliveries", sub.ID), "/notifications",
 	} {
 		// Subscriptions are read with a write token; the database role is

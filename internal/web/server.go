@@ -83,10 +83,14 @@ type PageImporter interface {
 	EachPage(ctx context.Context, ids []int64, fn func(watch.Page) error) error
 }
 
-// UpdateReader reads updates and the stamps that identify feeds.
+// UpdateReader reads updates, the stamps that identify feeds, and the
+// articles updates link.
 type UpdateReader interface {
 	QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch.Update, error)
 	FeedStamp(ctx context.Context, scope watch.FeedScope) (watch.FeedStamp, error)
+	// Article returns an article with its sightings, or
+	// watch.ErrArticleNotFound.
+	Article(ctx context.Context, id int64) (watch.ArticleSightings, error)
 }
 
 // TokenStore finds the token of a secret, or returns
@@ -283,6 +287,7 @@ func (s *Server) routes() []route {
 		{"POST", "/api/v1/pages/import", write, s.apiImport, true},
 		{"GET", "/api/v1/pages/export", read, s.apiExport, true},
 		{"GET", "/api/v1/updates", read, s.apiUpdates, true},
+		{"GET", "/api/v1/articles/{id}", read, s.apiArticle, true},
 		{"GET", "/api/v1/dead-letters", read, s.apiDeadLetters, true},
 		{"GET", "/api/v1/removals", read, s.apiRemovals, true},
 		{"GET", "/api/v1/subscriptions", private, s.apiListSubscriptions, true},

@@ -45,6 +45,13 @@ func parseTemplates() (map[string]*template.Template, error) {
 		"spark":  newSparkline,
 		"plural": plural,
 		"dict":   dict,
+		// published is when an article says it appeared; zero when it
+		// states no time that parses.
+		"published": func(a *watch.Article) time.Time {
+			t, _ := a.Published()
+			return t
+		},
+		"articleNote": articleNote,
 		"field": func(name, label, example, value, err string) listField {
 			return listField{Name: name, Label: label, Example: example, Value: value, Error: err}
 		},

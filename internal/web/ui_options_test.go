@@ -21,8 +21,9 @@ func TestFormsEditRegionsAndKeywordRules(t *testing.T) {
 	w := e.writeTk
 	ctx := context.Background()
 
-	if _, body := e.get("/pages", w); !strings.Contains(body, `name="burst_detection" checked`) || !strings.Contains(body, `name="within"`) {
-		t.Error("the add form does not offer regions, or burst detection is not on by default")
+	if _, body := e.get("/pages", w); !strings.Contains(body, `name="burst_detection" checked`) || !strings.Contains(body, `name="within"`) ||
+		!strings.Contains(body, `name="articles" checked`) || !strings.Contains(body, "Read new links as articles") {
+		t.Error("the add form does not offer regions, or burst detection or articles are not on by default")
 	}
 	refusals := []struct {
 		field, input, value, want string
@@ -64,8 +65,9 @@ func TestFormsEditRegionsAndKeywordRules(t *testing.T) {
 	if !slices.Equal(o.Within, []string{"#latest-news", "main .teasers"}) || !slices.Equal(o.Exclude, []string{"nav"}) ||
 		!slices.Equal(o.IncludeText, []string{"florenz"}) || !slices.Equal(o.ExcludeText, []string{"anzeige"}) ||
 		!slices.Equal(o.IncludeURL, []string{"/politik/"}) || !slices.Equal(o.ExcludeURL, []string{`\?ticker=`}) ||
-		!o.SameSiteOnly || p.BurstDetection {
-		t.Fatalf("added %+v (burst detection %t), want the form's options and burst detection off", o, p.BurstDetection)
+		!o.SameSiteOnly || p.BurstDetection || p.Articles {
+		t.Fatalf("added %+v (burst detection %t, articles %t), want the form's options, burst detection and articles off",
+			o, p.BurstDetection, p.Articles)
 	}
 	// Only a page with a baseline has anything to re-baseline.
 	if _, err := e.pool.Exec(ctx, `UPDATE pages SET baseline_at = now() WHERE id = $1`, p.ID); err != nil {
@@ -73,7 +75,8 @@ func TestFormsEditRegionsAndKeywordRules(t *testing.T) {
 	}
 	path := fmt.Sprintf("/pages/%d", p.ID)
 	if _, body := e.get(path, w); !strings.Contains(body, ">#latest-news\nmain .teasers</textarea>") ||
-		strings.Contains(body, `name="burst_detection" checked`) || !strings.Contains(body, `name="same_site" checked`) {
+		strings.Contains(body, `name="burst_detection" checked`) || !strings.Contains(body, `name="same_site" checked`) ||
+		strings.Contains(body, `name="articles" checked`) {
 		t.Errorf("the edit form does not show the page's options")
 	}
 
@@ -103,6 +106,15 @@ func TestFormsEditRegionsAndKeywordRules(t *testing.T) {
 	resp, _ = e.form(path, w, with("burst_detection", "on"))
 	if got, _ := e.st.Page(ctx, p.ID); resp.StatusCode != http.StatusSeeOther || got.Name != "Local" || !got.BurstDetection || got.RebaselinePending {
 		t.Errorf("edit of name and burst detection: %d, %+v", resp.StatusCode, got)
+	}
+	// Articles are no option of what the page admits: turning them on
+	// re-baselines nothing.
+	resp, _ = e.form(path, w, with("articles", "on"))
+	if got, _ := e.st.Page(ctx, p.ID); resp.StatusCode != http.StatusSeeOther || !got.Articles || got.RebaselinePending {
+		t.Errorf("edit turning articles on: %d, articles %t, rebaseline %t", resp.StatusCode, got.Articles, got.RebaselinePending)
+	}
+	if _, body := e.get(path, w); !strings.Contains(body, `name="articles" checked`) {
+		t.Error("the edit form does not show articles on")
 	}
 	if loc := resp.Header.Get("Location"); !strings.Contains(loc, "done=saved&") {
 		t.Errorf("an edit that leaves what the page admits alone says more than saved: %s", loc)

@@ -25,7 +25,7 @@ type pageForm struct {
 	URL, Name, Tags, Interval, Ignore string
 	// Regions and keyword rules, one selector or pattern a line.
 	Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
-	SameSite, Enabled, BurstDetection                                 bool
+	SameSite, Enabled, BurstDetection, Articles                       bool
 	// Errors holds the refusals by watch.RefusedError's Field (url,
 	// interval, name, tags, ignore, within, exclude, includeText,
 	// excludeText, includeUrl, excludeUrl, options), each shown beside
@@ -68,8 +68,8 @@ func (f *pageForm) refuse(err error) bool {
 
 // formSettings reads the settings the add and edit forms share: the form
 // as typed, to show again beside a refusal, and the link options it asks
-// for. An unchecked box is absent from a form, so same-site and burst
-// detection are off unless sent.
+// for. An unchecked box is absent from a form, so same-site, burst
+// detection and articles are off unless sent.
 func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
 	f := pageForm{
 		Name: r.PostFormValue("name"), Tags: r.PostFormValue("tags"), Interval: strings.TrimSpace(r.PostFormValue("interval")),
@@ -77,6 +77,7 @@ func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
 		IncludeText: r.PostFormValue("include_text"), ExcludeText: r.PostFormValue("exclude_text"),
 		IncludeURL: r.PostFormValue("include_url"), ExcludeURL: r.PostFormValue("exclude_url"),
 		SameSite: r.PostFormValue("same_site") == "on", BurstDetection: r.PostFormValue("burst_detection") == "on",
+		Articles: r.PostFormValue("articles") == "on",
 	}
 	o := watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore), Within: splitLines(f.Within),
 		Exclude: splitLines(f.Exclude), IncludeText: splitLines(f.IncludeText), ExcludeText: splitLines(f.ExcludeText),
@@ -132,7 +133,7 @@ type pagesView struct {
 }
 
 func (s *Server) uiPages(w http.ResponseWriter, r *http.Request) {
-	s.showPages(w, r, http.StatusOK, pageForm{Interval: watch.FormatDuration(watch.DefaultInterval), Enabled: true, BurstDetection: true})
+	s.showPages(w, r, http.StatusOK, pageForm{Interval: watch.FormatDuration(watch.DefaultInterval), Enabled: true, BurstDetection: true, Articles: true})
 }
 
 // pageQueryOf reads the pages list's filter from the address.
@@ -212,7 +213,8 @@ func (s *Server) fillRows(r *http.Request, v *pagesView, pages []watch.Page) err
 func formPage(r *http.Request) (pageForm, watch.PageSpec, error) {
 	f, options := formSettings(r)
 	f.URL, f.Enabled = strings.TrimSpace(r.PostFormValue("url")), true
-	p := watch.PageSpec{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options, BurstDetectionOff: !f.BurstDetection}
+	p := watch.PageSpec{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options, BurstDetectionOff: !f.BurstDetection,
+		ArticlesOff: !f.Articles}
 	var err error
 	p.Interval, err = formInterval(f.Interval, watch.DefaultInterval)
 	return f, p, err
@@ -284,7 +286,7 @@ func editFormOf(p watch.Page) pageForm {
 	return pageForm{URL: p.BaseURL, Name: p.Name, Tags: strings.Join(p.Tags, " "), Interval: watch.FormatDuration(p.Interval),
 		Ignore: lines(o.Ignore), Within: lines(o.Within), Exclude: lines(o.Exclude), IncludeText: lines(o.IncludeText),
 		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
-		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection}
+		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection, Articles: p.Articles}
 }
 
 func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p watch.Page, form pageForm) {
@@ -313,7 +315,7 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	tags := splitTags(form.Tags)
 	edit := watch.PageEdit{Name: &form.Name, Tags: &tags, SameSiteOnly: &o.SameSiteOnly, Ignore: &o.Ignore,
 		Within: &o.Within, Exclude: &o.Exclude, IncludeText: &o.IncludeText, ExcludeText: &o.ExcludeText,
-		IncludeURL: &o.IncludeURL, ExcludeURL: &o.ExcludeURL, BurstDetection: &form.BurstDetection}
+		IncludeURL: &o.IncludeURL, ExcludeURL: &o.ExcludeURL, BurstDetection: &form.BurstDetection, Articles: &form.Articles}
 	d, intervalErr := formInterval(form.Interval, 0)
 	if intervalErr == nil && form.Interval == "" {
 		intervalErr = &watch.RefusedError{Field: "interval", Err: errors.New("give the time between checks, like 5m, 1h30m or 1d")}

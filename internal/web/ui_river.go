@@ -208,3 +208,18 @@ func (s *Server) uiOldUpdates(w http.ResponseWriter, r *http.Request) {
 	}
 	http.Redirect(w, r, target, http.StatusMovedPermanently)
 }
+
+// articleNote is the small label the river shows under a link whose
+// article was not read: waiting, behind a paywall, or failed. The other
+// outcomes (no article, blocked, capped) say nothing a reader can use.
+func articleNote(a *watch.Article) string {
+	switch a.Status {
+	case watch.ArticlePending:
+		return "Article pending"
+	case watch.ArticlePaywall:
+		return "Article behind a paywall"
+	case watch.ArticleError:
+		return "Article could not be read"
+	}
+	return ""
+}
