@@ -262,10 +262,16 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 	case sub.Tag != "":
 		scope, arg = "$3::text = ANY (p.tags)", sub.Tag
 	}
+	// Each update carries its article as the API shows it in lists (no
+	// body): the stored one, or status pending while article_work holds
+	// the update. The statement reads both in one snapshot, and the
+	// extractor writes the article and deletes the work in one
+	// transaction, so an update is never seen with neither.
 	rows, err := s.pool.Query(ctx, `
 		SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, u.summary, u.burst, u.xact::text, p.base_url,
-			`+displayNameSQL+`
-		FROM updates u JOIN pages p ON p.id = u.page_id
+			`+displayNameSQL+`, EXISTS (SELECT 1 FROM article_work w WHERE w.update_id = u.id),
+			`+articleColumns(false)+`
+		FROM updates u JOIN pages p ON p.id = u.page_id LEFT JOIN articles a ON a.id = u.article_id
 		WHERE (u.xact, u.id) > ($1::xid8, $2::bigint) AND u.xact < `+horizon+` AND `+scope+`
 		ORDER BY u.xact, u.id
 		LIMIT $4`,
@@ -278,11 +284,17 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 	var lastXact string
 	for rows.Next() {
 		var (
-			u     watch.Update
-			page  watch.NotifiedPage
-			uXact string
+			u       watch.Update
+			page    watch.NotifiedPage
+			uXact   string
+			pending bool
+			article articleScan
 		)
-		if err := rows.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.Summary, &u.Burst, &uXact, &page.URL, &page.Name); err != nil {
+		if err := rows.Scan(append([]any{&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.Summary, &u.Burst,
+			&uXact, &page.URL, &page.Name, &pending}, article.dest()...)...); err != nil {
+			return watch.Batch{}, fmt.Errorf("pending updates of subscription %d: %w", sub.ID, err)
+		}
+		if u.Article, err = article.articleOf(pending, u.URL); err != nil {
 			return watch.Batch{}, fmt.Errorf("pending updates of subscription %d: %w", sub.ID, err)
 		}
 		// Without a digest a message holds one check: the run of rows

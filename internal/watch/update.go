@@ -35,12 +35,18 @@ type Update struct {
 	Article *Article `json:"article,omitempty"`
 }
 
-// Published returns u as it leaves portalwatch: its time in UTC.
+// Published returns u as it leaves portalwatch: its times in UTC, its
+// article's too (a copy: u's own is left alone).
 func (u Update) Published() Update {
 	u.DiscoveredAt = u.DiscoveredAt.UTC()
 	if u.RemovedAt != nil {
 		removed := u.RemovedAt.UTC()
 		u.RemovedAt = &removed
+	}
+	if u.Article != nil {
+		a := *u.Article
+		a.FetchedAt = a.FetchedAt.UTC()
+		u.Article = &a
 	}
 	return u
 }
