@@ -547,3 +547,61 @@ func TestPendingBatchCarriesEachArticle(t *testing.T) {
 		t.Fatalf("PendingBatch = %+v, %v; want the plain update without an article", b.Updates, err)
 	}
 }
+
+// TestNotifyHoldMovesTheNextAttemptOnly: a subscription keeps its wait for
+// articles, and a held message leaves the cursor, the failures and the log
+// alone; the subscription comes due again when the hold says.
+func TestNotifyHoldMovesTheNextAttemptOnly(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	page := addPage(t, st, "http://example.com/")
+	var refused *watch.RefusedError
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: "http://hook.example/",
+		WaitArticle: watch.MaxWaitArticle + time.Second}); !errors.As(err, &refused) || refused.Field != "wait_article" {
+		t.Fatalf("a wait over the maximum: %v, want it refused on wait_article", err)
+	}
+	sub, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: "http://hook.example/",
+		WaitArticle: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Subscription(ctx, sub.ID); err != nil || got.WaitArticle != 30*time.Second {
+		t.Fatalf("Subscription = %+v, %v; want its wait of 30s", got, err)
+	}
+	if _, err := pool.Exec(ctx, insertArticleUpdates, page, "http://example.com/a/", 1); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, pool)
+	l, ok := claimOne(t, st)
+	if !ok || l.Subscription.WaitArticle != 30*time.Second {
+		t.Fatalf("claim: %+v, %v; want the subscription with its wait", l, ok)
+	}
+	first, err := st.PendingBatch(ctx, l, 100)
+	if err != nil || len(first.Updates) != 1 {
+		t.Fatalf("PendingBatch = %v, %v", updateIDs(first), err)
+	}
+	if err := st.HoldDelivery(ctx, l, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.HoldDelivery(ctx, l, time.Now()); !errors.Is(err, watch.ErrLeaseLost) {
+		t.Fatalf("a second hold under the same lease: %v, want ErrLeaseLost", err)
+	}
+	if l, ok := claimOne(t, st); ok {
+		t.Fatalf("claimed subscription %d held for an hour", l.Subscription.ID)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE subscriptions SET next_attempt_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	l, ok = claimOne(t, st)
+	if !ok || l.Attempts != 0 || !l.FailingSince.IsZero() {
+		t.Fatalf("claim after the hold: %+v, %v; want it with no attempt counted", l, ok)
+	}
+	again, err := st.PendingBatch(ctx, l, 100)
+	if err != nil || again.ID != first.ID {
+		t.Fatalf("batch after the hold %s (%v), want %s again", again.ID, err, first.ID)
+	}
+	if log, err := st.Deliveries(ctx, sub.ID, 10); err != nil || len(log) != 0 {
+		t.Fatalf("delivery log %+v, %v; want nothing for a hold", log, err)
+	}
+}
