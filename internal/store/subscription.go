@@ -69,7 +69,7 @@ func (s *Store) AddSubscription(ctx context.Context, sub watch.Subscription) (wa
 		sub.Digest = watch.DigestNone
 	}
 	if err := watch.CheckWaitArticle(sub.WaitArticle); err != nil {
-		return watch.Subscription{}, &watch.RefusedError{Field: "wait_article", Err: err}
+		return watch.Subscription{}, &watch.RefusedError{Field: "wait_article", Err: fmt.Errorf("wait_article %s: %w", sub.WaitArticle, err)}
 	}
 	row := s.pool.QueryRow(ctx, `
 		INSERT INTO subscriptions (channel, target, secret, digest, page_id, tag, next_attempt_at, wait_article)

@@ -86,27 +86,28 @@ const MaxWaitArticle = 10 * time.Minute
 
 // ParseWaitArticle reads a subscription's wait for articles as people
 // write a duration ("30s", "2m"); "" is 0, no wait. Its errors say what
-// would do.
+// would do, without naming the field: the caller knows its name.
 func ParseWaitArticle(s string) (time.Duration, error) {
 	if strings.TrimSpace(s) == "" {
 		return 0, nil
 	}
 	d, err := ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("wait for articles: %w", err)
+		return 0, err
 	}
 	return d, CheckWaitArticle(d)
 }
 
 // CheckWaitArticle checks a subscription's wait for articles: from 0 (no
-// wait) to MaxWaitArticle.
+// wait) to MaxWaitArticle. Its errors say what would do, without naming
+// the field.
 func CheckWaitArticle(d time.Duration) error {
 	switch {
 	case d < 0:
-		return fmt.Errorf("wait for articles %s: cannot be negative; give 0 to send at once", d)
+		return errors.New("cannot be negative; give 0 to send at once")
 	case d > MaxWaitArticle:
-		return fmt.Errorf("wait for articles %s: at most %s, because a message held back holds every later one back too; "+
-			"most articles are read within seconds, so 30s to 2m is usually enough", FormatDuration(d), FormatDuration(MaxWaitArticle))
+		return fmt.Errorf("at most %s, because a message held back holds every later one back too; "+
+			"most articles are read within seconds, so 30s to 2m is usually enough", FormatDuration(MaxWaitArticle))
 	}
 	return nil
 }
