@@ -115,9 +115,9 @@ func New(cfg Config) (*Sender, error) {
 }
 
 // Send mails batch b to sub's address: for each page, its updates' texts
-// and links, each with its article's headline, date, authors and lead
-// when the article was read. A message of type watch.TypeTest says only that the subscription
-// works. A permanent refusal of the recipient (5xx to RCPT TO) counts as
+// and links, each with the headline, date, authors and lead of its
+// article when that was read. A message of type watch.TypeTest says only
+// that the subscription works. A permanent refusal of the recipient (5xx to RCPT TO) counts as
 // gone and pauses the subscription.
 func (e *Sender) Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) watch.SendResult {
 	m, err := e.message(sub, typ, b)

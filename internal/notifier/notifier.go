@@ -33,8 +33,8 @@
 // at most the wait after its update was found, and later updates were
 // found later, so no update goes out more than the wait behind the time it
 // would have gone without one. A hold is no attempt: it counts no failure,
-// writes no log entry, and moves the subscription's next attempt, so that
-// the others are served meanwhile.
+// writes no log entry, and moves the next attempt of the subscription, so
+// that the others are served meanwhile.
 package notifier
 
 import (

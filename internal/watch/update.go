@@ -35,8 +35,8 @@ type Update struct {
 	Article *Article `json:"article,omitempty"`
 }
 
-// Published returns u as it leaves portalwatch: its times in UTC, its
-// article's too (a copy: u's own is left alone).
+// Published returns u as it leaves portalwatch: its times in UTC, those
+// of its article too (in a copy: the article of u is left alone).
 func (u Update) Published() Update {
 	u.DiscoveredAt = u.DiscoveredAt.UTC()
 	if u.RemovedAt != nil {

@@ -55,8 +55,8 @@ type subscriptionJSON struct {
 	Paused       bool          `json:"paused"`
 	PausedAt     *time.Time    `json:"paused_at,omitempty"`
 	PausedReason string        `json:"paused_reason"`
-	// WaitArticle is how long a message may be held for its updates'
-	// articles, in watch.FormatDuration's form; "0s": not at all.
+	// WaitArticle is how long a message may be held for the articles of
+	// its updates, in the form of watch.FormatDuration; "0s": not at all.
 	WaitArticle        string  `json:"wait_article"`
 	WaitArticleSeconds float64 `json:"wait_article_seconds"`
 	// LastDelivery is the newest delivery log entry; absent until the
