@@ -63,7 +63,16 @@ CREATE TABLE article_work (
 );
 CREATE INDEX article_work_due ON article_work (due_at);
 
+-- A subscription may hold a message back while the articles of its updates
+-- are pending, for at most wait_article after each update was found, so
+-- that it carries their headlines and leads. 0: no wait, as before. The
+-- bound is watch.MaxWaitArticle: a held message holds the later ones of
+-- its subscription back too.
+ALTER TABLE subscriptions ADD COLUMN wait_article interval NOT NULL DEFAULT '0'
+    CHECK (wait_article >= '0' AND wait_article <= '10 minutes');
+
 -- +goose Down
+ALTER TABLE subscriptions DROP COLUMN wait_article;
 DROP TABLE article_work;
 ALTER TABLE updates DROP COLUMN article_id;
 DROP TABLE article_links;

@@ -53,14 +53,41 @@ func (s scope) apply(sub *watch.Subscription) error {
 	return nil
 }
 
+// articleWait is the --wait-article every subscription may set.
+type articleWait struct {
+	WaitArticle string `name:"wait-article" placeholder:"DURATION" default:"0" help:"Hold each message up to this long after its updates were found while their articles are still being read, so that it carries headlines and leads (such as 30s; at most 10m). 0: send at once, articles pending."`
+}
+
+func (w articleWait) apply(sub *watch.Subscription) error {
+	d, err := watch.ParseWaitArticle(w.WaitArticle)
+	if err != nil {
+		return usagef("--wait-article %s: %v", w.WaitArticle, err)
+	}
+	sub.WaitArticle = d
+	return nil
+}
+
+// waitNote describes a subscription's wait for articles after what added
+// it prints; empty without one.
+func waitNote(sub watch.Subscription) string {
+	if sub.WaitArticle == 0 {
+		return ""
+	}
+	return ", waiting up to " + watch.FormatDuration(sub.WaitArticle) + " for articles"
+}
+
 type notifyAddWebhookCmd struct {
 	URL string `arg:"" name:"url" help:"The receiver: an absolute http or https URL."`
 	scope
+	articleWait
 }
 
 func (a *notifyAddWebhookCmd) Run(c *cli) error {
 	sub := watch.Subscription{Channel: watch.Webhook, Secret: watch.NewWebhookSecret(), Digest: watch.DigestNone}
-	if err := a.apply(&sub); err != nil {
+	if err := a.scope.apply(&sub); err != nil {
+		return err
+	}
+	if err := a.articleWait.apply(&sub); err != nil {
 		return err
 	}
 	target, err := c.policy.CheckWebhook(c.ctx, a.URL)
@@ -72,7 +99,7 @@ func (a *notifyAddWebhookCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "subscription %d: webhook %s for %s\n", added.ID, added.Target, added.Scope())
+	fmt.Fprintf(c.stdout, "subscription %d: webhook %s for %s%s\n", added.ID, added.Target, added.Scope(), waitNote(added))
 	fmt.Fprintf(c.stdout, "signing secret (shown only now; keep it with the receiver): %s\n", added.Secret)
 	return nil
 }
@@ -81,6 +108,7 @@ type notifyAddEmailCmd struct {
 	Address string `arg:"" name:"address" help:"The recipient, such as desk@example.com."`
 	Digest  string `default:"none" enum:"none,hourly,daily" help:"none: each check's updates at once; hourly or daily: one message per hour or day (UTC)."`
 	scope
+	articleWait
 }
 
 func (a *notifyAddEmailCmd) Run(c *cli) error {
@@ -89,7 +117,10 @@ func (a *notifyAddEmailCmd) Run(c *cli) error {
 		return usagef("--%v", err)
 	}
 	sub := watch.Subscription{Channel: watch.Email, Digest: digest}
-	if err := a.apply(&sub); err != nil {
+	if err := a.scope.apply(&sub); err != nil {
+		return err
+	}
+	if err := a.articleWait.apply(&sub); err != nil {
 		return err
 	}
 	if sub.Target, err = registration.CheckEmail(a.Address); err != nil {
@@ -99,7 +130,7 @@ func (a *notifyAddEmailCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "subscription %d: e-mail to %s for %s, digest %s\n", added.ID, added.Target, added.Scope(), added.Digest)
+	fmt.Fprintf(c.stdout, "subscription %d: e-mail to %s for %s, digest %s%s\n", added.ID, added.Target, added.Scope(), added.Digest, waitNote(added))
 	if c.cfg.Senders.Email.URL == "" {
 		fmt.Fprintln(c.stdout, "note: PORTALWATCH_SMTP_URL is not set; the notifier cannot send e-mail until it is")
 	}
@@ -132,7 +163,7 @@ func (notifyListCmd) Run(c *cli) error {
 		return err
 	}
 	tw := newTable(c.stdout)
-	fmt.Fprintln(tw, "ID\tCHANNEL\tTARGET\tSCOPE\tDIGEST\tLAST DELIVERY\tSTATUS\tATTEMPTS\tCODE\tLAST ERROR\tPAUSED")
+	fmt.Fprintln(tw, "ID\tCHANNEL\tTARGET\tSCOPE\tDIGEST\tWAIT ARTICLE\tLAST DELIVERY\tSTATUS\tATTEMPTS\tCODE\tLAST ERROR\tPAUSED")
 	for _, s := range subs {
 		last, status, attempts, code := "never", "-", "-", "-"
 		if !s.Last.LastAttemptAt.IsZero() {
@@ -146,8 +177,12 @@ func (notifyListCmd) Run(c *cli) error {
 		if !s.PausedAt.IsZero() {
 			paused = s.PausedAt.Local().Format("2006-01-02 15:04:05") + ": " + oneLine(s.PausedReason)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Channel, s.MaskedTarget(), s.Scope(), s.Digest,
-			last, status, attempts, code, oneLine(s.Last.LastError), paused)
+		wait := "-"
+		if s.WaitArticle > 0 {
+			wait = watch.FormatDuration(s.WaitArticle)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Channel, s.MaskedTarget(), s.Scope(), s.Digest,
+			wait, last, status, attempts, code, oneLine(s.Last.LastError), paused)
 	}
 	return tw.Flush()
 }

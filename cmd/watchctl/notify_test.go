@@ -28,6 +28,8 @@ func TestNotifyCommands(t *testing.T) {
 		{"notify", "add", "email", "a@example.com", "--page", "1", "--tag", "x"}, // two scopes
 		{"notify", "add", "email", "a@example.com", "--page", "42"},              // no such page
 		{"notify", "add", "email", "a@example.com", "--tag", "two words"},        // bad tag
+		{"notify", "add", "email", "a@example.com", "--wait-article", "11m"},     // over the maximum
+		{"notify", "add", "webhook", "https://example.com/", "--wait-article", "soon"},
 		{"notify", "remove", "7"},
 		{"notify", "test", "abc"},
 	}
@@ -48,8 +50,9 @@ func TestNotifyCommands(t *testing.T) {
 	}
 	var hook, mail string
 	fmt.Sscanf(out, "subscription %s", &hook)
-	code, out, errOut = runCLI(t, e, "notify", "add", "email", "Desk <desk@example.com>", "--digest", "daily", "--tag", "ministries")
-	if code != exitOK || !strings.Contains(out, "desk@example.com for tag ministries, digest daily") {
+	code, out, errOut = runCLI(t, e, "notify", "add", "email", "Desk <desk@example.com>", "--digest", "daily", "--tag", "ministries",
+		"--wait-article", "90s")
+	if code != exitOK || !strings.Contains(out, "desk@example.com for tag ministries, digest daily, waiting up to 1m30s for articles") {
 		t.Fatalf("add email: exit %d\n%s%s", code, out, errOut)
 	}
 	fmt.Sscanf(out, "subscription %s", &mail)
@@ -57,6 +60,9 @@ func TestNotifyCommands(t *testing.T) {
 	code, out, _ = runCLI(t, e, "notify", "list")
 	if code != exitOK || !strings.Contains(out, "/hook?token=xxxxx") || strings.Contains(out, "token=abc") || !strings.Contains(out, "all pages") || strings.Contains(out, "whsec_") {
 		t.Fatalf("list: exit %d, want both subscriptions, the receiver's token masked and no secret:\n%s", code, out)
+	}
+	if !strings.Contains(out, "WAIT ARTICLE") || !strings.Contains(out, " 1m30s ") {
+		t.Fatalf("list: want the e-mail subscription's wait for articles:\n%s", out)
 	}
 	if code, out, errOut := runCLI(t, e, "notify", "test", hook); code != exitOK || !strings.Contains(out, "delivered") {
 		t.Fatalf("test: exit %d\n%s%s", code, out, errOut)

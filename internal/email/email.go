@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	texttemplate "text/template"
 	"time"
 
@@ -114,8 +115,9 @@ func New(cfg Config) (*Sender, error) {
 }
 
 // Send mails batch b to sub's address: for each page, its updates' texts
-// and links. A message of type watch.TypeTest says only that the subscription
-// works. A permanent refusal of the recipient (5xx to RCPT TO) counts as
+// and links, each with the headline, date, authors and lead of its
+// article when that was read. A message of type watch.TypeTest says only
+// that the subscription works. A permanent refusal of the recipient (5xx to RCPT TO) counts as
 // gone and pauses the subscription.
 func (e *Sender) Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) watch.SendResult {
 	m, err := e.message(sub, typ, b)
@@ -141,7 +143,87 @@ func (e *Sender) Send(ctx context.Context, sub watch.Subscription, typ string, b
 // pageGroup is one page's updates in a mail.
 type pageGroup struct {
 	Page    watch.NotifiedPage
-	Updates []watch.Update
+	Updates []mailUpdate
+}
+
+// mailUpdate is one link of a mail with what its article adds.
+type mailUpdate struct {
+	watch.Update
+	Story story
+}
+
+// story is what a mail shows of an update's article under its link, each
+// field on one line; all empty when the article was not read as one.
+type story struct {
+	// Headline is the article's, left out when it says what the link text
+	// says already.
+	Headline string
+	// Byline is "Published <when> by <authors>", or either half.
+	Byline string
+	// Lead is the article's description, cut at MaxLeadRunes.
+	Lead string
+}
+
+// MaxLeadRunes is the most characters of an article's lead a mail shows:
+// a description that runs longer (some sites put the first paragraphs
+// there) is cut at a word, with an ellipsis.
+const MaxLeadRunes = 300
+
+// storyOf returns what the mail shows of u's article: its headline, date,
+// authors and lead when its status is ok, nothing otherwise (still
+// pending, or no article behind the link).
+func storyOf(u watch.Update) story {
+	a := u.Article
+	if a == nil || a.Status != watch.ArticleOK {
+		return story{}
+	}
+	var st story
+	// Crawled text may hold line breaks, which would break the plain
+	// text part's layout of one field a line.
+	if h := oneLine(a.Headline); !strings.EqualFold(h, oneLine(u.Text)) {
+		st.Headline = h
+	}
+	var parts []string
+	if t, ok := a.Published(); ok {
+		layout := "2 January 2006 15:04 UTC"
+		if len(a.DatePublished) == len("2006-01-02") {
+			layout = "2 January 2006" // a day alone: no time to show
+		}
+		parts = append(parts, "Published "+t.UTC().Format(layout))
+	}
+	var authors []string
+	for _, name := range a.Author {
+		if name = oneLine(name); name != "" {
+			authors = append(authors, name)
+		}
+	}
+	if len(authors) > 0 {
+		by := "by " + strings.Join(authors, ", ")
+		if len(parts) == 0 {
+			by = "By " + strings.Join(authors, ", ")
+		}
+		parts = append(parts, by)
+	}
+	st.Byline = strings.Join(parts, " ")
+	st.Lead = cut(oneLine(a.Description), MaxLeadRunes)
+	return st
+}
+
+// oneLine squeezes every run of white space in s into one space.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// cut returns s, or its first n characters cut back to the last space
+// among them, with an ellipsis.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	head := string(r[:n])
+	if i := strings.LastIndex(head, " "); i > len(head)/2 {
+		head = head[:i]
+	}
+	return strings.TrimRight(head, " ,;:.") + "…"
 }
 
 type mailData struct {
@@ -160,7 +242,7 @@ func (e *Sender) message(sub watch.Subscription, typ string, b watch.Batch) (*go
 			data.Groups = append(data.Groups, pageGroup{Page: b.Pages[u.PageID]})
 			i = len(data.Groups) - 1
 		}
-		data.Groups[i].Updates = append(data.Groups[i].Updates, u)
+		data.Groups[i].Updates = append(data.Groups[i].Updates, mailUpdate{Update: u, Story: storyOf(u)})
 	}
 	var text, html bytes.Buffer
 	if err := textMail.Execute(&text, data); err != nil {
@@ -212,7 +294,10 @@ var textMail = texttemplate.Must(texttemplate.New("text").Funcs(funcs).Parse(
 {{else}}{{range .Groups}}{{title .Page}} ({{.Page.URL}})
 {{range .Updates}}  - {{.Text}}
     {{.URL}}
-{{end}}
+{{with .Story}}{{with .Headline}}    {{.}}
+{{end}}{{with .Byline}}    {{.}}
+{{end}}{{with .Lead}}    {{.}}
+{{end}}{{end}}{{end}}
 {{end}}{{end}}
 --
 portalwatch subscription {{.Subscription}} ({{.Scope}}). To stop these messages, ask the operator to run
@@ -226,7 +311,10 @@ var htmlMail = htmltemplate.Must(htmltemplate.New("html").Funcs(funcs).Parse(
 	`<!doctype html><html><body>
 {{if .Test}}<p>This is a test message: subscription {{.Subscription}} ({{.Scope}}) reaches you.</p>
 {{else}}{{range .Groups}}<h2><a href="{{.Page.URL}}">{{title .Page}}</a></h2>
-<ul>{{range .Updates}}<li><a href="{{.URL}}">{{if .Text}}{{.Text}}{{else}}{{.URL}}{{end}}</a></li>{{end}}</ul>
+<ul>{{range .Updates}}<li><a href="{{.URL}}">{{if .Text}}{{.Text}}{{else}}{{.URL}}{{end}}</a>
+{{- with .Story}}{{with .Headline}}<p style="margin:0.2em 0"><strong>{{.}}</strong></p>{{end}}
+{{- with .Byline}}<p style="margin:0.2em 0;color:#666">{{.}}</p>{{end}}
+{{- with .Lead}}<p style="margin:0.2em 0">{{.}}</p>{{end}}{{end}}</li>{{end}}</ul>
 {{end}}{{end}}<hr><p style="color:#666">portalwatch subscription {{.Subscription}} ({{.Scope}}).
 To stop these messages, ask the operator to run <code>watchctl notify remove {{.Subscription}}</code>,
 or use your mail program's unsubscribe button.</p>

@@ -306,3 +306,80 @@ func batch() watch.Batch {
 		},
 	}
 }
+
+// TestEmailShowsTheArticleUnderItsLink: an update whose article was read
+// shows its headline (unless the link text says it already), its date and
+// authors and its lead under the link, in both parts; one still pending
+// shows its link alone. Crawled markup in those fields stays text.
+func TestEmailShowsTheArticleUnderItsLink(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t)
+	e, err := email.New(email.Config{URL: "smtp://desk:s3cret@" + srv.addr, From: "watch@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := batch()
+	b.Updates[0].Text = "Fees"
+	b.Updates[0].Article = &watch.Article{Status: watch.ArticleOK, URL: "https://ministry.example/a",
+		Headline: "Ministry cuts the\nfees <script>alert(1)</script>", Description: "The lead, with <b>markup</b>.",
+		DatePublished: "2026-11-30T08:55:00+01:00", Author: []string{"A. Writer", " ", "B. <i>Other</i>"}}
+	b.Updates[1].Article = &watch.Article{Status: watch.ArticleOK, URL: "https://ministry.example/b",
+		Headline: " b ", Description: strings.Repeat("word ", 100), DatePublished: "2026-11-29"}
+	b.Updates = append(b.Updates, watch.Update{ID: 13, PageID: 7, URL: "https://ministry.example/c", Text: "C",
+		DiscoveredAt: b.Updates[0].DiscoveredAt, Article: &watch.Article{Status: watch.ArticlePending, URL: "https://ministry.example/c"}},
+		watch.Update{ID: 14, PageID: 7, URL: "https://ministry.example/d", Text: "D",
+			DiscoveredAt: b.Updates[0].DiscoveredAt, Article: &watch.Article{Status: watch.ArticlePaywall, Headline: "Locked"}})
+	sub := watch.Subscription{ID: 4, Channel: watch.Email, Target: "desk@example.com"}
+	if res := e.Send(context.Background(), sub, watch.TypeUpdatesCreated, b); res.Err != nil {
+		t.Fatalf("send: %+v", res)
+	}
+	got := srv.messages()
+	if len(got) != 1 {
+		t.Fatalf("server received %d messages, want 1", len(got))
+	}
+	_, parts := mailParts(t, got[0].data)
+	text := strings.ReplaceAll(parts["text/plain"], "\r\n", "\n")
+	lead := strings.TrimSpace(strings.Repeat("word ", 60)) + "…"
+	want := "Ministry (https://ministry.example/)\n" +
+		"  - Fees\n    https://ministry.example/a?x=1&y=2\n" +
+		"    Ministry cuts the fees <script>alert(1)</script>\n" +
+		"    Published 30 November 2026 07:55 UTC by A. Writer, B. <i>Other</i>\n" +
+		"    The lead, with <b>markup</b>.\n" +
+		"  - B\n    https://ministry.example/b\n" +
+		"    Published 29 November 2026\n" +
+		"    " + lead + "\n" +
+		"  - C\n    https://ministry.example/c\n" +
+		"  - D\n    https://ministry.example/d\n"
+	if !strings.HasPrefix(text, want) {
+		t.Errorf("text part\n%s\nwant it to start\n%s", text, want)
+	}
+	doc, err := html.Parse(strings.NewReader(parts["text/html"]))
+	if err != nil {
+		t.Fatalf("parse the HTML part: %v", err)
+	}
+	var items []string
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			switch n.Data {
+			case "script", "b", "i":
+				t.Errorf("the HTML part holds a <%s> of the article's", n.Data)
+			case "li":
+				items = append(items, textOf(n))
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	wantItems := []string{
+		"FeesMinistry cuts the fees <script>alert(1)</script>Published 30 November 2026 07:55 UTC by A. Writer, B. <i>Other</i>The lead, with <b>markup</b>.",
+		"BPublished 29 November 2026" + lead,
+		"C",
+		"D",
+	}
+	if !slices.Equal(items, wantItems) {
+		t.Errorf("HTML items\n%q\nwant\n%q", items, wantItems)
+	}
+}

@@ -18,6 +18,23 @@
 // for Config.PauseAfter is paused with its last error as the reason.
 // Subscriptions are served longest-waiting first, one batch per claim, so
 // a busy or failing one never starves the others.
+//
+// Each update carries its article (status pending while the extractor has
+// not read it). A subscription with a wait for articles
+// (Subscription.WaitArticle) holds its next batch back while one of its
+// updates has its article pending and was found less than the wait ago
+// (watch.Batch.ArticleHold), and looks again every PollInterval until the
+// articles are read or the wait is over; then the batch goes out as it is.
+// The batch held is the one at the cursor, so it holds back every later
+// batch of that subscription: the cursor is one position in the order of
+// updates, and passing a held update would need a second record of what
+// was passed over, with messages out of order and a batch no longer
+// recomputed the same from its cursor. The cost is bounded: each hold ends
+// at most the wait after its update was found, and later updates were
+// found later, so no update goes out more than the wait behind the time it
+// would have gone without one. A hold is no attempt: it counts no failure,
+// writes no log entry, and moves the next attempt of the subscription, so
+// that the others are served meanwhile.
 package notifier
 
 import (
@@ -53,7 +70,8 @@ type Config struct {
 	// most 1000. Default 8.
 	Concurrency int `env:"PORTALWATCH_NOTIFIER_CONCURRENCY"`
 	// PollInterval is how long the notifier waits for new updates after a
-	// look found nothing to deliver, at least 10ms. Default 1s.
+	// look found nothing to deliver, and how often it looks again at a
+	// message held for its articles, at least 10ms. Default 1s.
 	PollInterval time.Duration `env:"PORTALWATCH_NOTIFIER_POLL"`
 	// Lease is how long a claimed subscription is kept from other
 	// notifiers; it must cover a whole delivery, the send (up to the
@@ -134,6 +152,9 @@ type Outbox interface {
 	CompleteDelivery(ctx context.Context, l watch.Lease, b watch.Batch, a watch.Attempt) error
 	FailDelivery(ctx context.Context, l watch.Lease, b watch.Batch, a watch.Attempt) (paused bool, err error)
 	ReleaseLease(ctx context.Context, l watch.Lease) error
+	// HoldDelivery gives the lease back without an attempt, its batch held
+	// for articles, and makes the subscription due again at until.
+	HoldDelivery(ctx context.Context, l watch.Lease, until time.Time) error
 	// AdvanceIdleCursors moves the cursors of subscriptions with nothing
 	// pending up to the horizon, so that claims need not scan past them.
 	AdvanceIdleCursors(ctx context.Context) (int64, error)
@@ -165,7 +186,7 @@ func New(cfg Config, box Outbox, senders map[watch.Channel]Sender, log *slog.Log
 		cfg: cfg.WithDefaults(), box: box, senders: senders, log: log, now: time.Now,
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portalwatch_notifier_messages_total",
-			Help: "Messages attempted, by channel and result (delivered, failed, paused, released).",
+			Help: "Messages attempted, by channel and result (delivered, failed, paused, released; held: held back for articles, at each look).",
 		}, []string{"channel", "result"}),
 		updates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portalwatch_notifier_updates_delivered_total",
@@ -309,6 +330,23 @@ func (s *Service) deliver(ctx context.Context, l watch.Lease) {
 		return
 	}
 	log = log.With("message_id", b.ID, "updates", len(b.Updates))
+	if until, held := b.ArticleHold(sub.WaitArticle, s.now()); held {
+		// Looked at again within PollInterval, as an article may come any
+		// moment; never later than the wait's end.
+		next := s.now().Add(s.cfg.PollInterval)
+		if until.Before(next) {
+			next = until
+		}
+		s.deliveries.WithLabelValues(string(sub.Channel), "held").Inc()
+		rctx, cancel := recording()
+		defer cancel()
+		if err := s.box.HoldDelivery(rctx, l, next); err != nil {
+			log.Warn("holding the message for its articles failed; its lease will run out", "err", err)
+			return
+		}
+		log.Debug("held for articles", "until", until)
+		return
+	}
 	res := s.send(ctx, sub, b)
 	if res.Err != nil && ctx.Err() != nil {
 		// Cut by the drain deadline: not the target's fault.

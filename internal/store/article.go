@@ -276,6 +276,17 @@ func (s *articleScan) article() (*watch.Article, error) {
 	return a, nil
 }
 
+// articleOf returns an update's article: the stored one; else, when its
+// work is still waiting (pending), one of status pending for its link
+// linkURL; else nil, for a page that does not read articles.
+func (s *articleScan) articleOf(pending bool, linkURL string) (*watch.Article, error) {
+	a, err := s.article()
+	if err == nil && a == nil && pending {
+		a = &watch.Article{Status: watch.ArticlePending, URL: linkURL}
+	}
+	return a, err
+}
+
 func nonNilMap(m map[string]string) map[string]string {
 	if m == nil {
 		return map[string]string{}

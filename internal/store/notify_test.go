@@ -479,3 +479,129 @@ func TestPendingBatchCarriesWhatTheAPIShows(t *testing.T) {
 		t.Errorf("pending update %+v of page %+v: want the burst flag, the teaser and the page's display name", u, b.Pages[page])
 	}
 }
+
+// insertArticleUpdates writes n updates of a page as a check of a page that
+// reads articles does: each with its row of article_work, in the same
+// transaction.
+const insertArticleUpdates = `WITH news AS (` + insertUpdate + ` RETURNING id, discovered_at, page_id, url)
+	INSERT INTO article_work (update_id, discovered_at, page_id, url) SELECT id, discovered_at, page_id, url FROM news`
+
+// TestPendingBatchCarriesEachArticle: a message's update carries its
+// article as the API lists it: the stored one without its body, status
+// pending while its work waits, none for a link no article is read for.
+func TestPendingBatchCarriesEachArticle(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	page := addPage(t, st, "http://news.example/")
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: "http://hook.example/", Secret: "whsec_x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, insertArticleUpdates, page, "http://news.example/story/", 2); err != nil {
+		t.Fatal(err)
+	}
+	work, err := st.ClaimArticleWork(ctx, 1, time.Minute)
+	if err != nil || len(work) != 1 {
+		t.Fatalf("ClaimArticleWork = %+v, %v", work, err)
+	}
+	published := "2026-12-01T07:30:00Z"
+	if _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL, Article: watch.Article{
+		Status: watch.ArticleOK, URL: work[0].URL, Headline: "Ministry cuts fees", Description: "The lead.",
+		Body: "A long body.", DatePublished: published, Author: []string{"A. Writer"}, FetchedAt: time.Now(),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	writeUpdates(t, pool, page, "http://news.example/plain/", 1)
+	l, ok := claimOne(t, st)
+	if !ok {
+		t.Fatal("nothing to claim")
+	}
+	// One subscription to everything, no digest: the first check's two
+	// updates, then the plain one.
+	b, err := st.PendingBatch(ctx, l, 100)
+	if err != nil || len(b.Updates) != 2 {
+		t.Fatalf("PendingBatch = %v, %v; want the first check's 2 updates", updateIDs(b), err)
+	}
+	for _, u := range b.Updates {
+		a := u.Article
+		switch {
+		case a == nil:
+			t.Errorf("update %d (%s) has no article", u.ID, u.URL)
+		case u.ID == work[0].UpdateID:
+			if a.Status != watch.ArticleOK || a.Headline != "Ministry cuts fees" || a.Description != "The lead." ||
+				a.DatePublished != published || len(a.Author) != 1 || a.Body != "" || a.ID == 0 {
+				t.Errorf("recorded article %+v: want it stored, without its body", *a)
+			}
+		default:
+			if a.Status != watch.ArticlePending || a.URL != u.URL || a.ID != 0 {
+				t.Errorf("waiting article %+v: want status pending and the link", *a)
+			}
+		}
+	}
+	if err := st.CompleteDelivery(ctx, l, b, watch.Attempt{ResponseCode: 204}); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = claimOne(t, st)
+	b, err = st.PendingBatch(ctx, l, 100)
+	if err != nil || len(b.Updates) != 1 || b.Updates[0].Article != nil {
+		t.Fatalf("PendingBatch = %+v, %v; want the plain update without an article", b.Updates, err)
+	}
+}
+
+// TestNotifyHoldMovesTheNextAttemptOnly: a subscription keeps its wait for
+// articles, and a held message leaves the cursor, the failures and the log
+// alone; the subscription comes due again when the hold says.
+func TestNotifyHoldMovesTheNextAttemptOnly(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	page := addPage(t, st, "http://example.com/")
+	var refused *watch.RefusedError
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: "http://hook.example/",
+		WaitArticle: watch.MaxWaitArticle + time.Second}); !errors.As(err, &refused) || refused.Field != "wait_article" {
+		t.Fatalf("a wait over the maximum: %v, want it refused on wait_article", err)
+	}
+	sub, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: "http://hook.example/",
+		WaitArticle: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Subscription(ctx, sub.ID); err != nil || got.WaitArticle != 30*time.Second {
+		t.Fatalf("Subscription = %+v, %v; want its wait of 30s", got, err)
+	}
+	if _, err := pool.Exec(ctx, insertArticleUpdates, page, "http://example.com/a/", 1); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, pool)
+	l, ok := claimOne(t, st)
+	if !ok || l.Subscription.WaitArticle != 30*time.Second {
+		t.Fatalf("claim: %+v, %v; want the subscription with its wait", l, ok)
+	}
+	first, err := st.PendingBatch(ctx, l, 100)
+	if err != nil || len(first.Updates) != 1 {
+		t.Fatalf("PendingBatch = %v, %v", updateIDs(first), err)
+	}
+	if err := st.HoldDelivery(ctx, l, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.HoldDelivery(ctx, l, time.Now()); !errors.Is(err, watch.ErrLeaseLost) {
+		t.Fatalf("a second hold under the same lease: %v, want ErrLeaseLost", err)
+	}
+	if l, ok := claimOne(t, st); ok {
+		t.Fatalf("claimed subscription %d held for an hour", l.Subscription.ID)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE subscriptions SET next_attempt_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	l, ok = claimOne(t, st)
+	if !ok || l.Attempts != 0 || !l.FailingSince.IsZero() {
+		t.Fatalf("claim after the hold: %+v, %v; want it with no attempt counted", l, ok)
+	}
+	again, err := st.PendingBatch(ctx, l, 100)
+	if err != nil || again.ID != first.ID {
+		t.Fatalf("batch after the hold %s (%v), want %s again", again.ID, err, first.ID)
+	}
+	if log, err := st.Deliveries(ctx, sub.ID, 10); err != nil || len(log) != 0 {
+		t.Fatalf("delivery log %+v, %v; want nothing for a hold", log, err)
+	}
+}

@@ -61,17 +61,21 @@ func (s *Store) AdvanceIdleCursors(ctx context.Context) (int64, error) {
 const KeptDeliveries = 100
 
 // AddSubscription stores a subscription; it is sent what is found from now
-// on. It returns watch.ErrPageNotFound when s.PageID names no page. The
-// caller has validated the target (internal/registration).
+// on. It returns watch.ErrPageNotFound when s.PageID names no page, and a
+// *watch.RefusedError for a WaitArticle out of bounds. The caller has
+// validated the target (internal/registration).
 func (s *Store) AddSubscription(ctx context.Context, sub watch.Subscription) (watch.Subscription, error) {
 	if sub.Digest == "" {
 		sub.Digest = watch.DigestNone
 	}
+	if err := watch.CheckWaitArticle(sub.WaitArticle); err != nil {
+		return watch.Subscription{}, &watch.RefusedError{Field: "wait_article", Err: fmt.Errorf("wait_article %s: %w", sub.WaitArticle, err)}
+	}
 	row := s.pool.QueryRow(ctx, `
-		INSERT INTO subscriptions (channel, target, secret, digest, page_id, tag, next_attempt_at)
-		VALUES ($1, $2, $3, $4, nullif($5, 0), nullif($6, ''), `+nextSlot("$4")+`)
+		INSERT INTO subscriptions (channel, target, secret, digest, page_id, tag, next_attempt_at, wait_article)
+		VALUES ($1, $2, $3, $4, nullif($5, 0), nullif($6, ''), `+nextSlot("$4")+`, $7 * interval '1 millisecond')
 		RETURNING `+subscriptionColumns,
-		sub.Channel, sub.Target, sub.Secret, sub.Digest, sub.PageID, sub.Tag)
+		sub.Channel, sub.Target, sub.Secret, sub.Digest, sub.PageID, sub.Tag, sub.WaitArticle.Milliseconds())
 	out, err := scanSubscription(row)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
@@ -262,10 +266,16 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 	case sub.Tag != "":
 		scope, arg = "$3::text = ANY (p.tags)", sub.Tag
 	}
+	// Each update carries its article as the API shows it in lists (no
+	// body): the stored one, or status pending while article_work holds
+	// the update. The statement reads both in one snapshot, and the
+	// extractor writes the article and deletes the work in one
+	// transaction, so an update is never seen with neither.
 	rows, err := s.pool.Query(ctx, `
 		SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, u.summary, u.burst, u.xact::text, p.base_url,
-			`+displayNameSQL+`
-		FROM updates u JOIN pages p ON p.id = u.page_id
+			`+displayNameSQL+`, EXISTS (SELECT 1 FROM article_work w WHERE w.update_id = u.id),
+			`+articleColumns(false)+`
+		FROM updates u JOIN pages p ON p.id = u.page_id LEFT JOIN articles a ON a.id = u.article_id
 		WHERE (u.xact, u.id) > ($1::xid8, $2::bigint) AND u.xact < `+horizon+` AND `+scope+`
 		ORDER BY u.xact, u.id
 		LIMIT $4`,
@@ -278,11 +288,17 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 	var lastXact string
 	for rows.Next() {
 		var (
-			u     watch.Update
-			page  watch.NotifiedPage
-			uXact string
+			u       watch.Update
+			page    watch.NotifiedPage
+			uXact   string
+			pending bool
+			article articleScan
 		)
-		if err := rows.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.Summary, &u.Burst, &uXact, &page.URL, &page.Name); err != nil {
+		if err := rows.Scan(append([]any{&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.Summary, &u.Burst,
+			&uXact, &page.URL, &page.Name, &pending}, article.dest()...)...); err != nil {
+			return watch.Batch{}, fmt.Errorf("pending updates of subscription %d: %w", sub.ID, err)
+		}
+		if u.Article, err = article.articleOf(pending, u.URL); err != nil {
 			return watch.Batch{}, fmt.Errorf("pending updates of subscription %d: %w", sub.ID, err)
 		}
 		// Without a digest a message holds one check: the run of rows
@@ -393,6 +409,23 @@ func (s *Store) FailDelivery(ctx context.Context, l watch.Lease, b watch.Batch, 
 	return paused, nil
 }
 
+// HoldDelivery gives back lease l without an attempt, its message held
+// for the articles of its updates (watch.Batch.ArticleHold): the
+// subscription is due again at until, and its cursor, failures and log
+// stay as they are. It returns watch.ErrLeaseLost when another notifier
+// has taken the subscription over.
+func (s *Store) HoldDelivery(ctx context.Context, l watch.Lease, until time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE subscriptions SET lease_until = NULL, lease_token = NULL, next_attempt_at = $3
+		WHERE id = $1 AND lease_token = $2`, l.Subscription.ID, l.Token, until)
+	if err != nil {
+		return fmt.Errorf("hold subscription %d: %w", l.Subscription.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("hold subscription %d: %w", l.Subscription.ID, watch.ErrLeaseLost)
+	}
+	return nil
+}
+
 // ReleaseLease gives a subscription back without recording an attempt, as
 // a notifier does when it stops before a delivery ended; another notifier
 // may claim it at once. A lease already lost is not an error.
@@ -417,26 +450,28 @@ func parseCursor(c string) (xact string, id int64, err error) {
 }
 
 const subscriptionColumns = `id, channel, target, secret, digest, coalesce(page_id, 0), coalesce(tag, ''),
-	created_at, paused_at, coalesce(paused_reason, '')`
+	created_at, paused_at, coalesce(paused_reason, ''), (extract(epoch FROM wait_article) * 1000)::bigint`
 
 // subscriptionScan holds the columns that need converting after the scan.
 type subscriptionScan struct {
 	channel, digest string
 	paused          *time.Time
+	waitMS          int64
 }
 
 func subscriptionFields(sub *watch.Subscription) []any {
-	return []any{&sub.ID, nil, &sub.Target, &sub.Secret, nil, &sub.PageID, &sub.Tag, &sub.CreatedAt, nil, &sub.PausedReason}
+	return []any{&sub.ID, nil, &sub.Target, &sub.Secret, nil, &sub.PageID, &sub.Tag, &sub.CreatedAt, nil, &sub.PausedReason, nil}
 }
 
 // targets fills the conversion slots (the nils) of fields with its own.
 func (sc *subscriptionScan) targets(fields []any) []any {
-	fields[1], fields[4], fields[8] = &sc.channel, &sc.digest, &sc.paused
+	fields[1], fields[4], fields[8], fields[10] = &sc.channel, &sc.digest, &sc.paused, &sc.waitMS
 	return fields
 }
 
 func (sc *subscriptionScan) apply(sub *watch.Subscription) {
 	sub.Channel, sub.Digest = watch.Channel(sc.channel), watch.Digest(sc.digest)
+	sub.WaitArticle = time.Duration(sc.waitMS) * time.Millisecond
 	if sc.paused != nil {
 		sub.PausedAt = *sc.paused
 	}

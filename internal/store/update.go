@@ -105,9 +105,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 		if err != nil {
 			return u, err
 		}
-		if u.Article, err = scan.article(); err == nil && u.Article == nil && pending {
-			u.Article = &watch.Article{Status: watch.ArticlePending, URL: u.URL}
-		}
+		u.Article, err = scan.articleOf(pending, u.URL)
 		return u, err
 	})
 	if err != nil {

@@ -53,7 +53,7 @@ type RefusedError struct {
 	// "interval", "name", "tags", one of the option lists ("ignore",
 	// "within", "exclude", "includeText", "excludeText", "includeUrl",
 	// "excludeUrl"), "options" for a cap that spans several lists, or a
-	// subscription's "tag", "address" or "url".
+	// subscription's "tag", "address", "url" or "wait_article".
 	Field string
 	Err   error
 }

@@ -71,6 +71,66 @@ type Subscription struct {
 	// zero while the subscription is active.
 	PausedAt     time.Time
 	PausedReason string
+	// WaitArticle is how long the notifier may hold a message back for the
+	// articles of its updates (see Batch.ArticleHold), so that it carries
+	// their headlines and leads; 0, the default, sends at once with the
+	// articles still pending. At most MaxWaitArticle.
+	WaitArticle time.Duration
+}
+
+// MaxWaitArticle is the longest Subscription.WaitArticle. A message held
+// for an article holds the subscription's later messages back too (they
+// go out in order), so the wait is kept to minutes; the extractor reads
+// most articles within seconds of their update.
+const MaxWaitArticle = 10 * time.Minute
+
+// ParseWaitArticle reads a subscription's wait for articles as people
+// write a duration ("30s", "2m"); "" is 0, no wait. Its errors say what
+// would do, without naming the field: the caller knows its name.
+func ParseWaitArticle(s string) (time.Duration, error) {
+	if strings.TrimSpace(s) == "" {
+		return 0, nil
+	}
+	d, err := ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	return d, CheckWaitArticle(d)
+}
+
+// CheckWaitArticle checks a subscription's wait for articles: from 0 (no
+// wait) to MaxWaitArticle. Its errors say what would do, without naming
+// the field.
+func CheckWaitArticle(d time.Duration) error {
+	switch {
+	case d < 0:
+		return errors.New("cannot be negative; give 0 to send at once")
+	case d > MaxWaitArticle:
+		return fmt.Errorf("at most %s, because a message held back holds every later one back too; "+
+			"most articles are read within seconds, so 30s to 2m is usually enough", FormatDuration(MaxWaitArticle))
+	}
+	return nil
+}
+
+// ArticleHold reports whether a subscription that waits up to wait for
+// articles holds batch b back at now: while one of its updates has its
+// article pending and was found less than wait ago. until is when the last
+// such wait ends; from then on b goes out as it is, whatever is still
+// pending. A batch is held whole, so that one check stays one message,
+// and a held batch holds back those after it (see package notifier).
+func (b Batch) ArticleHold(wait time.Duration, now time.Time) (until time.Time, held bool) {
+	if wait <= 0 {
+		return time.Time{}, false
+	}
+	for _, u := range b.Updates {
+		if u.Article == nil || u.Article.Status != ArticlePending {
+			continue
+		}
+		if end := u.DiscoveredAt.Add(wait); end.After(now) && end.After(until) {
+			until, held = end, true
+		}
+	}
+	return until, held
 }
 
 // Scope describes what the subscription covers, for people.

@@ -12,10 +12,10 @@ import (
 
 // subscriptionForm is one of the web page's two add forms (webhook,
 // e-mail) as it was sent, and what was wrong with it, by field: url,
-// address, digest, page_id, tag.
+// address, digest, page_id, tag, wait_article.
 type subscriptionForm struct {
-	URL, Address, Digest, PageID, Tag string
-	Errors                            map[string]string
+	URL, Address, Digest, PageID, Tag, WaitArticle string
+	Errors                                         map[string]string
 }
 
 // scopeView is a form's page and tag fields; Prefix keeps their element
@@ -28,8 +28,8 @@ type scopeView struct {
 
 // formFields are the fields each add form shows a refusal beside.
 var formFields = map[watch.Channel]map[string]bool{
-	watch.Webhook: {"url": true, "digest": true, "page_id": true, "tag": true},
-	watch.Email:   {"address": true, "digest": true, "page_id": true, "tag": true},
+	watch.Webhook: {"url": true, "digest": true, "page_id": true, "tag": true, "wait_article": true},
+	watch.Email:   {"address": true, "digest": true, "page_id": true, "tag": true, "wait_article": true},
 }
 
 type notificationsView struct {
@@ -77,8 +77,10 @@ func (s *Server) uiAddSubscription(w http.ResponseWriter, r *http.Request) {
 	form := subscriptionForm{
 		URL: strings.TrimSpace(r.PostFormValue("url")), Address: strings.TrimSpace(r.PostFormValue("address")),
 		Digest: r.PostFormValue("digest"), PageID: r.PostFormValue("page_id"), Tag: strings.TrimSpace(r.PostFormValue("tag")),
+		WaitArticle: strings.TrimSpace(r.PostFormValue("wait_article")),
 	}
-	in := subscriptionInput{Channel: r.PostFormValue("channel"), URL: form.URL, Address: form.Address, Digest: form.Digest}
+	in := subscriptionInput{Channel: r.PostFormValue("channel"), URL: form.URL, Address: form.Address, Digest: form.Digest,
+		WaitArticle: form.WaitArticle}
 	v := notificationsView{Email: subscriptionForm{Digest: string(watch.DigestNone)}}
 	var err error
 	if form.PageID != "" {

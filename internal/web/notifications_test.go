@@ -43,9 +43,13 @@ func TestNotificationsPageAddsTestsResumesAndRemoves(t *testing.T) {
 		t.Errorf("a read token opened the subscriptions: %d", resp.StatusCode)
 	}
 
-	resp, body = e.form("/notifications", e.writeTk, url.Values{"channel": {"email"}, "address": {"desk@example.com"}, "digest": {"daily"}, "tag": {"ministry"}})
+	resp, body = e.form("/notifications", e.writeTk, url.Values{"channel": {"email"}, "address": {"desk@example.com"}, "digest": {"daily"},
+		"tag": {"ministry"}, "wait_article": {"45s"}})
 	if resp.StatusCode != 200 || secretShown.MatchString(body) || e.subscriptionCount() != 2 {
 		t.Fatalf("add e-mail: %d, %d subscriptions", resp.StatusCode, e.subscriptionCount())
+	}
+	if !strings.Contains(body, "daily, waits up to 45s for articles") {
+		t.Fatalf("the list does not show the e-mail subscription's wait for articles:\n%s", body)
 	}
 
 	// A paused subscription shows why, and offers to resume.
@@ -107,6 +111,8 @@ func TestNotificationFormsShowRefusalsBesideTheFieldAndWriteNothing(t *testing.T
 		{url.Values{"channel": {"email"}, "address": {"a@example.com"}, "page_id": {"abc"}}, "em-page-error"},
 		{url.Values{"channel": {"email"}, "address": {"a@example.com"}, "page_id": {"99999"}}, "em-page-error"},
 		{url.Values{"channel": {"email"}, "address": {"a@example.com"}, "page_id": {fmt.Sprint(page)}, "tag": {"t"}}, "em-tag-error"},
+		{url.Values{"channel": {"email"}, "address": {"a@example.com"}, "wait_article": {"1h"}}, "em-wait-error"},
+		{url.Values{"channel": {"webhook"}, "url": {"http://127.0.0.1:9/h"}, "wait_article": {"soon"}}, "wh-wait-error"},
 	} {
 		resp, body := e.form("/notifications", e.writeTk, tt.values)
 		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `id="`+tt.fieldID+`"`) {

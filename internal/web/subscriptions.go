@@ -55,6 +55,10 @@ type subscriptionJSON struct {
 	Paused       bool          `json:"paused"`
 	PausedAt     *time.Time    `json:"paused_at,omitempty"`
 	PausedReason string        `json:"paused_reason"`
+	// WaitArticle is how long a message may be held for the articles of
+	// its updates, in the form of watch.FormatDuration; "0s": not at all.
+	WaitArticle        string  `json:"wait_article"`
+	WaitArticleSeconds float64 `json:"wait_article_seconds"`
 	// LastDelivery is the newest delivery log entry; absent until the
 	// notifier first tried to deliver.
 	LastDelivery *deliveryJSON `json:"last_delivery,omitempty"`
@@ -80,7 +84,8 @@ type deliveryJSON struct {
 
 func toSubscriptionJSON(sub watch.Subscription) subscriptionJSON {
 	out := subscriptionJSON{ID: sub.ID, Channel: sub.Channel, Target: sub.MaskedTarget(), Digest: sub.Digest, PageID: sub.PageID,
-		Tag: sub.Tag, Scope: sub.Scope(), CreatedAt: sub.CreatedAt.UTC(), Paused: !sub.PausedAt.IsZero(), PausedReason: sub.PausedReason}
+		Tag: sub.Tag, Scope: sub.Scope(), CreatedAt: sub.CreatedAt.UTC(), Paused: !sub.PausedAt.IsZero(), PausedReason: sub.PausedReason,
+		WaitArticle: watch.FormatDuration(sub.WaitArticle), WaitArticleSeconds: sub.WaitArticle.Seconds()}
 	if out.Paused {
 		t := sub.PausedAt.UTC()
 		out.PausedAt = &t
@@ -102,6 +107,8 @@ type subscriptionInput struct {
 	Digest  string  `json:"digest"`
 	PageID  *int64  `json:"page_id"`
 	Tag     *string `json:"tag"`
+	// WaitArticle is a duration such as "30s"; absent or "" is no wait.
+	WaitArticle string `json:"wait_article"`
 }
 
 // refuse is a refusal of one input field, answered 422 beside it.
@@ -143,6 +150,11 @@ func (s *Server) checkSubscription(ctx context.Context, in subscriptionInput) (w
 	if in.PageID != nil && in.Tag != nil {
 		return sub, refuse("tag", "give page_id or tag, not both")
 	}
+	wait, err := watch.ParseWaitArticle(in.WaitArticle)
+	if err != nil {
+		return sub, refuse("wait_article", "wait_article %q: %v", in.WaitArticle, err)
+	}
+	sub.WaitArticle = wait
 	if in.PageID != nil {
 		if *in.PageID <= 0 {
 			return sub, refuse("page_id", "page_id %d: want a page id (a positive whole number)", *in.PageID)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/notifier"
@@ -98,13 +99,21 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		t.Fatalf("created webhook = %+v, Location %q", hook, resp.Header.Get("Location"))
 	}
 
-	resp, b = e.do("POST", "/api/v1/subscriptions", e.writeTk, `{"channel":"email","address":"Desk <desk@example.com>","digest":"hourly","tag":"ministry"}`)
+	if hook.WaitArticle != "0s" || hook.WaitArticleSeconds != 0 {
+		t.Fatalf("created webhook waits %q (%vs) for articles, want 0s", hook.WaitArticle, hook.WaitArticleSeconds)
+	}
+
+	resp, b = e.do("POST", "/api/v1/subscriptions", e.writeTk, `{"channel":"email","address":"Desk <desk@example.com>","digest":"hourly","tag":"ministry","wait_article":"90s"}`)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create e-mail: %d %s", resp.StatusCode, b)
 	}
 	mail := decode[createdSubscriptionJSON](t, b)
-	if mail.Secret != "" || mail.Target != "desk@example.com" || mail.Tag != "ministry" || mail.Digest != watch.DigestHourly {
+	if mail.Secret != "" || mail.Target != "desk@example.com" || mail.Tag != "ministry" || mail.Digest != watch.DigestHourly ||
+		mail.WaitArticle != "1m30s" || mail.WaitArticleSeconds != 90 {
 		t.Fatalf("created e-mail = %+v", mail)
+	}
+	if sub, err := e.st.Subscription(context.Background(), mail.ID); err != nil || sub.WaitArticle != 90*time.Second {
+		t.Fatalf("stored e-mail subscription %+v, %v; want its wait of 90s", sub, err)
 	}
 
 	// The notifier's record, as the store writes it: a failure that
@@ -254,6 +263,9 @@ func TestCreateSubscriptionRefusesBadInput(t *testing.T) {
 		{fmt.Sprintf(`{"channel":"email","address":"a@example.com","page_id":%d,"tag":"x"}`, page), 422, "tag"},
 		{`{"channel":"email","address":"a@example.com","tag":"two words"}`, 422, "tag"},
 		{`{"channel":"email","address":"a@example.com","tag":""}`, 422, "tag"},
+		{`{"channel":"email","address":"a@example.com","wait_article":"11m"}`, 422, "wait_article"},
+		{`{"channel":"webhook","url":"http://127.0.0.1:9/h","wait_article":"soon"}`, 422, "wait_article"},
+		{`{"channel":"email","address":"a@example.com","wait_article":30}`, 400, ""},
 		{`{"channel":"email","address":"a@example.com","secret":"whsec_x"}`, 400, ""},
 		{`{"channel":"email","address":"a@example.com","page_id":"1"}`, 400, ""},
 		{`[]`, 400, ""},

@@ -222,3 +222,41 @@ func TestBodyMatchesTheOpenAPISchema(t *testing.T) {
 		t.Errorf("body %s: want version %d, each update with its page's name and its burst flag", raw, webhook.BodyVersion)
 	}
 }
+
+// TestBodyCarriesTheArticle holds the body of a message whose updates have
+// articles to its exact form: each update's article beside its other
+// fields, status pending while the extractor has not read it, no body.
+// Fields are added to version 1, never renamed: the golden text below may
+// grow, but none of its names may change.
+func TestBodyCarriesTheArticle(t *testing.T) {
+	t.Parallel()
+	bodies := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		bodies <- body
+	}))
+	defer srv.Close()
+	b := batch()
+	// Read from the database in the notifier's zone; sent in UTC.
+	fetched := time.Date(2026, 11, 30, 9, 0, 5, 0, time.FixedZone("CET", 3600))
+	b.Updates[0].Article = &watch.Article{ID: 3, Status: watch.ArticleOK, URL: "https://ministry.example/a",
+		Headline: "Fees cut", Description: "The lead.", DatePublished: "2026-11-30T07:55:00Z",
+		Author: []string{"A. Writer"}, InLanguage: "en", Sources: map[string]string{"headline": "json-ld"}, FetchedAt: fetched}
+	b.Updates[1].Article = &watch.Article{Status: watch.ArticlePending, URL: "https://ministry.example/b"}
+	sub := watch.Subscription{ID: 1, Channel: watch.Webhook, Target: srv.URL, Secret: watch.NewWebhookSecret()}
+	if res := webhook.New(webhook.Config{}).Send(context.Background(), sub, watch.TypeUpdatesCreated, b); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	const want = `{"version":1,"type":"updates.created","page":{"id":7,"url":"https://ministry.example/","name":"Ministry"},` +
+		`"updates":[{"id":11,"page_id":7,"page_name":"Ministry","url":"https://ministry.example/a?x=1&y=2","text":"A <b>",` +
+		`"code":"c1","discovered_at":"2026-11-30T08:00:00Z","summary":"","burst":false,` +
+		`"article":{"id":3,"status":"ok","url":"https://ministry.example/a","headline":"Fees cut","description":"The lead.",` +
+		`"date_published":"2026-11-30T07:55:00Z","author":["A. Writer"],"in_language":"en","sources":{"headline":"json-ld"},` +
+		`"fetched_at":"2026-11-30T08:00:05Z"}},` +
+		`{"id":12,"page_id":7,"page_name":"Ministry","url":"https://ministry.example/b","text":"B","code":"c2",` +
+		`"discovered_at":"2026-11-30T08:00:00Z","summary":"","burst":false,` +
+		`"article":{"id":0,"status":"pending","url":"https://ministry.example/b"}}]}`
+	if got := string(<-bodies); got != want {
+		t.Errorf("body\n%s\nwant\n%s", got, want)
+	}
+}
