@@ -50,6 +50,15 @@ type e2eConfig struct {
 	keep    bool          // keep logs and profiles
 	// varyBodies makes every body the farm serves unique (-vary-bodies).
 	varyBodies bool
+	// articles runs extractors extractor processes with articles on
+	// (-articles); without it every program runs with
+	// PORTALWATCH_ARTICLES=false, so figures stay comparable with the runs
+	// before articles.
+	articles   bool
+	extractors int
+	// localLinks makes the replayed histories link their own farm host,
+	// which answers with real article pages (-local-links, see localLinks).
+	localLinks bool
 	// bin holds programs built already (pwbench ab builds each revision
 	// once); empty: build them from repo.
 	bin string
@@ -71,6 +80,11 @@ func (c *e2eConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.round, "round", 5*time.Second, "how often each page changes")
 	fs.BoolVar(&c.varyBodies, "vary-bodies", false,
 		"make every body the farm serves unique, as dynamic portals' are: no check finds the body its page's last one read")
+	fs.BoolVar(&c.articles, "articles", false,
+		"read new links as articles: PORTALWATCH_ARTICLES=true and -extractors extractor processes (default off, as before articles)")
+	fs.IntVar(&c.extractors, "extractors", 1, "extractor processes, with -articles")
+	fs.BoolVar(&c.localLinks, "local-links", false,
+		"history mode: every link to another host points at the page's own farm host instead, which answers it with a real article page")
 	fs.IntVar(&c.crawlers, "crawlers", 1, "crawler processes")
 	fs.IntVar(&c.crawlerConcurrency, "crawler-concurrency", 16, "PORTALWATCH_CRAWLER_CONCURRENCY")
 	fs.IntVar(&c.processors, "processors", 1, "processor processes")
@@ -174,7 +188,7 @@ func (r *e2eRun) setup(ctx context.Context) error {
 		pages = newSynthPages(r.cfg.pages, ls, r.cfg.synth)
 		r.logf("generated %d synthetic pages in %.1fs", len(pages), time.Since(start).Seconds())
 	case "history":
-		if pages, err = newHistoryPages(r.cfg.pages, ls, corpusDir(r.cfg.repo)); err != nil {
+		if pages, err = newHistoryPages(r.cfg.pages, ls, corpusDir(r.cfg.repo), r.cfg.localLinks); err != nil {
 			for _, l := range ls {
 				l.Close()
 			}
@@ -185,6 +199,13 @@ func (r *e2eRun) setup(ctx context.Context) error {
 	}
 	r.farm = newFarm(ls, pages, r.cfg.round)
 	r.farm.varyBodies = r.cfg.varyBodies
+	if r.cfg.localLinks || r.cfg.articles {
+		// Every path that is no page answers with a real article, never a
+		// 404: what the extractor reads, on loopback only.
+		if r.farm.articles, err = loadArticlePages(r.cfg.repo); err != nil {
+			return err
+		}
+	}
 	if err := selfCheck(r.farm); err != nil {
 		return err
 	}
@@ -273,6 +294,7 @@ func (r *e2eRun) startPrograms() error {
 	if r.cfg.jitter != "" {
 		env = append(env, "PORTALWATCH_JITTER="+r.cfg.jitter)
 	}
+	env = append(env, "PORTALWATCH_ARTICLES="+strconv.FormatBool(r.cfg.articles))
 	env = append(append(env, r.cfg.env...), r.extraEnv...)
 	start := func(kind string, n int) error {
 		for i := range n {
@@ -292,6 +314,12 @@ func (r *e2eRun) startPrograms() error {
 	}
 	if err := start("scheduler", 1); err != nil {
 		return err
+	}
+	if r.cfg.articles {
+		if err := start("extractor", r.cfg.extractors); err != nil {
+			return err
+		}
+		r.logf("started %d extractor(s): new links are read as articles", r.cfg.extractors)
 	}
 	r.logf("started 1 scheduler, %d crawler(s) × %d, %d processor(s) × %d", r.cfg.crawlers, r.cfg.crawlerConcurrency,
 		r.cfg.processors, r.cfg.processorConcurrency)

@@ -67,7 +67,7 @@ func newWindow(a, b snapshot) window {
 
 // programGroups and serviceGroups are the rows of the CPU table.
 var (
-	programGroups = []string{"scheduler", "crawler", "processor"}
+	programGroups = []string{"scheduler", "crawler", "processor", "extractor"}
 	serviceGroups = []string{"rabbitmq", "postgres", "redis"}
 )
 
