@@ -218,8 +218,6 @@ func runArticles(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	procs = append(procs, p)
-	// Sampled once the extractor runs, so that it is in both samples (a
-	// process in one only is left out); it has done nothing yet.
 	before := meter.sample()
 	dir, _ := os.MkdirTemp("", "pwbench-articles-")
 	defer func() { finishDir(dir, c.keep, procs, stderr, "the extractor's log") }()
@@ -242,7 +240,7 @@ func runArticles(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	d := after.sub(before)
+	d := bornIn(before, after)
 	res := articlesResult{
 		Links: c.links, CorpusPages: len(corpus.pages), CorpusMB: round3(float64(corpus.bytes()) / (1 << 20)),
 		Seconds: round3(elapsed.Seconds()), PerSecond: round3(float64(c.links) / elapsed.Seconds()),
@@ -271,4 +269,18 @@ func runArticles(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stdout, "articles a second per core: %.1f (extractor, PostgreSQL and Redis), %.1f (extractor alone); statuses %v; extractor peak RSS %.0f MB\n",
 		res.PerCore, res.PerExtractorCore, res.Statuses, res.RSSMB)
 	return printJSON(stdout, res)
+}
+
+// bornIn is the CPU seconds spent by group between two samples, counting
+// the whole of every process that is in the later sample only: the
+// extractor and the PostgreSQL backends it opens start after the first
+// sample, so all their CPU falls in between (cpuSample.sub leaves them
+// out). A backend that exits in between is not counted.
+func bornIn(before, after cpuSample) cpuDelta {
+	d := cpuDelta{byGroup: map[string]float64{}, machineBusy: after.machineBusy - before.machineBusy,
+		machineAll: after.machineAll - before.machineAll}
+	for pid, a := range after.byPID {
+		d.byGroup[a.group] += a.secs - before.byPID[pid].secs
+	}
+	return d
 }
