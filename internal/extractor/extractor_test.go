@@ -586,3 +586,35 @@ func TestLeaseRunsOut(t *testing.T) {
 		t.Fatalf("Article = %+v, %v; want the second claim's, one sighting", as.Article, err)
 	}
 }
+
+// The check writes work only for a page with articles on and while the
+// processor reads articles (PORTALWATCH_ARTICLES).
+func TestWorkOnlyWhereArticlesAreOn(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOptions{})
+	ctx := context.Background()
+	for i, c := range []struct {
+		off, articles bool
+		want          int
+	}{{false, true, 1}, {false, false, 0}, {true, true, 0}} {
+		p, err := r.st.CreatePage(ctx, watch.PageSpec{URL: fmt.Sprintf("https://switch%d.example/", i), ArticlesOff: c.off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-time.Minute)
+		for j, ls := range [][]watch.NewLink{newLinks(fmt.Sprintf("https://switch%d.example/old", i)),
+			newLinks(fmt.Sprintf("https://switch%d.example/new", i))} {
+			check := watch.Check{PageID: p.ID, FetchedAt: at.Add(time.Duration(j) * time.Second), Status: 200, Articles: c.articles}
+			if _, err := r.st.RecordCheck(ctx, check, ls); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var n int
+		if err := r.pool.QueryRow(ctx, `SELECT count(*) FROM article_work WHERE page_id = $1`, p.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != c.want {
+			t.Errorf("page articles off %v, processor reading articles %v: %d links of work, want %d", c.off, c.articles, n, c.want)
+		}
+	}
+}
