@@ -571,6 +571,15 @@ func (r *e2eRun) drain(ctx context.Context, res *e2eResult) error {
 	if err := r.drainQueues(ctx); err != nil {
 		return err
 	}
+	if r.cfg.articles {
+		// How far the extractors kept up: the work they had not done when
+		// the pipeline's queues were empty.
+		if err := r.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM updates WHERE article_id IS NOT NULL),
+			(SELECT count(*) FROM article_work)`).Scan(&res.withArticle, &res.workLeft); err != nil {
+			return err
+		}
+		r.logf("articles: %d updates with their article, %d links waiting", res.withArticle, res.workLeft)
+	}
 	res.rss = map[string]float64{}
 	for _, p := range r.procs {
 		if p.Exited() {
