@@ -9,6 +9,12 @@
 #   make bench-go         the Go benchmarks, with -benchmem, on ../shared/corpus/pages
 #   make bench-hostile    crawler peak RSS under hostile pages (bench/hostile)
 #   make bench-partition  the check and retention on 00006's partitioned tables vs 00005's (bench/partition)
+#   make bench-articles   the extractor on real article pages, and the history pipeline with articles on vs off
+#
+# Every pipeline run but bench-articles' keeps articles off
+# (PORTALWATCH_ARTICLES=false, no extractor), so its figures stay
+# comparable with those from before articles; pwbench e2e -articles turns
+# them on.
 #
 # Each pwbench run builds the real programs into a temporary folder, uses its
 # own database, queue names and Redis prefix, sends traffic to loopback only,
@@ -23,7 +29,7 @@ BENCH_TIME  ?= 1s
 BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /bench/)
 PWBENCH     := bin/pwbench
 
-.PHONY: bench bench-ab bench-history bench-scheduler bench-peer bench-polite bench-go bench-redis bench-hostile bench-partition pwbench
+.PHONY: bench bench-ab bench-history bench-scheduler bench-peer bench-polite bench-go bench-redis bench-hostile bench-partition bench-articles pwbench
 
 pwbench:
 	@scripts/services.sh check-go
@@ -86,3 +92,24 @@ bench-web: services
 ## bench-partition: the check statement at 10 M links, partitioned vs single tables, and retention.
 bench-partition: services
 	@for i in $$(seq 1 $(BENCH_RUNS)); do $(GO) run ./bench/partition $(BENCH_FLAGS) || exit 1; done
+
+## bench-articles: (a) articles fetched and extracted a second per core, end
+## to end, by one extractor on the real article pages of
+## internal/article/testdata served on loopback, and (c) its peak RSS
+## (pwbench articles), BENCH_RUNS times; then (b) the history pipeline's
+## pages/s with articles off and on, ARTICLES_PAIRS pairs alternating off
+## on, on off, every link of the replayed homepages pointing at the farm,
+## which answers it with a real article page (-local-links). The ratio of
+## (b) is on/off of e2e_pages_per_s, pair by pair.
+ARTICLES_PAIRS ?= 2
+ARTICLES_FLAGS ?= -mode history -local-links -redis-links 0 -latency-intervals 1
+bench-articles: services pwbench
+	@for i in $$(seq 1 $(BENCH_RUNS)); do $(PWBENCH) articles -repo . || exit 1; done
+	@for i in $$(seq 1 $(ARTICLES_PAIRS)); do \
+		if [ $$((i % 2)) = 1 ]; then order="off on"; else order="on off"; fi; \
+		for arm in $$order; do \
+			flag=; [ $$arm = on ] && flag=-articles; \
+			echo "pair $$i, articles $$arm" >&2; \
+			$(PWBENCH) e2e -repo . $(ARTICLES_FLAGS) $$flag $(BENCH_FLAGS) || exit 1; \
+		done; \
+	done

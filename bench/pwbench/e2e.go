@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,19 @@ type e2eConfig struct {
 	keep    bool          // keep logs and profiles
 	// varyBodies makes every body the farm serves unique (-vary-bodies).
 	varyBodies bool
+	// articles runs extractors extractor processes with articles on
+	// (-articles); without it every program runs with
+	// PORTALWATCH_ARTICLES=false, so figures stay comparable with the runs
+	// before articles.
+	articles   bool
+	extractors int
+	// extractorNice, when above 0, starts the extractors at that nice
+	// value (-extractor-nice), so that on a saturated machine the pages'
+	// checks get the CPU first.
+	extractorNice int
+	// localLinks makes the replayed histories link their own farm host,
+	// which answers with real article pages (-local-links, see localLinks).
+	localLinks bool
 	// bin holds programs built already (pwbench ab builds each revision
 	// once); empty: build them from repo.
 	bin string
@@ -71,6 +85,12 @@ func (c *e2eConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.round, "round", 5*time.Second, "how often each page changes")
 	fs.BoolVar(&c.varyBodies, "vary-bodies", false,
 		"make every body the farm serves unique, as dynamic portals' are: no check finds the body its page's last one read")
+	fs.BoolVar(&c.articles, "articles", false,
+		"read new links as articles: PORTALWATCH_ARTICLES=true and -extractors extractor processes (default off, as before articles)")
+	fs.IntVar(&c.extractors, "extractors", 1, "extractor processes, with -articles")
+	fs.IntVar(&c.extractorNice, "extractor-nice", 0, "with -articles: start the extractors at this nice value, 1 to 19 (0: as the others)")
+	fs.BoolVar(&c.localLinks, "local-links", false,
+		"history mode: every link to another host points at the page's own farm host instead, which answers it with a real article page")
 	fs.IntVar(&c.crawlers, "crawlers", 1, "crawler processes")
 	fs.IntVar(&c.crawlerConcurrency, "crawler-concurrency", 16, "PORTALWATCH_CRAWLER_CONCURRENCY")
 	fs.IntVar(&c.processors, "processors", 1, "processor processes")
@@ -174,7 +194,7 @@ func (r *e2eRun) setup(ctx context.Context) error {
 		pages = newSynthPages(r.cfg.pages, ls, r.cfg.synth)
 		r.logf("generated %d synthetic pages in %.1fs", len(pages), time.Since(start).Seconds())
 	case "history":
-		if pages, err = newHistoryPages(r.cfg.pages, ls, corpusDir(r.cfg.repo)); err != nil {
+		if pages, err = newHistoryPages(r.cfg.pages, ls, corpusDir(r.cfg.repo), r.cfg.localLinks); err != nil {
 			for _, l := range ls {
 				l.Close()
 			}
@@ -185,6 +205,13 @@ func (r *e2eRun) setup(ctx context.Context) error {
 	}
 	r.farm = newFarm(ls, pages, r.cfg.round)
 	r.farm.varyBodies = r.cfg.varyBodies
+	if r.cfg.localLinks || r.cfg.articles {
+		// Every path that is no page answers with a real article, never a
+		// 404: what the extractor reads, on loopback only.
+		if r.farm.articles, err = loadArticlePages(r.cfg.repo); err != nil {
+			return err
+		}
+	}
 	if err := selfCheck(r.farm); err != nil {
 		return err
 	}
@@ -273,10 +300,21 @@ func (r *e2eRun) startPrograms() error {
 	if r.cfg.jitter != "" {
 		env = append(env, "PORTALWATCH_JITTER="+r.cfg.jitter)
 	}
+	env = append(env, "PORTALWATCH_ARTICLES="+strconv.FormatBool(r.cfg.articles))
 	env = append(append(env, r.cfg.env...), r.extraEnv...)
 	start := func(kind string, n int) error {
+		bin := r.h.program(kind)
+		if kind == "extractor" && r.cfg.extractorNice > 0 {
+			// A script that execs the program under nice keeps its pid, so
+			// it is still stopped and measured by that pid.
+			bin = filepath.Join(r.dir, "extractor-nice")
+			script := fmt.Sprintf("#!/bin/sh\nexec nice -n %d %s\n", r.cfg.extractorNice, r.h.program(kind))
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				return err
+			}
+		}
 		for i := range n {
-			p, err := startProgram(r.h.program(kind), fmt.Sprintf("%s-%d", kind, i+1), kind, env)
+			p, err := startProgram(bin, fmt.Sprintf("%s-%d", kind, i+1), kind, env)
 			if err != nil {
 				return err
 			}
@@ -292,6 +330,12 @@ func (r *e2eRun) startPrograms() error {
 	}
 	if err := start("scheduler", 1); err != nil {
 		return err
+	}
+	if r.cfg.articles {
+		if err := start("extractor", r.cfg.extractors); err != nil {
+			return err
+		}
+		r.logf("started %d extractor(s): new links are read as articles", r.cfg.extractors)
 	}
 	r.logf("started 1 scheduler, %d crawler(s) × %d, %d processor(s) × %d", r.cfg.crawlers, r.cfg.crawlerConcurrency,
 		r.cfg.processors, r.cfg.processorConcurrency)
@@ -526,6 +570,15 @@ func (r *e2eRun) drain(ctx context.Context, res *e2eResult) error {
 	}
 	if err := r.drainQueues(ctx); err != nil {
 		return err
+	}
+	if r.cfg.articles {
+		// How far the extractors kept up: the work they had not done when
+		// the pipeline's queues were empty.
+		if err := r.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM updates WHERE article_id IS NOT NULL),
+			(SELECT count(*) FROM article_work)`).Scan(&res.withArticle, &res.workLeft); err != nil {
+			return err
+		}
+		r.logf("articles: %d updates with their article, %d links waiting", res.withArticle, res.workLeft)
 	}
 	res.rss = map[string]float64{}
 	for _, p := range r.procs {

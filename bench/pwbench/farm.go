@@ -70,6 +70,9 @@ type farm struct {
 	// fetch's number at its end), as a dynamic portal's are: no body is
 	// ever the one a page's last check read.
 	varyBodies bool
+	// articles, when set, answers every path that is no page with a real
+	// article page (for the extractor) instead of a 404.
+	articles *articlePages
 
 	listeners []net.Listener
 	server    *http.Server
@@ -180,6 +183,10 @@ func (f *farm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := f.byKey[r.Host+r.URL.Path]
+	if p == nil && f.articles != nil {
+		f.articles.serve(w, r)
+		return
+	}
 	if p == nil {
 		http.NotFound(w, r)
 		return

@@ -37,7 +37,7 @@ const placeholderPage = "http://replay.example/h/0/"
 // corpus.LoadHistory, each served with the Content-Type of its first
 // snapshot ("text/html" when none was recorded), and parses each snapshot's
 // links with the product's own parser.
-func loadHistory(dir string) ([]*historySite, error) {
+func loadHistory(dir string, local bool) ([]*historySite, error) {
 	entries, err := os.ReadDir(filepath.Join(dir, "history"))
 	if err != nil {
 		return nil, fmt.Errorf("history corpus: %w (it lives in ../shared/corpus/history)", err)
@@ -60,6 +60,9 @@ func loadHistory(dir string) ([]*historySite, error) {
 			s.ctype = snaps[0].ContentType
 		}
 		for _, snap := range snaps {
+			if local {
+				snap.Body = localLinks(snap.Body)
+			}
 			html, _ := fetch.DecodeHTML(snap.Body, s.ctype)
 			links, _, err := domwalk.Parse(bytes.NewReader(html), base, domwalk.Limits{})
 			if err != nil {
@@ -91,8 +94,8 @@ type historyPage struct {
 	origin string // "http://127.0.1.2:4711/"
 }
 
-func newHistoryPages(n int, ls []net.Listener, dir string) ([]*farmPage, error) {
-	sites, err := loadHistory(dir)
+func newHistoryPages(n int, ls []net.Listener, dir string, localLinks bool) ([]*farmPage, error) {
+	sites, err := loadHistory(dir, localLinks)
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func newWindow(a, b snapshot) window {
 
 // programGroups and serviceGroups are the rows of the CPU table.
 var (
-	programGroups = []string{"scheduler", "crawler", "processor"}
+	programGroups = []string{"scheduler", "crawler", "processor", "extractor"}
 	serviceGroups = []string{"rabbitmq", "postgres", "redis"}
 )
 
@@ -100,11 +100,14 @@ type e2eResult struct {
 	missingSample       []string
 	extraSample         []string
 	rss                 map[string]float64 // MB, largest process of each kind
-	runLinks, runKeys   int
-	runRedisPerLink     float64
-	redis               *redisMemory
-	parse               ceiling
-	profiles            map[string][]string
+	// withArticle and workLeft are, with -articles, the updates given their
+	// article and the links still waiting when the queues have drained.
+	withArticle, workLeft int
+	runLinks, runKeys     int
+	runRedisPerLink       float64
+	redis                 *redisMemory
+	parse                 ceiling
+	profiles              map[string][]string
 }
 
 func (r *e2eResult) ratio() float64 { return r.saturation.pagesPerSec / r.parse.pagesPerSec.median }
@@ -213,6 +216,10 @@ func (r *e2eResult) summary() map[string]any {
 		"missing":                   r.missing,
 		"extra":                     r.extra,
 		"duplicates":                r.duplicates,
+	}
+	if r.cfg.articles {
+		out["updates_with_article"] = r.withArticle
+		out["article_work_left"] = r.workLeft
 	}
 	if r.redis != nil {
 		out["redis_bytes_per_link"] = round3(r.redis.perLinkInfo)

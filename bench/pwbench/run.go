@@ -13,6 +13,7 @@
 //	pwbench peer [flags]       urlwatch and portalwatch on the same pages (make bench-peer)
 //	pwbench redis [flags]      Redis bytes per seen link only
 //	pwbench polite [flags]     a few origins asking more than their politeness allows (make bench-polite)
+//	pwbench articles [flags]   the extractor on real article pages: articles a second per core, peak RSS (make bench-articles)
 //
 // Every run gets its own database, queue names and Redis key prefix and
 // removes them when it ends. All traffic stays on loopback, every load is
@@ -35,7 +36,7 @@ import (
 
 // ErrUsage is wrapped by every error Run returns for bad arguments; the
 // command exits 2 on it.
-var ErrUsage = errors.New("usage: pwbench e2e|ab|scheduler|peer|redis|polite [flags]")
+var ErrUsage = errors.New("usage: pwbench e2e|ab|scheduler|peer|redis|polite|articles [flags]")
 
 // Run runs the benchmark args[0] with the flags args[1:]. Progress goes to
 // stderr, results to stdout, whose last line is the run's JSON summary. It
@@ -58,6 +59,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runRedis(ctx, args, stdout, stderr)
 	case "polite":
 		return runPolite(ctx, args, stdout, stderr)
+	case "articles":
+		return runArticles(ctx, args, stdout, stderr)
 	default:
 		return fmt.Errorf("unknown command %q: %w", cmd, ErrUsage)
 	}

@@ -121,7 +121,7 @@ func TestFarmTruthCountsServedVersionsFromTheirChangeTime(t *testing.T) {
 
 func TestHistoryLoadsThroughTheCorpus(t *testing.T) {
 	t.Parallel()
-	sites, err := loadHistory(corpus.Dir())
+	sites, err := loadHistory(corpus.Dir(), false)
 	if errors.Is(err, os.ErrNotExist) && os.Getenv("CI") != "true" {
 		t.Skipf("%v; the corpus is shared/corpus beside the repository", err)
 	}
@@ -141,4 +141,21 @@ func set(xs []string) map[string]bool {
 		m[x] = true
 	}
 	return m
+}
+
+// localLinks points every link to another host at a path of the page's own
+// host, and leaves links on the page's host and other attributes alone.
+func TestLocalLinks(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`<a href="https://www.bbc.com/news/a?x=1">`, `<a href="/x/www.bbc.com/news/a?x=1">`},
+		{`<a HREF='http://example.com/'>`, `<a HREF='/x/example.com/'>`},
+		{`<a href=//cdn.example.org/s>`, `<a href=/x/cdn.example.org/s>`},
+		{`<a href = "HTTPS://X.example/">`, `<a href = "/x/X.example/">`},
+		{`<a href="/local/path">`, `<a href="/local/path">`},
+		{`<img src="https://img.example/p.jpg"><a href="rel/x">`, `<img src="https://img.example/p.jpg"><a href="rel/x">`},
+	} {
+		if got := string(localLinks([]byte(tt.in))); got != tt.want {
+			t.Errorf("localLinks(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
 }

@@ -351,6 +351,9 @@ func (s *Service) readOne(ctx context.Context, w watch.ArticleWork, log *slog.Lo
 		s.metrics.deferred.WithLabelValues("busy").Inc()
 		return s.st.PostponeArticleWork(ctx, w, time.Now().Add(s.cfg.BusyDelay+rand.N(s.cfg.BusyDelay)), false)
 	}
+	// leave is called as soon as the fetch ends and again on the way out:
+	// once is enough, the second would cost the gate a round trip.
+	leave = sync.OnceFunc(leave)
 	defer leave()
 	uncount, within := s.gate.CountDaily(ctx, watch.ArticleFetch, origin, s.cfg.PerOriginDay)
 	if !within {

@@ -526,6 +526,14 @@ if n == 1 then redis.call('EXPIRE', KEYS[1], 172800) end
 return n
 `)
 
+// undoDailyScript takes one count back from KEYS[1] while the counter
+// exists: a plain DECR of a counter that expired in the meantime would
+// make one at -1 that never expires.
+var undoDailyScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end
+return 0
+`)
+
 // CountDaily counts one more fetch of class in origin today (UTC) and
 // reports whether it stays within limit fetches of that class a day,
 // across all processes; undo takes the count back, for a fetch that was
@@ -549,7 +557,7 @@ func (g *Gate) CountDaily(ctx context.Context, class Class, origin string, limit
 	return func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.Timeout)
 		defer cancel()
-		if err := g.rdb.Decr(rctx, key).Err(); err != nil {
+		if err := undoDailyScript.Run(rctx, g.rdb, []string{key}).Err(); err != nil {
 			g.log.Warn("host gate: could not take back a daily count", "origin", origin, "err", err)
 		}
 	}, true

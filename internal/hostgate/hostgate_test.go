@@ -263,3 +263,32 @@ func TestLowerClassYields(t *testing.T) {
 	}
 	leaveCheck()
 }
+
+// The daily cap of a class holds across gates, a count taken back frees a
+// place, and another class of the same origin counts on its own.
+func TestCountDailyCapsAcrossGates(t *testing.T) {
+	gs, _ := gates(t, 2, hostgate.Config{})
+	ctx := context.Background()
+	const article = hostgate.Homepage + 1
+	var undo func()
+	for i := range 2 {
+		u, ok := gs[i].CountDaily(ctx, article, origin, 2)
+		if !ok {
+			t.Fatalf("fetch %d refused within the cap", i+1)
+		}
+		undo = u
+	}
+	if _, ok := gs[0].CountDaily(ctx, article, origin, 2); ok {
+		t.Fatal("a third fetch was allowed past a cap of 2")
+	}
+	if _, ok := gs[0].CountDaily(ctx, hostgate.Homepage, origin, 2); !ok {
+		t.Fatal("another class was refused by the article cap")
+	}
+	undo()
+	if _, ok := gs[1].CountDaily(ctx, article, origin, 2); !ok {
+		t.Fatal("a count taken back did not free its place")
+	}
+	if _, ok := gs[1].CountDaily(ctx, article, origin, 0); !ok {
+		t.Fatal("a cap of 0 (none) refused a fetch")
+	}
+}

@@ -17,10 +17,20 @@ import (
 // comes due again when its lease ends, and no other extractor takes it
 // before. Rows another extractor is claiming at the same moment are
 // skipped, not waited for.
+//
+// A URL that several updates link (one story on several portals) is
+// claimed one link at a time: only the first due of its links, and none
+// while another of them is leased or put off, so the article is fetched
+// once and the other links find it stored (KnownArticle). Two extractors
+// claiming in the same instant can still each take one link of a URL.
 func (s *Store) ClaimArticleWork(ctx context.Context, n int, lease time.Duration) ([]watch.ArticleWork, error) {
 	rows, err := s.pool.Query(ctx, `
 		UPDATE article_work w SET due_at = now() + $2 * interval '1 millisecond', attempts = w.attempts + 1
-		FROM (SELECT update_id FROM article_work WHERE due_at <= now() ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+		FROM (SELECT c.update_id FROM article_work c
+			WHERE c.due_at <= now()
+			  AND NOT EXISTS (SELECT 1 FROM article_work o WHERE o.url = c.url AND o.update_id <> c.update_id
+				AND (o.due_at > now() OR (o.due_at, o.update_id) < (c.due_at, c.update_id)))
+			ORDER BY c.due_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
 		WHERE w.update_id = due.update_id
 		RETURNING w.update_id, w.discovered_at, w.page_id, w.url, w.attempts`, n, lease.Milliseconds())
 	if err != nil {

@@ -38,6 +38,9 @@ type Farm struct {
 	pages    []farmPage
 	hits     int
 	scripted int // the last round that brings links; 0: every round does
+	// articles, once ServeArticles is called, counts the requests of each
+	// link's URL, which the farm then answers with an article page.
+	articles map[string]int
 }
 
 type farmPage struct {
@@ -221,7 +224,56 @@ func (f *Farm) content(i, round, last int) []farmLink {
 	return links
 }
 
+// ServeArticles makes the farm answer every link of its pages with an
+// article page of its own and count the requests of each (ArticleFetches),
+// for the extractor's tests. Until it is called those links are 404s.
+func (f *Farm) ServeArticles() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.articles == nil {
+		f.articles = map[string]int{}
+	}
+}
+
+// ArticleFetches returns how many times each link URL (as the farm's origin
+// and the request URI) was requested since ServeArticles.
+func (f *Farm) ArticleFetches() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]int, len(f.articles))
+	for u, n := range f.articles {
+		out[u] = n
+	}
+	return out
+}
+
+// serveArticle answers a link of page i with an article, and reports
+// whether the request was one.
+func (f *Farm) serveArticle(w http.ResponseWriter, r *http.Request) bool {
+	var i int
+	if _, err := fmt.Sscanf(r.URL.Path, "/p%d/", &i); err != nil || r.URL.Path == fmt.Sprintf("/p%d/", i) {
+		return false
+	}
+	f.mu.Lock()
+	if f.articles == nil {
+		f.mu.Unlock()
+		return false
+	}
+	f.articles[f.srv.URL+r.URL.RequestURI()]++
+	f.mu.Unlock()
+	headline := "Story at " + r.URL.Path
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, "<!DOCTYPE html><html lang=\"en\"><head><title>%s</title><meta property=\"og:title\" content=\"%s\"></head>"+
+		"<body><article><h1>%s</h1><p>%s</p><p>%s</p></article></body></html>\n", headline, headline, headline,
+		strings.Repeat("The harbour council met on Tuesday and agreed the budget after a long debate. ", 12),
+		strings.Repeat("Residents said the new ferry timetable would help commuters on the island. ", 10))
+	return true
+}
+
 func (f *Farm) serve(w http.ResponseWriter, r *http.Request) {
+	if f.serveArticle(w, r) {
+		return
+	}
 	var i int
 	if _, err := fmt.Sscanf(r.URL.Path, "/p%d/", &i); err != nil || i < 0 || i >= len(f.pages) || r.URL.Path != fmt.Sprintf("/p%d/", i) {
 		http.NotFound(w, r)
