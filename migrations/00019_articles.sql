@@ -62,6 +62,10 @@ CREATE TABLE article_work (
     attempts      int NOT NULL DEFAULT 0
 );
 CREATE INDEX article_work_due ON article_work (due_at);
+-- A story several pages link is fetched once: a claim takes one link of a
+-- URL at a time, and none while another link of it is leased or put off,
+-- so it looks up a URL's other work by this index.
+CREATE INDEX article_work_url ON article_work (url);
 
 -- A subscription may hold a message back while the articles of its updates
 -- are pending, for at most wait_article after each update was found, so

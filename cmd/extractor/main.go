@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -76,7 +77,8 @@ func (s settings) Validate() error {
 	if err := config.Between("Nice", s.Nice, 0, 19); err != nil {
 		return err
 	}
-	if s.Extractor.Lease < 2*s.Fetch.Timeout {
+	// A lease out of its own bounds is named by the extractor's config.
+	if s.Extractor.Lease >= 10*time.Second && s.Extractor.Lease < 2*s.Fetch.Timeout {
 		return config.Invalid("Extractor.Lease", s.Extractor.Lease,
 			"want at least twice {Fetch.Timeout}: a link whose fetch outlives its lease is fetched again by another extractor")
 	}

@@ -40,10 +40,6 @@ func (e *env) newsOf(url string, articlesOff bool, at time.Time, links ...watch.
 func (e *env) readArticles(read func(url string) (watch.Article, bool)) map[string]int64 {
 	e.t.Helper()
 	ctx := context.Background()
-	work, err := e.st.ClaimArticleWork(ctx, 100, time.Hour)
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	ids := map[string]int64{}
 	var left []watch.ArticleWork
 	defer func() {
@@ -52,10 +48,26 @@ func (e *env) readArticles(read func(url string) (watch.Article, bool)) map[stri
 			e.t.Fatal(err)
 		}
 	}()
+	// A claim takes one link of a URL at a time: claim until none is due.
+	for {
+		work, err := e.st.ClaimArticleWork(ctx, 100, time.Hour)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(work) == 0 {
+			return ids
+		}
+		e.readClaimed(ctx, work, read, ids, &left)
+	}
+}
+
+// readClaimed reads the claimed work as readArticles says.
+func (e *env) readClaimed(ctx context.Context, work []watch.ArticleWork, read func(url string) (watch.Article, bool),
+	ids map[string]int64, left *[]watch.ArticleWork) {
 	for _, w := range work {
 		a, ok := read(w.URL)
 		if !ok {
-			left = append(left, w)
+			*left = append(*left, w)
 			continue
 		}
 		if id, known, _, err := e.st.KnownArticle(ctx, w.URL); err != nil {
@@ -79,7 +91,6 @@ func (e *env) readArticles(read func(url string) (watch.Article, bool)) map[stri
 		}
 		ids[w.URL] = id
 	}
-	return ids
 }
 
 // story is the article the tests store for a link: a headline, a lead, a
