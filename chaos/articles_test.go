@@ -32,6 +32,8 @@ const extractorConcurrency = 4
 var articleEnv = []string{
 	fmt.Sprintf("PORTALWATCH_EXTRACTOR_CONCURRENCY=%d", extractorConcurrency),
 	"PORTALWATCH_ARTICLE_LEASE=10s",
+	// The farm answers at once; a lease must cover two fetch timeouts.
+	"PORTALWATCH_FETCH_TIMEOUT=5s",
 	"PORTALWATCH_ARTICLE_POLL=100ms",
 }
 
