@@ -65,9 +65,10 @@ func TestComposeScalesTheWorkers(t *testing.T) {
 
 func TestSupervisorRoles(t *testing.T) {
 	tests := []struct{ roles, want, wantErr string }{
-		{"", "conf.d/scheduler.conf conf.d/crawler.conf conf.d/processor.conf conf.d/web.conf conf.d/notifier.conf", ""},
+		{"", "conf.d/scheduler.conf conf.d/crawler.conf conf.d/processor.conf conf.d/extractor.conf conf.d/web.conf conf.d/notifier.conf", ""},
 		{"notifier,web", "conf.d/web.conf conf.d/notifier.conf", ""},
 		{"processor,crawler", "conf.d/crawler.conf conf.d/processor.conf", ""},
+		{"extractor,crawler", "conf.d/crawler.conf conf.d/extractor.conf", ""},
 		{"web,scheduler,web", "conf.d/scheduler.conf conf.d/web.conf", ""},
 		{"crawler,,web", "", "an entry is empty"},
 		{"crawler,", "", "an entry is empty"},
