@@ -65,7 +65,7 @@ func TestMakeUpAgainRestartsEverything(t *testing.T) {
 			t.Fatalf("make %s (run %d): %v\n%s", strings.Join(args, " "), i+1, err, out)
 		}
 		status, err := run("status")
-		if err != nil || strings.Count(status, " RUNNING ") != 5 {
+		if err != nil || strings.Count(status, " RUNNING ") != 6 {
 			t.Fatalf("after make up run %d: status %v\n%s\nmake up said:\n%s", i+1, err, status, out)
 		}
 		if !strings.Contains(recorded(), "PORTALWATCH_ALLOW_PRIVATE=true") {
