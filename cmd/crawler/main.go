@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"golang.org/x/sync/errgroup"
@@ -82,7 +81,12 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Wri
 		return err
 	}
 	log := cfg.Ops.Logger(stdout, "crawler", os.Getpid())
-	tuneGC(getenv, log)
+	// Trade memory for CPU where the environment does not say otherwise:
+	// parsing allocates a DOM per page that dies right after, so a collection
+	// every 100% of heap growth (Go's default) spends a sixth of the crawler's
+	// CPU on garbage; 400% with a soft limit of 160 MiB costs a fraction of that
+	// and keeps the heap bounded (pwbench: crawler CPU per page -27%).
+	ops.TuneGC(getenv, log, 400, 160<<20)
 	return ops.Stopped(log, serve(ctx, cfg, log))
 }
 
@@ -143,20 +147,4 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 		return consumer.Run(ctx)
 	})
 	return g.Wait()
-}
-
-// tuneGC trades memory for CPU where the environment does not say otherwise:
-// parsing allocates a DOM per page that dies right after, so a collection
-// every 100% of heap growth (Go's default) spends a sixth of the crawler's
-// CPU on garbage; 400% with a soft limit of 160 MiB costs a fraction of that
-// and keeps the heap bounded (pwbench: crawler CPU per page -27%).
-func tuneGC(getenv config.Getenv, log *slog.Logger) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-		log.Debug("GOGC unset: collecting at 400% heap growth")
-	}
-	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(160 << 20)
-		log.Debug("GOMEMLIMIT unset: soft memory limit 160 MiB")
-	}
 }

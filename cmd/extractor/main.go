@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -92,7 +91,10 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Wri
 		return err
 	}
 	log := cfg.Ops.Logger(stdout, "extractor", os.Getpid())
-	tuneGC(getenv, log)
+	// Trade memory for CPU where the environment does not say
+	// otherwise, as the crawler does: each extraction builds a DOM that dies
+	// right after. The soft limit keeps the extractor well under 200 MB.
+	ops.TuneGC(getenv, log, 200, 150<<20)
 	if err := lowerPriority(cfg.Nice); err != nil {
 		log.Warn("could not lower the CPU priority; articles compete with the checks for the CPU", "nice", cfg.Nice, "err", err)
 	}
@@ -144,20 +146,6 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 		return svc.Run(ctx, cfg.Ops.ShutdownTimeout)
 	})
 	return g.Wait()
-}
-
-// tuneGC trades memory for CPU where the environment does not say
-// otherwise, as the crawler does: each extraction builds a DOM that dies
-// right after. The soft limit keeps the extractor well under 200 MB.
-func tuneGC(getenv config.Getenv, log *slog.Logger) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
-		log.Debug("GOGC unset: collecting at 200% heap growth")
-	}
-	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(150 << 20)
-		log.Debug("GOMEMLIMIT unset: soft memory limit 150 MiB")
-	}
 }
 
 // lowerPriority sets every thread of the process to nice. Linux keeps

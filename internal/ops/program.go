@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -113,4 +114,19 @@ func (h *Health) Track(name string, ready Check) (report func(error)) {
 		return ready()
 	})
 	return func(err error) { waiting.Store(&err) }
+}
+
+// TuneGC sets the collector's pace (GOGC, in percent) and soft memory
+// limit (GOMEMLIMIT, in bytes) where the environment does not set them:
+// a program that builds a DOM per page which dies right after trades
+// memory for CPU this way, within a bound.
+func TuneGC(getenv config.Getenv, log *slog.Logger, percent int, limit int64) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(percent)
+		log.Debug("GOGC unset", "gc_percent", percent)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(limit)
+		log.Debug("GOMEMLIMIT unset", "soft_limit_bytes", limit)
+	}
 }
