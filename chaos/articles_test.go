@@ -261,9 +261,9 @@ func (s *wrongClaims) putBack(ctx context.Context, w watch.ArticleWork) error {
 	return err
 }
 
-func (s *wrongClaims) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (int64, error) {
+func (s *wrongClaims) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (id, linked int64, err error) {
 	if err := s.putBack(ctx, w); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	return s.Store.RecordArticle(ctx, w, o)
 }

@@ -32,7 +32,7 @@ import (
 type Store interface {
 	ClaimArticleWork(ctx context.Context, n int, lease time.Duration) ([]watch.ArticleWork, error)
 	KnownArticle(ctx context.Context, linkURL string) (id int64, status watch.ArticleStatus, ok bool, err error)
-	RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (int64, error)
+	RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (id, linked int64, err error)
 	LinkArticle(ctx context.Context, w watch.ArticleWork, id int64) error
 	PostponeArticleWork(ctx context.Context, w watch.ArticleWork, until time.Time, counted bool) error
 	ReleaseArticleWork(ctx context.Context, work []watch.ArticleWork) error
@@ -481,10 +481,12 @@ func failed(w watch.ArticleWork, status watch.ArticleStatus, detail string) watc
 }
 
 func (s *Service) record(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) error {
-	if _, err := s.st.RecordArticle(ctx, w, o); err != nil {
+	_, linked, err := s.st.RecordArticle(ctx, w, o)
+	if err != nil {
 		return err
 	}
 	s.metrics.articles.WithLabelValues(string(o.Article.Status)).Inc()
+	s.metrics.articles.WithLabelValues("known").Add(float64(linked))
 	return nil
 }
 

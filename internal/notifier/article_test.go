@@ -159,7 +159,7 @@ func TestServiceWaitsForArticles(t *testing.T) {
 	if err != nil || len(work) != 1 || work[0].UpdateID != first {
 		t.Fatalf("ClaimArticleWork = %+v, %v", work, err)
 	}
-	if _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL, Article: watch.Article{
+	if _, _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL, Article: watch.Article{
 		Status: watch.ArticleOK, URL: work[0].URL, Headline: "Ministry cuts fees for permits", Description: "The lead.",
 		Body: "The body.", DatePublished: "2026-12-01", Author: []string{"A. Writer"}, FetchedAt: time.Now(),
 	}}); err != nil {

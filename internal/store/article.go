@@ -77,19 +77,20 @@ func (s *Store) KnownArticle(ctx context.Context, linkURL string) (id int64, sta
 // RecordArticle stores o's article under its canonical URL (replacing
 // what an earlier fetch stored there), remembers o.LinkURL as leading to
 // it, points w's update at it and deletes w, in one transaction: the work
-// is done exactly when its outcome is stored. A work already done (by
-// another extractor, after this one's lease ran out) stores nothing and
-// returns its update's article id all the same.
-func (s *Store) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (int64, error) {
+// is done exactly when its outcome is stored. A lasting outcome
+// (watch.ArticleStatus Lasting) finishes every other link waiting for the
+// same URL in that transaction; linked counts them. A work already done
+// (by another extractor, after this one's lease ran out) stores nothing
+// and returns id 0.
+func (s *Store) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (id, linked int64, err error) {
 	if err := o.Validate(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	a := o.Article
 	sources, err := json.Marshal(nonNilMap(a.Sources))
 	if err != nil {
-		return 0, fmt.Errorf("article of %s: sources: %w", o.LinkURL, err)
+		return 0, 0, fmt.Errorf("article of %s: sources: %w", o.LinkURL, err)
 	}
-	var id int64
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if done, err := takeWork(ctx, tx, w); err != nil || done {
 			return err
@@ -110,9 +111,31 @@ func (s *Store) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.
 			ON CONFLICT (url) DO UPDATE SET article_id = $2`, o.LinkURL, id); err != nil {
 			return fmt.Errorf("remember the article of %s: %w", o.LinkURL, err)
 		}
-		return pointUpdate(ctx, tx, w, id)
+		if err := pointUpdate(ctx, tx, w, id); err != nil {
+			return err
+		}
+		if !a.Status.Lasting() {
+			return nil
+		}
+		// The other links of the URL waiting for their turn (ClaimArticleWork
+		// hands out one at a time) are done too: a story many portals link
+		// costs one transaction, not a claim and a transaction a link. A
+		// sibling another extractor holds is taken from it; its own record
+		// then finds the work gone.
+		tag, err := tx.Exec(ctx, `
+			WITH done AS (DELETE FROM article_work WHERE url = $1 RETURNING update_id, discovered_at)
+			UPDATE updates u SET article_id = $2 FROM done
+			WHERE u.id = done.update_id AND u.discovered_at = done.discovered_at`, w.URL, id)
+		if err != nil {
+			return fmt.Errorf("point the other links to %s at article %d: %w", w.URL, id, err)
+		}
+		linked = tag.RowsAffected()
+		return nil
 	})
-	return id, err
+	if err != nil {
+		return 0, 0, err
+	}
+	return id, linked, nil
 }
 
 // LinkArticle points w's update at the article id, known already for its

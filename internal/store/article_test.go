@@ -73,21 +73,22 @@ func TestArticleWorkComesWithItsUpdate(t *testing.T) {
 	stored := watch.Article{Status: watch.ArticleOK, URL: "https://a.example/story", Headline: "A story",
 		Description: "Its lead.", Body: "Its text.", DatePublished: "2026-12-01", Author: []string{"Ada"},
 		Sources: map[string]string{"headline": "json-ld"}, FetchedAt: at}
-	id, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL, Article: stored})
+	id, _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL, Article: stored})
 	if err != nil || id == 0 {
 		t.Fatalf("RecordArticle = %d, %v", id, err)
 	}
-	second, err := st.ClaimArticleWork(ctx, 10, time.Minute)
-	if err != nil || len(second) != 1 || second[0].PageID != other {
-		t.Fatalf("after the first link was read: claimed %+v, %v; want the link of page %d", second, err, other)
+	// Its other link, waiting for its turn, was finished in the same
+	// transaction.
+	if again, err := st.ClaimArticleWork(ctx, 10, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("after the story was read: claimed %+v, %v; want no work left", again, err)
 	}
-	work = append(work, second[0])
-	known, status, found, err := st.KnownArticle(ctx, work[1].URL)
+	ups, err = st.QueryUpdates(ctx, watch.UpdateFilter{PageID: other})
+	if err != nil || len(ups) == 0 || ups[0].Article == nil || ups[0].Article.ID != id {
+		t.Fatalf("the waiting link of page %d: %+v, %v; want it pointing at article %d", other, ups, err, id)
+	}
+	known, status, found, err := st.KnownArticle(ctx, work[0].URL)
 	if err != nil || !found || known != id || status != watch.ArticleOK {
 		t.Fatalf("KnownArticle = %d %q %v %v, want article %d", known, status, found, err, id)
-	}
-	if err := st.LinkArticle(ctx, work[1], known); err != nil {
-		t.Fatal(err)
 	}
 	// A link recorded after the story was read points at it at once,
 	// without work for the extractor.
@@ -101,15 +102,33 @@ func TestArticleWorkComesWithItsUpdate(t *testing.T) {
 	if w, err := st.ClaimArticleWork(ctx, 10, time.Minute); err != nil || len(w) != 0 {
 		t.Fatalf("a later link to a read story left work: %+v, %v", w, err)
 	}
+	// A link whose check missed the story being stored in the same instant
+	// gets work, and the extractor links it to the article it finds known.
+	if _, err := pool.Exec(ctx, `DELETE FROM article_links`); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := st.CreatePage(ctx, watch.PageSpec{URL: "https://d.example/"})
+	record(d.ID, true, "https://a.example/old")
+	record(d.ID, true, "https://a.example/old", "https://a.example/story")
+	if _, err := pool.Exec(ctx, `INSERT INTO article_links (url, article_id) VALUES ($1, $2)`, work[0].URL, id); err != nil {
+		t.Fatal(err)
+	}
+	raced, err := st.ClaimArticleWork(ctx, 10, time.Minute)
+	if err != nil || len(raced) != 1 || raced[0].PageID != d.ID {
+		t.Fatalf("claimed %+v, %v; want the link of page %d", raced, err, d.ID)
+	}
+	if err := st.LinkArticle(ctx, raced[0], id); err != nil {
+		t.Fatal(err)
+	}
 	// A late second outcome of a work already done stores nothing.
-	if _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL,
+	if _, _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL,
 		Article: watch.Article{Status: watch.ArticleError, URL: work[0].URL, FetchedAt: at}}); err != nil {
 		t.Fatal(err)
 	}
 
 	got, err := st.Article(ctx, id)
-	if err != nil || got.Headline != "A story" || got.Body != "Its text." || got.Status != watch.ArticleOK || len(got.Sightings) != 3 {
-		t.Fatalf("Article(%d) = %+v, %v; want the stored article with three sightings", id, got, err)
+	if err != nil || got.Headline != "A story" || got.Body != "Its text." || got.Status != watch.ArticleOK || len(got.Sightings) != 4 {
+		t.Fatalf("Article(%d) = %+v, %v; want the stored article with four sightings", id, got, err)
 	}
 	ups, err = st.QueryUpdates(ctx, watch.UpdateFilter{PageID: a.ID})
 	if err != nil || ups[0].Article == nil || ups[0].Article.Headline != "A story" || ups[0].Article.Body != "" {
@@ -135,7 +154,7 @@ func TestArticleWorkComesWithItsUpdate(t *testing.T) {
 	if n, err := st.PruneArticles(ctx, 0, 100); err != nil || n != 1 {
 		t.Fatalf("PruneArticles deleted %d unlinked articles (%v), want 1", n, err)
 	}
-	if _, _, found, _ := st.KnownArticle(ctx, work[1].URL); found {
+	if _, _, found, _ := st.KnownArticle(ctx, work[0].URL); found {
 		t.Fatal("a pruned article is still known for its link")
 	}
 }

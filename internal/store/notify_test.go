@@ -505,7 +505,7 @@ func TestPendingBatchCarriesEachArticle(t *testing.T) {
 		t.Fatalf("ClaimArticleWork = %+v, %v", work, err)
 	}
 	published := "2026-12-01T07:30:00Z"
-	if _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL, Article: watch.Article{
+	if _, _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL, Article: watch.Article{
 		Status: watch.ArticleOK, URL: work[0].URL, Headline: "Ministry cuts fees", Description: "The lead.",
 		Body: "A long body.", DatePublished: published, Author: []string{"A. Writer"}, FetchedAt: time.Now(),
 	}}); err != nil {

@@ -310,7 +310,12 @@ func TestFeedStampChangesWhenAnArticleIsStored(t *testing.T) {
 		if _, err := st.RecordCheck(ctx, watch.Check{PageID: p.ID, FetchedAt: at, Status: 200, Articles: true}, nil); err != nil {
 			t.Fatal(err)
 		}
-		link := watch.NewLink{Key: 1, URL: "https://a.example/story", Text: "Story", Code: fmt.Sprint("s", i)}
+		// b's newer update links a story of its own; it shows the first
+		// one later.
+		link := watch.NewLink{Key: 1, URL: "https://a.example/story", Text: "Story", Code: "s0"}
+		if p.ID == b.ID {
+			link = watch.NewLink{Key: 2, URL: "https://b.example/own", Text: "Own", Code: "s1"}
+		}
 		if _, err := st.RecordCheck(ctx, watch.Check{PageID: p.ID, FetchedAt: at.Add(time.Duration(i+1) * time.Minute), Status: 200, Articles: true},
 			[]watch.NewLink{link}); err != nil {
 			t.Fatal(err)
@@ -331,13 +336,13 @@ func TestFeedStampChangesWhenAnArticleIsStored(t *testing.T) {
 		return out
 	}
 	before := stamps()
-	// A claim takes one link of a URL at a time, the oldest first: a's.
-	work, err := st.ClaimArticleWork(ctx, 10, time.Hour)
-	if err != nil || len(work) != 1 {
+	// The oldest link first: a's.
+	work, err := st.ClaimArticleWork(ctx, 1, time.Hour)
+	if err != nil || len(work) != 1 || work[0].PageID != a.ID {
 		t.Fatalf("claimed %v, %v; want the work of one update", work, err)
 	}
 	fetched := time.Now().Truncate(time.Microsecond)
-	id, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL,
+	id, _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL,
 		Article: watch.Article{Status: watch.ArticleOK, URL: work[0].URL, Headline: "Story", FetchedAt: fetched}})
 	if err != nil {
 		t.Fatal(err)
@@ -354,14 +359,12 @@ func TestFeedStampChangesWhenAnArticleIsStored(t *testing.T) {
 			t.Errorf("%s: the stamp changed with an article it does not show: %+v -> %+v", name, before[name], after[name])
 		}
 	}
-	second, err := st.ClaimArticleWork(ctx, 10, time.Hour)
-	if err != nil || len(second) != 1 || second[0].PageID == work[0].PageID {
-		t.Fatalf("claimed %v, %v; want the work of the other update", second, err)
-	}
-	if err := st.LinkArticle(ctx, second[0], id); err != nil {
+	later := watch.NewLink{Key: 1, URL: "https://a.example/story", Text: "Story", Code: "s2"}
+	if _, err := st.RecordCheck(ctx, watch.Check{PageID: b.ID, FetchedAt: at.Add(3 * time.Minute), Status: 200, Articles: true},
+		[]watch.NewLink{later}); err != nil {
 		t.Fatal(err)
 	}
 	if s := stamps()["other tag"]; s == after["other tag"] || s.Articles != 1 {
-		t.Errorf("other tag: stamp %+v after its update linked the known article", s)
+		t.Errorf("other tag: stamp %+v after its new update linked the known article", s)
 	}
 }

@@ -85,7 +85,7 @@ func (e *env) readClaimed(ctx context.Context, work []watch.ArticleWork, read fu
 		if a.FetchedAt.IsZero() {
 			a.FetchedAt = time.Now()
 		}
-		id, err := e.st.RecordArticle(ctx, w, watch.ArticleOutcome{Article: a, LinkURL: w.URL})
+		id, _, err := e.st.RecordArticle(ctx, w, watch.ArticleOutcome{Article: a, LinkURL: w.URL})
 		if err != nil {
 			e.t.Fatal(err)
 		}
