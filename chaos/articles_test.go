@@ -54,7 +54,8 @@ func (v articleVerdict) String() string {
 
 func checkArticles(ctx context.Context, sys *systest.System, farm *systest.Farm) (articleVerdict, error) {
 	var v articleVerdict
-	rows, err := sys.DB.Query(ctx, `SELECT u.url, a.status FROM updates u LEFT JOIN articles a ON a.id = u.article_id`)
+	rows, err := sys.DB.Query(ctx, `SELECT u.url, a.status FROM updates u
+		LEFT JOIN article_links l ON l.url = u.url LEFT JOIN articles a ON a.id = l.article_id`)
 	if err != nil {
 		return v, err
 	}
@@ -108,7 +109,8 @@ func waitForArticles(t *testing.T, sys *systest.System, timeout time.Duration) {
 	err := testsvc.Poll(ctx, timeout, 250*time.Millisecond, func() (bool, string, error) {
 		var work, without int
 		err := sys.DB.QueryRow(ctx, `SELECT (SELECT count(*) FROM article_work),
-			(SELECT count(*) FROM updates WHERE article_id IS NULL)`).Scan(&work, &without)
+			(SELECT count(*) FROM updates u WHERE NOT EXISTS (SELECT 1 FROM article_links l WHERE l.url = u.url))`).
+			Scan(&work, &without)
 		return work == 0 && without == 0, fmt.Sprintf("%d links waiting, %d updates without an article", work, without), err
 	})
 	if err != nil {
@@ -237,11 +239,11 @@ func (s *wrongClaims) ClaimArticleWork(ctx context.Context, n int, lease time.Du
 	if err != nil || len(work) == 0 {
 		return work, err
 	}
-	ids := make([]int64, len(work))
+	urls := make([]string, len(work))
 	for i, w := range work {
-		ids[i] = w.UpdateID
+		urls[i] = w.URL
 	}
-	if _, err := s.sys.DB.Exec(ctx, `DELETE FROM article_work WHERE update_id = ANY($1)`, ids); err != nil { // WRONG: gone before done
+	if _, err := s.sys.DB.Exec(ctx, `DELETE FROM article_work WHERE url = ANY($1)`, urls); err != nil { // WRONG: gone before done
 		return nil, err
 	}
 	kept := work[:0]
@@ -256,23 +258,23 @@ func (s *wrongClaims) ClaimArticleWork(ctx context.Context, n int, lease time.Du
 }
 
 func (s *wrongClaims) putBack(ctx context.Context, w watch.ArticleWork) error {
-	_, err := s.sys.DB.Exec(ctx, `INSERT INTO article_work (update_id, discovered_at, page_id, url) VALUES ($1, $2, $3, $4)
-		ON CONFLICT DO NOTHING`, w.UpdateID, w.DiscoveredAt, w.PageID, w.URL)
+	_, err := s.sys.DB.Exec(ctx, `INSERT INTO article_work (url, page_id, discovered_at) VALUES ($1, $2, $3)
+		ON CONFLICT DO NOTHING`, w.URL, w.PageID, w.DiscoveredAt)
 	return err
 }
 
-func (s *wrongClaims) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (id, linked int64, err error) {
+func (s *wrongClaims) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (int64, error) {
 	if err := s.putBack(ctx, w); err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	return s.Store.RecordArticle(ctx, w, o)
 }
 
-func (s *wrongClaims) LinkArticle(ctx context.Context, w watch.ArticleWork, id int64) error {
+func (s *wrongClaims) FinishArticleWork(ctx context.Context, w watch.ArticleWork) error {
 	if err := s.putBack(ctx, w); err != nil {
 		return err
 	}
-	return s.Store.LinkArticle(ctx, w, id)
+	return s.Store.FinishArticleWork(ctx, w)
 }
 
 // TestNegativeControlClaimWithoutLease runs the same farm and checker with

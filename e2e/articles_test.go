@@ -111,12 +111,13 @@ func TestNewLinksBecomeStories(t *testing.T) {
 	testsvc.Eventually(t, 60*time.Second, "every link of pages a and b read as an article", func() (bool, error) {
 		var waiting, done int
 		err := sys.db.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM article_work),
-			(SELECT count(*) FROM updates WHERE article_id IS NOT NULL)`).Scan(&waiting, &done)
+			(SELECT count(*) FROM updates u JOIN article_links l ON l.url = u.url)`).Scan(&waiting, &done)
 		return waiting == 0 && done == 4, err
 	})
 
 	rows, err := sys.db.Query(t.Context(), `SELECT u.page_id, u.url, a.id, a.status, a.headline, a.date_published,
-		array_to_string(a.author, '; '), a.detail FROM updates u LEFT JOIN articles a ON a.id = u.article_id ORDER BY u.id`)
+		array_to_string(a.author, '; '), a.detail FROM updates u
+		LEFT JOIN article_links l ON l.url = u.url LEFT JOIN articles a ON a.id = l.article_id ORDER BY u.id`)
 	if err != nil {
 		t.Fatal(err)
 	}

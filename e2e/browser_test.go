@@ -326,8 +326,8 @@ func TestBrowserReadingTool(t *testing.T) {
 				'2026-11-30T06:00:00+01:00', ARRAY['Anna Muster', 'Ben Beispiel'], now()
 			FROM updates WHERE page_id = $1 AND text = 'Budget passes in night vote'
 			RETURNING id, url),
-		pointed AS (UPDATE updates u SET article_id = a.id FROM a WHERE u.page_id = $1 AND u.url = a.url RETURNING u.id)
-		DELETE FROM article_work w USING pointed WHERE w.update_id = pointed.id`, pageID); err != nil {
+		linked AS (INSERT INTO article_links (url, article_id) SELECT url, id FROM a RETURNING url)
+		DELETE FROM article_work w USING linked WHERE w.url = linked.url`, pageID); err != nil {
 		t.Fatalf("store an article: %v", err)
 	}
 	pending := s.count(fmt.Sprintf(`SELECT count(*) FROM article_work WHERE page_id = %d`, pageID))

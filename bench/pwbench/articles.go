@@ -195,9 +195,9 @@ func runArticles(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		news AS (
 			INSERT INTO updates (page_id, link_key, url, text, code, discovered_at)
 			SELECT page.id, n, u, 'story ' || n, 'c' || n, now() FROM page, unnest($1::text[]) WITH ORDINALITY AS l(u, n)
-			RETURNING id, page_id, url, discovered_at)
-		INSERT INTO article_work (update_id, discovered_at, page_id, url)
-		SELECT id, discovered_at, page_id, url FROM news`, urls); err != nil {
+			RETURNING page_id, url, discovered_at)
+		INSERT INTO article_work (url, page_id, discovered_at)
+		SELECT url, page_id, discovered_at FROM news`, urls); err != nil {
 		return fmt.Errorf("give the extractor its links: %w", err)
 	}
 	logf("%d links to %d real article pages (%.1f MB) on %d loopback origins", c.links, len(corpus.pages),
@@ -251,7 +251,8 @@ func runArticles(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	busy := d.byGroup["extractor"] + d.byGroup["postgres"] + d.byGroup["redis"]
 	res.PerCore = round3(float64(c.links) / busy)
 	res.PerExtractorCore = round3(float64(c.links) / d.byGroup["extractor"])
-	rows, err := db.Query(ctx, `SELECT a.status, count(*) FROM updates u JOIN articles a ON a.id = u.article_id GROUP BY 1`)
+	rows, err := db.Query(ctx, `SELECT a.status, count(*) FROM updates u JOIN article_links l ON l.url = u.url
+		JOIN articles a ON a.id = l.article_id GROUP BY 1`)
 	if err != nil {
 		return err
 	}

@@ -574,7 +574,7 @@ func (r *e2eRun) drain(ctx context.Context, res *e2eResult) error {
 	if r.cfg.articles {
 		// How far the extractors kept up: the work they had not done when
 		// the pipeline's queues were empty.
-		if err := r.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM updates WHERE article_id IS NOT NULL),
+		if err := r.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM updates u JOIN article_links l ON l.url = u.url),
 			(SELECT count(*) FROM article_work)`).Scan(&res.withArticle, &res.workLeft); err != nil {
 			return err
 		}

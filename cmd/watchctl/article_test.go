@@ -40,7 +40,7 @@ func TestUpdatesAndArticleShowArticles(t *testing.T) {
 		if w.URL != "https://zeitung.example/read" {
 			continue
 		}
-		if id, _, err = st.RecordArticle(ctx, w, watch.ArticleOutcome{LinkURL: w.URL, Article: watch.Article{
+		if id, err = st.RecordArticle(ctx, w, watch.ArticleOutcome{LinkURL: w.URL, Article: watch.Article{
 			Status: watch.ArticleOK, URL: w.URL, Headline: "The whole headline", Description: "The lead.",
 			Body: "The body.", DatePublished: "2026-11-30T06:00:00Z", Author: []string{"Anna Muster"}, FetchedAt: time.Now()}}); err != nil {
 			t.Fatal(err)

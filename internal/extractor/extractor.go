@@ -32,8 +32,8 @@ import (
 type Store interface {
 	ClaimArticleWork(ctx context.Context, n int, lease time.Duration) ([]watch.ArticleWork, error)
 	KnownArticle(ctx context.Context, linkURL string) (id int64, status watch.ArticleStatus, ok bool, err error)
-	RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (id, linked int64, err error)
-	LinkArticle(ctx context.Context, w watch.ArticleWork, id int64) error
+	RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (int64, error)
+	FinishArticleWork(ctx context.Context, w watch.ArticleWork) error
 	PostponeArticleWork(ctx context.Context, w watch.ArticleWork, until time.Time, counted bool) error
 	ReleaseArticleWork(ctx context.Context, work []watch.ArticleWork) error
 	ArticleWorkDue(ctx context.Context) (waiting int64, oldest time.Duration, err error)
@@ -319,7 +319,7 @@ func (s *Service) gauge(ctx context.Context) {
 // read gives w its article, or puts it back for later. Every store error
 // is logged and leaves w to come due again with its lease.
 func (s *Service) read(ctx context.Context, w watch.ArticleWork) {
-	log := s.log.With("update_id", w.UpdateID, "url", w.URL)
+	log := s.log.With("url", w.URL, "page_id", w.PageID)
 	if err := s.readOne(ctx, w, log); err != nil {
 		if ctx.Err() != nil {
 			// Stopping: the fetch was canceled; the link is due again at
@@ -335,12 +335,13 @@ func (s *Service) read(ctx context.Context, w watch.ArticleWork) {
 }
 
 func (s *Service) readOne(ctx context.Context, w watch.ArticleWork, log *slog.Logger) error {
-	// A link another page showed first is read once.
-	if id, status, ok, err := s.st.KnownArticle(ctx, w.URL); err != nil {
+	// The check that wrote w may have missed the article being stored in
+	// the same instant: its updates show that one, read once.
+	if _, status, ok, err := s.st.KnownArticle(ctx, w.URL); err != nil {
 		return err
 	} else if ok && status.Lasting() {
 		s.metrics.articles.WithLabelValues("known").Inc()
-		return s.st.LinkArticle(ctx, w, id)
+		return s.st.FinishArticleWork(ctx, w)
 	}
 	origin, ok := watch.Origin(w.URL)
 	if !ok {
@@ -481,12 +482,10 @@ func failed(w watch.ArticleWork, status watch.ArticleStatus, detail string) watc
 }
 
 func (s *Service) record(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) error {
-	_, linked, err := s.st.RecordArticle(ctx, w, o)
-	if err != nil {
+	if _, err := s.st.RecordArticle(ctx, w, o); err != nil {
 		return err
 	}
 	s.metrics.articles.WithLabelValues(string(o.Article.Status)).Inc()
-	s.metrics.articles.WithLabelValues("known").Add(float64(linked))
 	return nil
 }
 

@@ -77,7 +77,7 @@ func (in *inbox) of(path string) []arrival {
 }
 
 // insertArticleUpdate writes one update of a page that reads articles, as
-// its check does: with its row of article_work, in the same transaction.
+// its check does: with the work of its URL, in the same transaction.
 // found is how long ago it was found.
 func insertArticleUpdate(t *testing.T, pool *pgxpool.Pool, page int64, url string, found time.Duration) int64 {
 	t.Helper()
@@ -88,7 +88,7 @@ func insertArticleUpdate(t *testing.T, pool *pgxpool.Pool, page int64, url strin
 			VALUES ($1, $2, 'Fees', 'c', hashtext($2), now() - $3 * interval '1 millisecond')
 			RETURNING id, discovered_at, page_id, url
 		), work AS (
-			INSERT INTO article_work (update_id, discovered_at, page_id, url) SELECT * FROM news
+			INSERT INTO article_work (url, page_id, discovered_at) SELECT url, page_id, discovered_at FROM news
 		)
 		SELECT id FROM news`, page, url, found.Milliseconds()).Scan(&id)
 	if err != nil {
@@ -156,10 +156,10 @@ func TestServiceWaitsForArticles(t *testing.T) {
 
 	// The extractor reads the article.
 	work, err := st.ClaimArticleWork(ctx, 10, time.Minute)
-	if err != nil || len(work) != 1 || work[0].UpdateID != first {
+	if err != nil || len(work) != 1 || work[0].URL != "http://news.example/fees" {
 		t.Fatalf("ClaimArticleWork = %+v, %v", work, err)
 	}
-	if _, _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL, Article: watch.Article{
+	if _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL, Article: watch.Article{
 		Status: watch.ArticleOK, URL: work[0].URL, Headline: "Ministry cuts fees for permits", Description: "The lead.",
 		Body: "The body.", DatePublished: "2026-12-01", Author: []string{"A. Writer"}, FetchedAt: time.Now(),
 	}}); err != nil {

@@ -8,37 +8,29 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// ClaimArticleWork takes up to n links whose article is due, oldest due
-// first, and moves each a lease ahead: work of an extractor that dies
+// ClaimArticleWork takes up to n link URLs whose article is due, oldest
+// due first, and moves each a lease ahead: work of an extractor that dies
 // comes due again when its lease ends, and no other extractor takes it
 // before. Rows another extractor is claiming at the same moment are
-// skipped, not waited for.
-//
-// A URL that several updates link (one story on several portals) is
-// claimed one link at a time: only the first due of its links, and none
-// while another of them is leased or put off, so the article is fetched
-// once and the other links find it stored (KnownArticle). Two extractors
-// claiming in the same instant can still each take one link of a URL.
+// skipped, not waited for. A URL that several pages link is one work, so
+// its article is fetched once.
 func (s *Store) ClaimArticleWork(ctx context.Context, n int, lease time.Duration) ([]watch.ArticleWork, error) {
 	rows, err := s.pool.Query(ctx, `
 		UPDATE article_work w SET due_at = now() + $2 * interval '1 millisecond', attempts = w.attempts + 1
-		FROM (SELECT c.update_id FROM article_work c
-			WHERE c.due_at <= now()
-			  AND NOT EXISTS (SELECT 1 FROM article_work o WHERE o.url = c.url AND o.update_id <> c.update_id
-				AND (o.due_at > now() OR (o.due_at, o.update_id) < (c.due_at, c.update_id)))
-			ORDER BY c.due_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
-		WHERE w.update_id = due.update_id
-		RETURNING w.update_id, w.discovered_at, w.page_id, w.url, w.attempts`, n, lease.Milliseconds())
+		FROM (SELECT url FROM article_work WHERE due_at <= now() ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+		WHERE w.url = due.url
+		RETURNING w.url, w.page_id, w.discovered_at, w.attempts`, n, lease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim article work: %w", err)
 	}
 	work, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.ArticleWork, error) {
 		var w watch.ArticleWork
-		err := r.Scan(&w.UpdateID, &w.DiscoveredAt, &w.PageID, &w.URL, &w.Attempts)
+		err := r.Scan(&w.URL, &w.PageID, &w.DiscoveredAt, &w.Attempts)
 		return w, err
 	})
 	if err != nil {
@@ -47,8 +39,8 @@ func (s *Store) ClaimArticleWork(ctx context.Context, n int, lease time.Duration
 	return work, nil
 }
 
-// ArticleWorkDue counts the links waiting for their article and the age of
-// the oldest that is due, for the extractor's metrics.
+// ArticleWorkDue counts the link URLs waiting for their article and the age
+// of the oldest that is due, for the extractor's metrics.
 func (s *Store) ArticleWorkDue(ctx context.Context) (waiting int64, oldest time.Duration, err error) {
 	var ms float64
 	err = s.pool.QueryRow(ctx, `SELECT count(*),
@@ -76,21 +68,20 @@ func (s *Store) KnownArticle(ctx context.Context, linkURL string) (id int64, sta
 
 // RecordArticle stores o's article under its canonical URL (replacing
 // what an earlier fetch stored there), remembers o.LinkURL as leading to
-// it, points w's update at it and deletes w, in one transaction: the work
-// is done exactly when its outcome is stored. A lasting outcome
-// (watch.ArticleStatus Lasting) finishes every other link waiting for the
-// same URL in that transaction; linked counts them. A work already done
-// (by another extractor, after this one's lease ran out) stores nothing
-// and returns id 0.
-func (s *Store) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (id, linked int64, err error) {
+// it, which every update linking that URL shows from then on, and deletes
+// w, in one transaction: the work is done exactly when its outcome is
+// stored. A work already done (by another extractor, after this one's
+// lease ran out) stores nothing and returns id 0.
+func (s *Store) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.ArticleOutcome) (int64, error) {
 	if err := o.Validate(); err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	a := o.Article
 	sources, err := json.Marshal(nonNilMap(a.Sources))
 	if err != nil {
-		return 0, 0, fmt.Errorf("article of %s: sources: %w", o.LinkURL, err)
+		return 0, fmt.Errorf("article of %s: sources: %w", o.LinkURL, err)
 	}
+	var id int64
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if done, err := takeWork(ctx, tx, w); err != nil || done {
 			return err
@@ -111,60 +102,33 @@ func (s *Store) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.
 			ON CONFLICT (url) DO UPDATE SET article_id = $2`, o.LinkURL, id); err != nil {
 			return fmt.Errorf("remember the article of %s: %w", o.LinkURL, err)
 		}
-		if err := pointUpdate(ctx, tx, w, id); err != nil {
-			return err
-		}
-		if !a.Status.Lasting() {
-			return nil
-		}
-		// The other links of the URL waiting for their turn (ClaimArticleWork
-		// hands out one at a time) are done too: a story many portals link
-		// costs one transaction, not a claim and a transaction a link. A
-		// sibling another extractor holds is taken from it; its own record
-		// then finds the work gone.
-		tag, err := tx.Exec(ctx, `
-			WITH done AS (DELETE FROM article_work WHERE url = $1 RETURNING update_id, discovered_at)
-			UPDATE updates u SET article_id = $2 FROM done
-			WHERE u.id = done.update_id AND u.discovered_at = done.discovered_at`, w.URL, id)
-		if err != nil {
-			return fmt.Errorf("point the other links to %s at article %d: %w", w.URL, id, err)
-		}
-		linked = tag.RowsAffected()
 		return nil
 	})
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	return id, linked, nil
+	return id, nil
 }
 
-// LinkArticle points w's update at the article id, known already for its
-// URL (KnownArticle), and deletes w.
-func (s *Store) LinkArticle(ctx context.Context, w watch.ArticleWork, id int64) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if done, err := takeWork(ctx, tx, w); err != nil || done {
-			return err
-		}
-		return pointUpdate(ctx, tx, w, id)
-	})
+// FinishArticleWork deletes w, whose URL the extractor found already
+// leading to a stored article (KnownArticle): its updates show that one.
+func (s *Store) FinishArticleWork(ctx context.Context, w watch.ArticleWork) error {
+	_, err := takeWork(ctx, s.pool, w)
+	return err
 }
 
 // takeWork deletes w's row, and reports done when it was gone already.
-func takeWork(ctx context.Context, tx pgx.Tx, w watch.ArticleWork) (done bool, err error) {
-	tag, err := tx.Exec(ctx, `DELETE FROM article_work WHERE update_id = $1`, w.UpdateID)
+func takeWork(ctx context.Context, q execer, w watch.ArticleWork) (done bool, err error) {
+	tag, err := q.Exec(ctx, `DELETE FROM article_work WHERE url = $1`, w.URL)
 	if err != nil {
-		return false, fmt.Errorf("finish the article work of update %d: %w", w.UpdateID, err)
+		return false, fmt.Errorf("finish the article work of %s: %w", w.URL, err)
 	}
 	return tag.RowsAffected() == 0, nil
 }
 
-func pointUpdate(ctx context.Context, tx pgx.Tx, w watch.ArticleWork, id int64) error {
-	// discovered_at names the update's weekly partition.
-	if _, err := tx.Exec(ctx, `UPDATE updates SET article_id = $1 WHERE id = $2 AND discovered_at = $3`,
-		id, w.UpdateID, w.DiscoveredAt); err != nil {
-		return fmt.Errorf("point update %d at article %d: %w", w.UpdateID, id, err)
-	}
-	return nil
+// execer is what takeWork needs: a pool, or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
 // PostponeArticleWork makes w due again at until: its origin has no slot
@@ -173,9 +137,9 @@ func pointUpdate(ctx context.Context, tx pgx.Tx, w watch.ArticleWork, id int64) 
 // link's fault.
 func (s *Store) PostponeArticleWork(ctx context.Context, w watch.ArticleWork, until time.Time, counted bool) error {
 	_, err := s.pool.Exec(ctx, `UPDATE article_work SET due_at = $2, attempts = attempts - CASE WHEN $3 THEN 0 ELSE 1 END
-		WHERE update_id = $1`, w.UpdateID, until, counted)
+		WHERE url = $1`, w.URL, until, counted)
 	if err != nil {
-		return fmt.Errorf("postpone the article work of update %d: %w", w.UpdateID, err)
+		return fmt.Errorf("postpone the article work of %s: %w", w.URL, err)
 	}
 	return nil
 }
@@ -183,20 +147,21 @@ func (s *Store) PostponeArticleWork(ctx context.Context, w watch.ArticleWork, un
 // ReleaseArticleWork makes claimed work due at once, uncounted: an
 // extractor that stops hands back what it has not started.
 func (s *Store) ReleaseArticleWork(ctx context.Context, work []watch.ArticleWork) error {
-	ids := make([]int64, len(work))
+	urls := make([]string, len(work))
 	for i, w := range work {
-		ids[i] = w.UpdateID
+		urls[i] = w.URL
 	}
 	_, err := s.pool.Exec(ctx, `UPDATE article_work SET due_at = now(), attempts = greatest(attempts - 1, 0)
-		WHERE update_id = ANY($1)`, ids)
+		WHERE url = ANY($1)`, urls)
 	if err != nil {
-		return fmt.Errorf("release %d article works: %w", len(ids), err)
+		return fmt.Errorf("release %d article works: %w", len(urls), err)
 	}
 	return nil
 }
 
-// Article returns the article id with every update that links it, newest
-// first (at most watch.MaxUpdatesLimit), or watch.ErrArticleNotFound.
+// Article returns the article id with every update that links it (through
+// any link URL known to lead to it), newest first (at most
+// watch.MaxUpdatesLimit), or watch.ErrArticleNotFound.
 func (s *Store) Article(ctx context.Context, id int64) (watch.ArticleSightings, error) {
 	var (
 		as   watch.ArticleSightings
@@ -215,8 +180,8 @@ func (s *Store) Article(ctx context.Context, id int64) (watch.ArticleSightings, 
 	}
 	as.Article = *a
 	rows, err := s.pool.Query(ctx, `SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, `+displayNameSQL+`,
-		u.summary, u.burst FROM updates u JOIN pages p ON p.id = u.page_id
-		WHERE u.article_id = $1 AND p.deleted_at IS NULL ORDER BY u.discovered_at DESC, u.id DESC LIMIT $2`, id, watch.MaxUpdatesLimit)
+		u.summary, u.burst FROM article_links l JOIN updates u ON u.url = l.url JOIN pages p ON p.id = u.page_id
+		WHERE l.article_id = $1 AND p.deleted_at IS NULL ORDER BY u.discovered_at DESC, u.id DESC LIMIT $2`, id, watch.MaxUpdatesLimit)
 	if err != nil {
 		return as, fmt.Errorf("read the sightings of article %d: %w", id, err)
 	}
@@ -231,31 +196,40 @@ func (s *Store) Article(ctx context.Context, id int64) (watch.ArticleSightings, 
 	return as, nil
 }
 
-// PruneArticles deletes up to limit articles no update points at any more
+// PruneArticles deletes up to limit articles no update links any more
 // (their updates went with retention, or with their page), stored more than
-// olderThan ago so that one just stored is never taken before its update
-// points at it, and the work of updates that are gone. It returns how many
-// articles it deleted.
+// olderThan ago so that one just stored is never taken before the update
+// that asked for it is visible, and the work of link URLs no update links
+// any more. It returns how many articles it deleted.
 func (s *Store) PruneArticles(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `
 		DELETE FROM articles WHERE id IN (
 			SELECT a.id FROM articles a
 			WHERE a.created_at < now() - $1 * interval '1 millisecond'
-			  AND NOT EXISTS (SELECT 1 FROM updates u WHERE u.article_id = a.id)
+			  AND NOT EXISTS (SELECT 1 FROM article_links l JOIN updates u ON u.url = l.url WHERE l.article_id = a.id)
 			LIMIT $2)`, olderThan.Milliseconds(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune articles: %w", err)
 	}
 	if _, err := s.pool.Exec(ctx, `
-		DELETE FROM article_work w WHERE w.update_id IN (
-			SELECT w.update_id FROM article_work w
+		DELETE FROM article_work w WHERE w.url IN (
+			SELECT w.url FROM article_work w
 			WHERE w.discovered_at < now() - $1 * interval '1 millisecond'
-			  AND NOT EXISTS (SELECT 1 FROM updates u WHERE u.id = w.update_id AND u.discovered_at = w.discovered_at)
+			  AND NOT EXISTS (SELECT 1 FROM updates u WHERE u.url = w.url)
 			LIMIT $2)`, olderThan.Milliseconds(), limit); err != nil {
 		return tag.RowsAffected(), fmt.Errorf("prune the article work of deleted updates: %w", err)
 	}
 	return tag.RowsAffected(), nil
 }
+
+// articleJoinSQL joins an update (updates u of pages p) to the article its
+// link URL leads to, for a page that reads articles; articlePendingSQL is
+// true while that URL waits for the extractor. A page that does not read
+// articles shows none, even for a story another page had read.
+const (
+	articleJoinSQL    = `LEFT JOIN article_links al ON p.articles AND al.url = u.url LEFT JOIN articles a ON a.id = al.article_id`
+	articlePendingSQL = `(p.articles AND EXISTS (SELECT 1 FROM article_work w WHERE w.url = u.url))`
+)
 
 // articleColumns are the columns scanArticle reads, from articles a (which
 // a LEFT JOIN may leave NULL); the body only when asked for.

@@ -186,15 +186,14 @@ func sendRecordLinks(ctx context.Context, q querier, c watch.Check, links []watc
 	return scanRecordedLinks(rows, err, c, len(links))
 }
 
-// knownArticle is the article a new link (fresh.url) already leads to,
-// read by the extractor for another page's link: the update points at it
+// knownArticle is true when a new link (news.url) already leads to an
+// article that stands (watch.ArticleStatus Lasting): the update shows it
 // from the start and needs no work, so a story on many portals costs the
-// extractor one fetch and the others nothing, not a claim and a
-// transaction each. Only a lasting outcome is taken (watch.ArticleStatus
-// Lasting); an error or a cap is tried again.
-var knownArticle = `SELECT l.article_id FROM article_links l JOIN articles a ON a.id = l.article_id
-	WHERE l.url = fresh.url AND a.status IN ('` + string(watch.ArticleOK) + `', '` + string(watch.ArticleNotArticle) + `', '` +
-	string(watch.ArticlePaywall) + `')`
+// extractor one fetch and the others nothing. An error or a cap is tried
+// again.
+var knownArticle = `EXISTS (SELECT 1 FROM article_links l JOIN articles a ON a.id = l.article_id
+	WHERE l.url = news.url AND a.status IN ('` + string(watch.ArticleOK) + `', '` + string(watch.ArticleNotArticle) + `', '` +
+	string(watch.ArticlePaywall) + `'))`
 
 // recordLinksStatement returns recordLinks' statement and its arguments,
 // with the following part t and its parameters.
@@ -238,16 +237,16 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 			SELECT page.burst_detection AND NOT page.silent AND count(*) >= $18 AND count(*) > $19::float8 * $20 AS burst
 			FROM page, fresh GROUP BY page.burst_detection, page.silent
 		), news AS (
-			INSERT INTO updates (page_id, link_key, url, text, code, discovered_at, summary, burst, article_id)
-			SELECT page.id, fresh.link_key, fresh.url, fresh.text, fresh.code, fresh.first_seen_at, candidate.s, flood.burst,
-				CASE WHEN page.articles AND ` + articles + ` THEN (` + knownArticle + `) END
+			INSERT INTO updates (page_id, link_key, url, text, code, discovered_at, summary, burst)
+			SELECT page.id, fresh.link_key, fresh.url, fresh.text, fresh.code, fresh.first_seen_at, candidate.s, flood.burst
 			FROM page, flood, fresh JOIN candidate ON candidate.k = fresh.link_key WHERE NOT page.silent
 			ON CONFLICT DO NOTHING
-			RETURNING id, link_key, summary, burst, url, discovered_at, article_id
+			RETURNING id, link_key, summary, burst, url, discovered_at
 		), work AS (
-			INSERT INTO article_work (update_id, discovered_at, page_id, url)
-			SELECT news.id, news.discovered_at, page.id, news.url FROM page, news
-			WHERE page.articles AND ` + articles + ` AND news.article_id IS NULL
+			INSERT INTO article_work (url, page_id, discovered_at)
+			SELECT news.url, page.id, news.discovered_at FROM page, news
+			WHERE page.articles AND ` + articles + ` AND NOT ` + knownArticle + `
+			ON CONFLICT (url) DO NOTHING
 		), status AS (
 			UPDATE pages SET ` + successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`, "$21", body) + `,
 				last_cut        = CASE WHEN ` + fresh + ` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,

@@ -481,10 +481,10 @@ func TestPendingBatchCarriesWhatTheAPIShows(t *testing.T) {
 }
 
 // insertArticleUpdates writes n updates of a page as a check of a page that
-// reads articles does: each with its row of article_work, in the same
-// transaction.
-const insertArticleUpdates = `WITH news AS (` + insertUpdate + ` RETURNING id, discovered_at, page_id, url)
-	INSERT INTO article_work (update_id, discovered_at, page_id, url) SELECT id, discovered_at, page_id, url FROM news`
+// reads articles does: the work of each URL, in the same transaction.
+const insertArticleUpdates = `WITH news AS (` + insertUpdate + ` RETURNING discovered_at, page_id, url)
+	INSERT INTO article_work (url, page_id, discovered_at) SELECT url, page_id, discovered_at FROM news
+	ON CONFLICT (url) DO NOTHING`
 
 // TestPendingBatchCarriesEachArticle: a message's update carries its
 // article as the API lists it: the stored one without its body, status
@@ -505,7 +505,7 @@ func TestPendingBatchCarriesEachArticle(t *testing.T) {
 		t.Fatalf("ClaimArticleWork = %+v, %v", work, err)
 	}
 	published := "2026-12-01T07:30:00Z"
-	if _, _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL, Article: watch.Article{
+	if _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL, Article: watch.Article{
 		Status: watch.ArticleOK, URL: work[0].URL, Headline: "Ministry cuts fees", Description: "The lead.",
 		Body: "A long body.", DatePublished: published, Author: []string{"A. Writer"}, FetchedAt: time.Now(),
 	}}); err != nil {
@@ -527,7 +527,7 @@ func TestPendingBatchCarriesEachArticle(t *testing.T) {
 		switch {
 		case a == nil:
 			t.Errorf("update %d (%s) has no article", u.ID, u.URL)
-		case u.ID == work[0].UpdateID:
+		case u.URL == work[0].URL:
 			if a.Status != watch.ArticleOK || a.Headline != "Ministry cuts fees" || a.Description != "The lead." ||
 				a.DatePublished != published || len(a.Author) != 1 || a.Body != "" || a.ID == 0 {
 				t.Errorf("recorded article %+v: want it stored, without its body", *a)

@@ -268,14 +268,14 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 	}
 	// Each update carries its article as the API shows it in lists (no
 	// body): the stored one, or status pending while article_work holds
-	// the update. The statement reads both in one snapshot, and the
+	// its URL. The statement reads both in one snapshot, and the
 	// extractor writes the article and deletes the work in one
 	// transaction, so an update is never seen with neither.
 	rows, err := s.pool.Query(ctx, `
 		SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, u.summary, u.burst, u.xact::text, p.base_url,
-			`+displayNameSQL+`, EXISTS (SELECT 1 FROM article_work w WHERE w.update_id = u.id),
+			`+displayNameSQL+`, `+articlePendingSQL+`,
 			`+articleColumns(false)+`
-		FROM updates u JOIN pages p ON p.id = u.page_id LEFT JOIN articles a ON a.id = u.article_id
+		FROM updates u JOIN pages p ON p.id = u.page_id `+articleJoinSQL+`
 		WHERE (u.xact, u.id) > ($1::xid8, $2::bigint) AND u.xact < `+horizon+` AND `+scope+`
 		ORDER BY u.xact, u.id
 		LIMIT $4`,

@@ -65,7 +65,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	}
 	const updateColumns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL + `, u.summary, u.burst,
 		(SELECT max(r.removed_at) FROM removals r WHERE r.page_id = u.page_id AND r.link_key = u.link_key),
-		EXISTS (SELECT 1 FROM article_work w WHERE w.update_id = u.id), `
+		` + articlePendingSQL + `, `
 	columns := updateColumns + articleColumns(f.ArticleBody)
 	const order = ` ORDER BY u.discovered_at DESC, u.id DESC LIMIT `
 	var sql string
@@ -78,7 +78,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 		limit := arg(f.Limit)
 		sql = `SELECT ` + columns + ` FROM unnest(` + arg(tagPages) + `::bigint[]) AS t(page_id)
 			CROSS JOIN LATERAL (SELECT * FROM updates u WHERE ` + strings.Join(where, " AND ") + order + limit + `) u
-			JOIN pages p ON p.id = u.page_id LEFT JOIN articles a ON a.id = u.article_id` + order + limit
+			JOIN pages p ON p.id = u.page_id ` + articleJoinSQL + order + limit
 	default:
 		if len(tagPages) > 0 {
 			where = append(where, "u.page_id = ANY("+arg(tagPages)+"::bigint[])")
@@ -87,7 +87,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 		// and short-lived, so the newest-first walk skips few rows.
 		where = append(where, "p.deleted_at IS NULL")
 		sql = `SELECT ` + columns + ` FROM updates u JOIN pages p ON p.id = u.page_id
-			LEFT JOIN articles a ON a.id = u.article_id WHERE ` + strings.Join(where, " AND ")
+			` + articleJoinSQL + ` WHERE ` + strings.Join(where, " AND ")
 		sql += order + arg(f.Limit)
 	}
 	rows, err := s.pool.Query(ctx, sql, args...)
@@ -200,8 +200,8 @@ func (s *Store) FeedStamp(ctx context.Context, scope watch.FeedScope) (watch.Fee
 // pending work (article_work, smaller still) gives no time for
 // Last-Modified and misses an article stored again through another page.
 // The cost is the walk a feed makes, without the rows' text: Entries index
-// entries of updates_newest or updates_page_since, their rows for
-// article_id, and as many primary-key lookups in articles; a tag of more
+// entries of updates_newest or updates_page_since, their rows for the
+// URL, and as many primary-key lookups in article_links and articles; a tag of more
 // than tagPagesMerged pages walks the newest of all updates filtered by
 // page, as QueryUpdates does.
 //
@@ -209,7 +209,8 @@ func (s *Store) FeedStamp(ctx context.Context, scope watch.FeedScope) (watch.Fee
 // that links an article stored earlier (another page linked it first)
 // leaves ArticleFetched where it was. The ETag changes all the same.
 func (s *Store) articleStamp(ctx context.Context, scope watch.FeedScope, st *watch.FeedStamp) error {
-	const sum = ` SELECT count(a.id), coalesce(sum(a.id), 0), max(a.fetched_at) FROM newest n JOIN articles a ON a.id = n.article_id`
+	const sum = ` SELECT count(a.id), coalesce(sum(a.id), 0), max(a.fetched_at) FROM newest n
+		JOIN pages p ON p.id = n.page_id AND p.articles JOIN article_links l ON l.url = n.url JOIN articles a ON a.id = l.article_id`
 	const order = ` ORDER BY discovered_at DESC, id DESC LIMIT `
 	var (
 		sql  string
@@ -217,7 +218,7 @@ func (s *Store) articleStamp(ctx context.Context, scope watch.FeedScope, st *wat
 	)
 	switch {
 	case scope.PageID != 0:
-		sql = `WITH newest AS (SELECT article_id FROM updates WHERE page_id = $2` + order + `$1)` + sum
+		sql = `WITH newest AS (SELECT page_id, url FROM updates WHERE page_id = $2` + order + `$1)` + sum
 		args = append(args, scope.PageID)
 	case scope.Tag != "" && st.Pages <= tagPagesMerged:
 		// The newest entries of each page, index-only, merged; then the
@@ -226,14 +227,14 @@ func (s *Store) articleStamp(ctx context.Context, scope watch.FeedScope, st *wat
 			tops AS (SELECT t.id, t.discovered_at FROM scoped p CROSS JOIN LATERAL (
 				SELECT id, discovered_at FROM updates WHERE page_id = p.id` + order + `$1) t
 				ORDER BY t.discovered_at DESC, t.id DESC LIMIT $1),
-			newest AS (SELECT u.article_id FROM tops JOIN updates u ON u.id = tops.id AND u.discovered_at = tops.discovered_at)` + sum
+			newest AS (SELECT u.page_id, u.url FROM tops JOIN updates u ON u.id = tops.id AND u.discovered_at = tops.discovered_at)` + sum
 		args = append(args, scope.Tag)
 	case scope.Tag != "":
-		sql = `WITH newest AS (SELECT article_id FROM updates
+		sql = `WITH newest AS (SELECT page_id, url FROM updates
 			WHERE page_id = ANY(ARRAY(SELECT id FROM pages WHERE tags @> ARRAY[$2::text] AND deleted_at IS NULL))` + order + `$1)` + sum
 		args = append(args, scope.Tag)
 	default:
-		sql = `WITH newest AS (SELECT article_id FROM updates` + order + `$1)` + sum
+		sql = `WITH newest AS (SELECT page_id, url FROM updates` + order + `$1)` + sum
 	}
 	var fetched *time.Time
 	if err := s.pool.QueryRow(ctx, sql, args...).Scan(&st.Articles, &st.ArticleSum, &fetched); err != nil {

@@ -342,7 +342,7 @@ func TestFeedStampChangesWhenAnArticleIsStored(t *testing.T) {
 		t.Fatalf("claimed %v, %v; want the work of one update", work, err)
 	}
 	fetched := time.Now().Truncate(time.Microsecond)
-	id, _, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL,
+	id, err := st.RecordArticle(ctx, work[0], watch.ArticleOutcome{LinkURL: work[0].URL,
 		Article: watch.Article{Status: watch.ArticleOK, URL: work[0].URL, Headline: "Story", FetchedAt: fetched}})
 	if err != nil {
 		t.Fatal(err)

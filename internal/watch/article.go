@@ -82,14 +82,14 @@ func (a *Article) Published() (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// ArticleWork is one new link waiting for its article: the update that
-// recorded it and the URL to read. The store keeps it until the
-// extractor records an outcome, so that no crash loses it.
+// ArticleWork is one link URL waiting for its article, however many
+// pages link it: the URL to read, and the page and time of the first update
+// that linked it. The store keeps it until the extractor records an
+// outcome, so that no crash loses it.
 type ArticleWork struct {
-	UpdateID     int64
-	DiscoveredAt time.Time // the update's, which with UpdateID names its row
-	PageID       int64
 	URL          string
+	PageID       int64
+	DiscoveredAt time.Time
 	// Attempts counts the claims of this work so far, this one included.
 	Attempts int
 }

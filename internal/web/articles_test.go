@@ -73,7 +73,7 @@ func (e *env) readClaimed(ctx context.Context, work []watch.ArticleWork, read fu
 		if id, known, _, err := e.st.KnownArticle(ctx, w.URL); err != nil {
 			e.t.Fatal(err)
 		} else if known != "" {
-			if err := e.st.LinkArticle(ctx, w, id); err != nil {
+			if err := e.st.FinishArticleWork(ctx, w); err != nil {
 				e.t.Fatal(err)
 			}
 			ids[w.URL] = id
@@ -85,7 +85,7 @@ func (e *env) readClaimed(ctx context.Context, work []watch.ArticleWork, read fu
 		if a.FetchedAt.IsZero() {
 			a.FetchedAt = time.Now()
 		}
-		id, _, err := e.st.RecordArticle(ctx, w, watch.ArticleOutcome{Article: a, LinkURL: w.URL})
+		id, err := e.st.RecordArticle(ctx, w, watch.ArticleOutcome{Article: a, LinkURL: w.URL})
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ GRANT CONNECT ON DATABASE DB TO ROLE;
 GRANT USAGE ON SCHEMA public TO ROLE;
 GRANT SELECT ON pages, updates, removals, links, page_hours, api_tokens, goose_db_version TO ROLE;
 GRANT SELECT ON subscriptions, deliveries TO ROLE;
-GRANT SELECT ON articles, article_work TO ROLE;
+GRANT SELECT ON articles, article_links, article_work TO ROLE;
 GRANT SELECT, INSERT, DELETE ON sessions TO ROLE;
 GRANT SELECT, INSERT, UPDATE ON reader_marks TO ROLE;`
 
