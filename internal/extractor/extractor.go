@@ -204,6 +204,9 @@ func New(cfg Config, st Store, f Fetcher, gate Gate, log *slog.Logger, reg prome
 		wake: make(chan struct{}, 1)}, nil
 }
 
+// claimTimeout bounds one claim of work, which a stop does not cancel.
+const claimTimeout = 10 * time.Second
+
 // Run claims and reads work until ctx ends, then lets the articles in
 // flight finish within drain and hands back what it claimed and did not
 // start. It fails only when the store keeps failing past ctx's end.
@@ -258,7 +261,12 @@ func (s *Service) Run(ctx context.Context, drain time.Duration) error {
 			poll.Reset(s.cfg.Poll)
 			continue
 		}
-		claimed, err := s.st.ClaimArticleWork(ctx, idle, s.cfg.Lease)
+		// The claim is not canceled by a stop: a claim canceled after its
+		// commit would leave its links leased, with an attempt counted,
+		// where one that ends is handed back below.
+		claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+		claimed, err := s.st.ClaimArticleWork(claimCtx, idle, s.cfg.Lease)
+		cancelClaim()
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("claiming article work failed; trying again", "err", err)
