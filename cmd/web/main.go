@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/portalwatch/portalwatch/internal/config"
+	"github.com/portalwatch/portalwatch/internal/discover"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/notifier"
 	"github.com/portalwatch/portalwatch/internal/ops"
@@ -137,6 +138,15 @@ func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger)
 	}
 	defer closeSenders()
 
+	// Discovery fetches as the crawler does: the address guard at every
+	// dial, robots.txt, one fetch a second per origin.
+	client, err := fetch.New(fetch.Config{AllowPrivate: cfg.AllowPrivate, MaxRedirects: fetch.DefaultMaxRedirects,
+		MinHostSpacing: fetch.DefaultMinHostSpacing})
+	if err != nil {
+		return fmt.Errorf("discovery fetch client: %w", err)
+	}
+	defer client.CloseIdleConnections()
+
 	webCfg := cfg.Web
 	webCfg.ListenAddr = ln.Addr().String()
 	webCfg.Policy = registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, nil)}
@@ -147,7 +157,7 @@ func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger)
 	webCfg.Registerer = reg
 	srv, err := web.New(webCfg, web.Deps{
 		Pages: st, Writer: st, Importer: st, Updates: reads, Reading: st, Tokens: st, Sessions: st, Removals: reads,
-		Subscriptions: st, Tester: testSender(senders),
+		Subscriptions: st, Tester: testSender(senders), Discoverer: discover.Discoverer{Fetcher: client, Limits: discover.DefaultLimits},
 		Dead: newDeadLetters(dead, []string{cfg.Queues.Jobs, cfg.Queues.Tasks}),
 	}, log)
 	if err != nil {

@@ -91,6 +91,18 @@ type Result struct {
 	Sources []Found `json:"sources"`
 }
 
+// Discoverer runs discoveries through one fetcher within one set of
+// limits, for a program that serves them (the web program).
+type Discoverer struct {
+	Fetcher Fetcher
+	Limits  Limits
+}
+
+// Discover is Discover with d's fetcher and limits.
+func (d Discoverer) Discover(ctx context.Context, pageURL string) (Result, error) {
+	return Discover(ctx, d.Fetcher, pageURL, d.Limits)
+}
+
 // Discover fetches pageURL and lists its feeds and sitemaps. It fails
 // only when the page itself cannot be fetched; a source that cannot be
 // read is listed as unreadable with its error.

@@ -201,6 +201,8 @@ type Deps struct {
 	Subscriptions SubscriptionStore
 	// Tester sends test messages; nil answers 503 to a test.
 	Tester TestSender
+	// Discoverer lists a page's feeds and sitemaps; nil answers 503.
+	Discoverer Discoverer
 }
 
 // Server serves the API, the feeds and the web page. It is safe for
@@ -212,6 +214,8 @@ type Server struct {
 	pages    map[string]*template.Template
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// discoveries bounds the discoveries tokens ask for.
+	discoveries discoveryLimiter
 }
 
 //go:embed templates/*.html static/* openapi.json
@@ -289,6 +293,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v1/updates", read, s.apiUpdates, true},
 		{"GET", "/api/v1/articles/{id}", read, s.apiArticle, true},
 		{"GET", "/api/v1/dead-letters", read, s.apiDeadLetters, true},
+		{"POST", "/api/v1/discover", write, s.apiDiscover, true},
 		{"GET", "/api/v1/removals", read, s.apiRemovals, true},
 		{"GET", "/api/v1/subscriptions", private, s.apiListSubscriptions, true},
 		{"POST", "/api/v1/subscriptions", write, s.apiCreateSubscription, true},
@@ -308,6 +313,7 @@ func (s *Server) routes() []route {
 		{"GET", "/updates", read, s.uiOldUpdates, false},
 		{"GET", "/pages", read, s.uiPages, false},
 		{"POST", "/pages", write, s.uiAddPage, false},
+		{"POST", "/pages/discover", write, s.uiDiscover, false},
 		{"GET", "/pages/{id}", read, s.uiPage, false},
 		{"POST", "/pages/{id}", write, s.uiEditPage, false},
 		{"POST", "/pages/{id}/enabled", write, s.uiSetEnabled, false},
@@ -456,7 +462,10 @@ const (
 
 func (s *Server) budgetOf(rt route) time.Duration {
 	budget, def := s.cfg.QueryBudget, DefaultQueryBudget
-	if strings.HasSuffix(rt.pattern, "/import") || strings.HasSuffix(rt.pattern, "/export") {
+	switch {
+	case strings.HasSuffix(rt.pattern, "/discover"):
+		return DiscoverBudget
+	case strings.HasSuffix(rt.pattern, "/import") || strings.HasSuffix(rt.pattern, "/export"):
 		budget, def = s.cfg.TransferBudget, DefaultTransferBudget
 	}
 	if budget <= 0 {

@@ -23,7 +23,7 @@ const sessionCookie = "pw_session"
 // sessionMaxAge is how long a sign-in lasts.
 const sessionMaxAge = 30 * 24 * time.Hour
 
-var templateNames = []string{"river", "pages", "page", "confirm", "trash", "feeds", "signin", "notifications", "error"}
+var templateNames = []string{"river", "pages", "page", "confirm", "trash", "feeds", "signin", "notifications", "error", "discover"}
 
 func parseTemplates() (map[string]*template.Template, error) {
 	paths, err := assetPaths()
