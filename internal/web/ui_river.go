@@ -24,6 +24,9 @@ type riverItem struct {
 	watch.Update
 	Burst  []watch.Update
 	Unread bool
+	// SoFar is how long the story has been on its page, for a story the
+	// page view knows is still there; empty elsewhere.
+	SoFar string
 }
 
 // riverView is a screen of updates, newest first, as the start page and a
