@@ -39,7 +39,7 @@ func ParseLinkState(s string) (LinkState, error) {
 // followed set is not kept: which of its links are on it now is not known.
 var ErrPageNotFollowed = errors.New("which of its links are on it now is not known: removals are off " +
 	"(PORTALWATCH_REMOVAL_CHECKS=0), or no whole check has run since the page was added or re-baselined; " +
-	"the next whole check with removals on starts following it (its removed links are listed all the same)")
+	"the next whole check with removals on starts following it")
 
 // PageLink is one link of a page in its links list (LinkFilter): on the
 // page now, or taken down from it.

@@ -38,7 +38,7 @@ func (s *Server) apiPageLinks(w http.ResponseWriter, r *http.Request) {
 	f.PageID = id
 	links, err := s.deps.Links.PageLinks(r.Context(), f)
 	if errors.Is(err, watch.ErrPageNotFollowed) {
-		s.problem(w, r, http.StatusConflict, err.Error())
+		s.problem(w, r, http.StatusConflict, err.Error()+"; state=removed lists the links taken down from it")
 		return
 	}
 	if err != nil {
