@@ -317,8 +317,8 @@ func (s *Server) markSoFar(r *http.Request, pageID int64, items []riverItem) err
 		return nil
 	}
 	links, err := s.deps.Links.PageLinks(r.Context(), watch.LinkFilter{PageID: pageID, Limit: watch.MaxUpdatesLimit})
-	if errors.Is(err, watch.ErrPageNotFollowed) {
-		return nil
+	if errors.Is(err, watch.ErrPageNotFollowed) || errors.Is(err, watch.ErrPageNotFound) {
+		return nil // not followed, or trashed since it was read: no story is marked
 	}
 	if err != nil {
 		return err
