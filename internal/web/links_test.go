@@ -218,13 +218,13 @@ func TestPageViewShowsTimeOnThePage(t *testing.T) {
 	e.setDwell(page.ID, urls["c"], time.Now().Add(-5*time.Hour), 3*time.Hour+20*time.Minute)
 	e.setDwell(page.ID, urls["d"], time.Now().Add(-2*time.Hour-time.Minute), 0)
 	_, body := e.get(fmt.Sprintf("/pages/%d", page.ID), e.readTok)
-	if !strings.Contains(body, "on the page for 3 h 20 min<") {
+	if !strings.Contains(body, "On the page for 3 h 20 min<") {
 		t.Errorf("the page view does not say how long story c was on the page:\n%s", body)
 	}
-	if !strings.Contains(body, "on the page for 2 h 1 min so far") {
+	if !strings.Contains(body, "On the page for 2 h 1 min so far") {
 		t.Errorf("the page view does not say how long story d has been on the page:\n%s", body)
 	}
-	if _, body := e.get("/", e.readTok); !strings.Contains(body, "on the page for 3 h 20 min<") || strings.Contains(body, "so far") {
+	if _, body := e.get("/", e.readTok); !strings.Contains(body, "On the page for 3 h 20 min<") || strings.Contains(body, "so far") {
 		t.Errorf("the start page: want the time on the page of story c, and no time so far (it does not read the pages):\n%s", body)
 	}
 }

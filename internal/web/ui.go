@@ -44,7 +44,6 @@ func parseTemplates() (map[string]*template.Template, error) {
 		"join":   strings.Join,
 		"spark":  newSparkline,
 		"plural": plural,
-		"dwell":  dwellText,
 		"dict":   dict,
 		// published is when an article says it appeared; zero when it
 		// states no time that parses.
@@ -119,17 +118,6 @@ func relativeTime(t, now time.Time) string {
 		return "in " + span
 	}
 	return span + " ago"
-}
-
-// dwellText says how long the link of u (an update, or an item that holds
-// one) was on its page, as people say it; empty while no removal of it is
-// recorded.
-func dwellText(u interface{ Dwell() (time.Duration, bool) }) string {
-	d, ok := u.Dwell()
-	if !ok {
-		return ""
-	}
-	return watch.HumanDuration(d)
 }
 
 // exactTime is t to the minute, in UTC; static/app.js shows it in the
