@@ -52,6 +52,7 @@ type commandLine struct {
 	Trash    trashCmd    `cmd:"" help:"List the pages in the trash and when each is deleted for good."`
 	Check    checkCmd    `cmd:"" help:"Check a page now, at the scheduler's next round."`
 	Updates  updatesCmd  `cmd:"" help:"Print new links, newest first."`
+	Links    linksCmd    `cmd:"" help:"Print a page's links on it now (or taken down, --removed), with their time on the page."`
 	Dead     deadCmd     `cmd:"" help:"Show, retry or drop dead-lettered messages."`
 	Token    tokenCmd    `cmd:"" help:"Create, list and revoke the web API's tokens."`
 	Import   importCmd   `cmd:"" help:"Watch every page of a CSV or OPML list: all of them, or none if any row is bad."`

@@ -33,6 +33,10 @@ type Update struct {
 	// until the extractor read it; nil when its page does not read
 	// articles. Lists leave its Body out unless asked for it.
 	Article *Article `json:"article,omitempty"`
+	// DwellSeconds is how long the link was on its page, in whole seconds
+	// from DiscoveredAt to RemovedAt (see Dwell); Published sets it, and
+	// it is nil while no removal is recorded.
+	DwellSeconds *int64 `json:"dwell_seconds,omitempty"`
 }
 
 // Published returns u as it leaves portalwatch: its times in UTC. Its
@@ -42,6 +46,7 @@ func (u Update) Published() Update {
 	if u.RemovedAt != nil {
 		removed := u.RemovedAt.UTC()
 		u.RemovedAt = &removed
+		u.DwellSeconds = DwellSeconds(u.DiscoveredAt, removed)
 	}
 	if u.Article != nil {
 		a := *u.Article

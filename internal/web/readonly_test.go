@@ -70,7 +70,7 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 		"/feeds/all.atom", fmt.Sprintf("/feeds/pages/%d.rss", a.ID), "/feeds/tags/t.json",
 		"/", "/?q=alp&tag=t&unread=1", "/pages", "/pages?status=failing&q=127", fmt.Sprintf("/pages/%d", a.ID), "/trash", "/feeds",
 		"/api/v1/updates?content=full", fmt.Sprintf("/api/v1/articles/%d", article), "/feeds/all.atom?content=full",
-		"/api/v1/removals", "/api/v1/subscriptions", fmt.Sprintf("/api/v1/subscriptions/%d/deliveries", sub.ID), "/notifications",
+		"/api/v1/removals", fmt.Sprintf("/api/v1/pages/%d/links", a.ID), fmt.Sprintf("/api/v1/pages/%d/links?state=removed", a.ID), "/api/v1/subscriptions", fmt.Sprintf("/api/v1/subscriptions/%d/deliveries", sub.ID), "/notifications",
 	} {
 		// Subscriptions are read with a write token; the database role is
 		// read-only all the same.

@@ -197,6 +197,8 @@ type Deps struct {
 	Dead     DeadLetterCounter
 	// Removals reads the links removed from their pages.
 	Removals RemovalReader
+	// Links reads the links list of a page, with times on the page.
+	Links LinkReader
 	// Subscriptions reads and writes notification subscriptions.
 	Subscriptions SubscriptionStore
 	// Tester sends test messages; nil answers 503 to a test.
@@ -286,6 +288,7 @@ func (s *Server) routes() []route {
 		{"PATCH", "/api/v1/pages/{id}", write, s.apiEditPage, true},
 		{"DELETE", "/api/v1/pages/{id}", write, s.apiDeletePage, true},
 		{"POST", "/api/v1/pages/{id}/check", write, s.apiCheckPage, true},
+		{"GET", "/api/v1/pages/{id}/links", read, s.apiPageLinks, true},
 		{"GET", "/api/v1/trash", read, s.apiListTrash, true},
 		{"POST", "/api/v1/trash/{id}/restore", write, s.apiRestorePage, true},
 		{"POST", "/api/v1/pages/import", write, s.apiImport, true},

@@ -295,6 +295,10 @@ func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p 
 		s.fail(w, r, err)
 		return
 	}
+	if err := s.markSoFar(r, p.ID, river.Items); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	lines, err := s.deps.Pages.Sparklines(r.Context(), []int64{p.ID}, sparklineHours)
 	if err != nil {
 		s.fail(w, r, err)
@@ -302,6 +306,35 @@ func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p 
 	}
 	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: form}
 	s.render(w, r, status, "page", v)
+}
+
+// markSoFar gives each story of items that is still on page pageID its
+// time there so far. The current links come newest first, so the 1,000
+// read cover the stories of a screen unless the page gained more links
+// since; a page whose current links are not known marks none.
+func (s *Server) markSoFar(r *http.Request, pageID int64, items []riverItem) error {
+	if len(items) == 0 || s.deps.Links == nil {
+		return nil
+	}
+	links, err := s.deps.Links.PageLinks(r.Context(), watch.LinkFilter{PageID: pageID, Limit: watch.MaxUpdatesLimit})
+	if errors.Is(err, watch.ErrPageNotFollowed) || errors.Is(err, watch.ErrPageNotFound) {
+		return nil // not followed, or trashed since it was read: no story is marked
+	}
+	if err != nil {
+		return err
+	}
+	on := make(map[string]int64, len(links))
+	for _, l := range links {
+		if l.DwellSeconds != nil {
+			on[l.URL] = *l.DwellSeconds
+		}
+	}
+	for i, it := range items {
+		if secs, ok := on[it.URL]; ok && it.Burst == nil && it.RemovedAt == nil {
+			items[i].SoFar = watch.HumanDuration(time.Duration(secs) * time.Second)
+		}
+	}
+	return nil
 }
 
 func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {

@@ -24,6 +24,21 @@ type riverItem struct {
 	watch.Update
 	Burst  []watch.Update
 	Unread bool
+	// SoFar is how long the story has been on its page, for a story the
+	// page view knows is still there; empty elsewhere.
+	SoFar string
+}
+
+// OnPage says how long the story of it was on its page, or has been so
+// far (SoFar); empty when neither is known.
+func (it riverItem) OnPage() string {
+	if d, ok := it.Dwell(); ok {
+		return "On the page for " + watch.HumanDuration(d)
+	}
+	if it.SoFar != "" {
+		return "On the page for " + it.SoFar + " so far"
+	}
+	return ""
 }
 
 // riverView is a screen of updates, newest first, as the start page and a
