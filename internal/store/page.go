@@ -284,7 +284,7 @@ const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::
 	last_checked_at, coalesce(last_status, 0), coalesce(last_error, ''), consecutive_failures, baseline_at,
 	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
 	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
-	rebaseline, burst_detection, articles, deleted_at`
+	rebaseline, burst_detection, articles, deleted_at, coalesce(degraded, ''), coalesce(degraded_detail, ''), degraded_since`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -293,12 +293,14 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 		checked    *time.Time
 		baseline   *time.Time
 		deleted    *time.Time
+		since      *time.Time
 	)
 	err := row.Scan(&p.ID, &p.BaseURL, &intervalMS, &p.Enabled, &p.NextCheckAt, &checked, &p.LastStatus,
 		&p.LastError, &p.ConsecutiveFailures, &baseline, &p.Options.SameSiteOnly, &p.Options.Ignore, &p.CreatedAt,
 		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
 		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
-		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted)
+		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted,
+		&p.Health.Reason, &p.Health.Detail, &since)
 	if err != nil {
 		return watch.Page{}, err
 	}
@@ -311,6 +313,9 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 	}
 	if deleted != nil {
 		p.DeletedAt = *deleted
+	}
+	if since != nil {
+		p.Health.Since = *since
 	}
 	return p, nil
 }
@@ -342,6 +347,8 @@ func (s *Store) QueryPages(ctx context.Context, q watch.PageQuery) ([]watch.Page
 		where = append(where, "NOT enabled")
 	case "pending":
 		where = append(where, "enabled AND last_checked_at IS NULL")
+	case "degraded":
+		where = append(where, "degraded IS NOT NULL")
 	default:
 		return nil, watch.Refused("status", fmt.Errorf("status %q: want one of %s", q.Status, strings.Join(watch.PageStatuses, ", ")))
 	}
@@ -364,8 +371,9 @@ func (s *Store) CountPages(ctx context.Context) (watch.PageCounts, error) {
 		SELECT count(*) FILTER (WHERE deleted_at IS NULL),
 			count(*) FILTER (WHERE deleted_at IS NULL AND enabled AND consecutive_failures > 0),
 			count(*) FILTER (WHERE deleted_at IS NULL AND NOT enabled),
-			count(*) FILTER (WHERE deleted_at IS NOT NULL)
-		FROM pages`).Scan(&c.Watched, &c.Failing, &c.Paused, &c.Trash)
+			count(*) FILTER (WHERE deleted_at IS NOT NULL),
+			count(*) FILTER (WHERE deleted_at IS NULL AND degraded IS NOT NULL)
+		FROM pages`).Scan(&c.Watched, &c.Failing, &c.Paused, &c.Trash, &c.Degraded)
 	if err != nil {
 		return watch.PageCounts{}, fmt.Errorf("count pages: %w", err)
 	}
