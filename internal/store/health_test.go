@@ -198,3 +198,38 @@ func TestHealthOfFailedChecks(t *testing.T) {
 	r.expect(r.read(50), "", true)
 	r.expect(r.fail(401, ""), watch.Blocked, true)
 }
+
+// Options that change what a page admits start its history afresh: a
+// region that keeps a tenth of the links is the user's choice, no blind
+// watch.
+func TestOptionsChangeForgetsTheKeptCounts(t *testing.T) {
+	st, pool := openStore(t)
+	ctx := context.Background()
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://narrowed.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Hour)
+	for range 4 {
+		at = at.Add(time.Second)
+		c := ok(page.ID, at)
+		c.FullSet, c.Reading = true, &watch.Reading{Kept: 200}
+		if _, err := st.RecordCheck(ctx, c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	within := []string{"#latest"}
+	if _, err := st.EditPage(ctx, page.ID, watch.PageEdit{Within: &within}); err != nil {
+		t.Fatal(err)
+	}
+	if got := keptCounts(t, pool, page.ID); len(got) != 0 {
+		t.Fatalf("kept counts %v after a change of regions, want none", got)
+	}
+	at = at.Add(time.Second)
+	c := ok(page.ID, at)
+	c.FullSet, c.Reading = true, &watch.Reading{Kept: 20}
+	rec, err := st.RecordCheck(ctx, c, nil)
+	if err != nil || rec.Health.Degraded() {
+		t.Fatalf("the first check with the narrower region: %+v, %v; want healthy", rec.Health, err)
+	}
+}

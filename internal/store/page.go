@@ -150,6 +150,7 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 			last_modified = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
 			links_digest  = CASE WHEN `+rebase+` THEN NULL ELSE links_digest END,
 			body_digest   = CASE WHEN `+rebase+` THEN NULL ELSE body_digest END,
+			kept_counts   = CASE WHEN `+rebase+` THEN '{}' ELSE kept_counts END,
 			changed_at = now()
 		WHERE base_url = $1 AND deleted_at IS NOT NULL
 		RETURNING `+pageColumns, args...))
@@ -179,7 +180,9 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 // (same-site, ignore patterns, regions, keyword rules) on a page that has a
 // baseline marks it for a silent re-baseline and clears its validators and
 // links digest, so that its next check fetches the whole page and records
-// the links the new options admit without updates (RebaselinePending). A
+// the links the new options admit without updates (RebaselinePending), and
+// forgets its kept counts: the new options may keep far fewer links, and
+// that is no sign of a blind watch (watch.FewLinks). A
 // shorter interval applies from the next claim: the next check moves to
 // one interval after the last, or now, when that is before the check
 // already scheduled.
@@ -220,6 +223,7 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 			last_modified     = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
 			links_digest      = CASE WHEN `+rebase+` THEN NULL ELSE links_digest END,
 			body_digest       = CASE WHEN `+rebase+` THEN NULL ELSE body_digest END,
+			kept_counts       = CASE WHEN `+rebase+` THEN '{}' ELSE kept_counts END,
 			changed_at      = now()
 		WHERE id = $1 AND deleted_at IS NULL
 		RETURNING `+pageColumns,
