@@ -374,7 +374,9 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 		return task
 	}
 	task.Truncated = stats.LinksOverCap
-	if regions := opts.regionsOf(); regions.HasWithin() && stats.WithinMatched == 0 {
+	// A walk cut short by a cap may have stopped before the region: no
+	// match then proves nothing.
+	if regions := opts.regionsOf(); regions.HasWithin() && stats.WithinMatched == 0 && !stats.NodesCapped && !stats.DepthCapped {
 		task.MissedRegions = job.Options.Within
 	}
 	links = filter(links, job, opts.patternsOf())
