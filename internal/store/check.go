@@ -24,8 +24,10 @@ func budget(n int) int32 {
 // (ON CONFLICT DO NOTHING), the ones that were really new go into updates
 // unless this is the page's baseline, and the page's status is updated and
 // its lease cleared, all in one statement, so in one transaction and one
-// round trip. A redelivered check changes nothing the first delivery did. It
-// returns watch.ErrPageNotFound if the page was removed.
+// round trip. The same statement judges the page's watch health (health.go)
+// and returns it with whether it changed (watch.Recorded.Health). A
+// redelivered check changes nothing the first delivery did. It returns
+// watch.ErrPageNotFound if the page was removed.
 //
 // links must hold every link of the check that the caller cannot prove is
 // already recorded; for a failed check it is ignored.
