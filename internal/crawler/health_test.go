@@ -11,8 +11,8 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// A task says what the page's health is judged on: the links kept after
-// the page's options, and the Within selectors when none matched.
+// A task says what the health of its page is judged on: the links kept
+// after the options, and the Within selectors when none matched.
 func TestTaskCarriesWhatHealthIsJudgedOn(t *testing.T) {
 	t.Parallel()
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {

@@ -380,8 +380,8 @@ const fresh = `(last_checked_at IS NULL OR last_checked_at <= $2)`
 // digests: the check after it then reads the whole page and judges its
 // health afresh, where a 304 or an unchanged set would keep the block
 // standing on a page that answers again. Any other failure leaves the
-// page's health as it is: a timeout or a 500 says nothing of what the
-// watch sees, and shows as the page's error.
+// health as it is: a timeout or a 500 says nothing of what the watch
+// sees, and shows as the error of the page.
 func recordFailure(ctx context.Context, q querier, c watch.Check) (watch.Recorded, error) {
 	var (
 		rec    watch.Recorded

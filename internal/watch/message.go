@@ -105,10 +105,10 @@ type Task struct {
 	// Followed is the job's Followed, passed on with the links
 	// (watch.Removals.Followed).
 	Followed *Followed `json:"followed,omitempty"`
-	// Kept counts the links the check kept after the page's regions and
-	// filters, those cut by caps included (Reading.Kept); nil when the
+	// Kept counts the links the check kept after the regions and filters
+	// of its page, those cut by caps included (Reading.Kept); nil when the
 	// check walked no body (failed, 304, same body) or came from a crawler
-	// older than watch health, and then the page's health stays as it is.
+	// older than watch health, and then the health stays as it is.
 	// An unchanged check carries it too, yet changes nothing: its links
 	// are the recorded set, already judged.
 	Kept *int `json:"kept,omitempty"`
