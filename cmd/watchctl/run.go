@@ -355,7 +355,7 @@ func (l *listCmd) Run(c *cli) error {
 		return nil
 	}
 	tw := newTable(c.stdout)
-	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tLAST CHECK\tSTATUS\tURL\tERROR")
+	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tLAST CHECK\tSTATUS\tHEALTH\tURL\tERROR")
 	for _, p := range pages {
 		last, status := "never", "-"
 		if !p.LastCheckedAt.IsZero() {
@@ -369,7 +369,16 @@ func (l *listCmd) Run(c *cli) error {
 		if p.LastCut > 0 {
 			status += fmt.Sprintf(" (%d new links over the caps)", p.LastCut)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled, last, status, p.BaseURL, oneLine(p.LastError))
+		// A degraded page says why where its error is read; a block is
+		// both, and its error says it already.
+		health, problem := "ok", p.LastError
+		if p.Health.Degraded() {
+			health = "degraded: " + p.Health.Reason.Words()
+			if problem == "" {
+				problem = p.Health.Detail
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled, last, status, health, p.BaseURL, oneLine(problem))
 	}
 	return tw.Flush()
 }
@@ -391,6 +400,11 @@ func pageJSON(p watch.Page) map[string]any {
 	if !p.BaselineAt.IsZero() {
 		m["baseline_at"] = p.BaselineAt
 	}
+	health := map[string]any{"status": "ok"}
+	if h := p.Health; h.Degraded() {
+		health = map[string]any{"status": "degraded", "reason": h.Reason, "detail": h.Detail, "since": h.Since}
+	}
+	m["health"] = health
 	return m
 }
 

@@ -363,8 +363,25 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 		log.Info("regions not applicable", "err", err, "over_tree_budget", stats.OverTreeBudget)
 		return task
 	}
+	if vendor := challengeOf(res.HTML, task.Title, stats.Links); vendor != "" {
+		// Not the page: recording its few links would report them as new
+		// and the real ones as gone.
+		task.Challenge = vendor
+		task.Error = fmt.Sprintf("the site answered %s with a %s challenge page (a bot check) instead of the page: "+
+			"its checks see nothing until the site lets the crawler through; lower the page's check rate or ask the site to allow it", job.BaseURL, vendor)
+		s.metrics.checks.WithLabelValues("challenge").Inc()
+		log.Info("challenge page", "vendor", vendor, "links", stats.Links)
+		return task
+	}
 	task.Truncated = stats.LinksOverCap
+	// A walk cut short by a cap may have stopped before the region: no
+	// match then proves nothing.
+	if regions := opts.regionsOf(); regions.HasWithin() && stats.WithinMatched == 0 && !stats.NodesCapped && !stats.DepthCapped {
+		task.MissedRegions = job.Options.Within
+	}
 	links = filter(links, job, opts.patternsOf())
+	kept := len(links) + stats.LinksOverCap
+	task.Kept = &kept
 	// Cut to the task's budget before the digest, so that the digest is of
 	// the links sent, which are the ones the processor records.
 	task.Followed = job.Followed // counted in the task's bytes

@@ -147,6 +147,12 @@ type Stats struct {
 	// outside the page's regions (see Regions); anchors inside an Exclude
 	// match are not walked and not counted. They are not in Anchors.
 	OutsideRegions int
+	// WithinMatched counts the elements a Within selector matched, outside
+	// Exclude matches and not inside another match, among the nodes walked.
+	// 0 on a page with Within selectors says its regions matched nothing
+	// (or the walk stopped at a cap before any): the watch sees no part of
+	// the page it was told to.
+	WithinMatched int
 }
 
 // Truncated reports whether any limit cut the walk short, so that the page
@@ -576,6 +582,9 @@ func (w *walker) walk(root *html.Node) {
 				if w.regions != nil {
 					st = w.regions.enter(states[i], c)
 					admitted = w.regions.admits(st)
+					if st&inWithin != 0 && states[i]&inWithin == 0 {
+						w.stats.WithinMatched++
+					}
 				}
 				if !w.visit(c, depth, admitted) {
 					return

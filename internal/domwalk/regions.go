@@ -67,6 +67,10 @@ func compileSelectors(kind string, sels []string) ([]cascadia.Sel, error) {
 	return out, nil
 }
 
+// HasWithin reports whether r keeps only the anchors inside Within
+// matches; false for nil.
+func (r *Regions) HasWithin() bool { return r != nil && len(r.within) > 0 }
+
 // regionState is where a node stands relative to a page's regions.
 type regionState uint8
 

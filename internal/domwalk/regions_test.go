@@ -156,3 +156,29 @@ func TestRegionsOnFlatPage(t *testing.T) {
 		t.Fatalf("page over the tree budget: %+v, %v; want OverTreeBudget and ErrRegionsNeedTree", stats, err)
 	}
 }
+
+// WithinMatched counts the outermost Within matches outside Exclude
+// matches, so 0 says the page's regions matched nothing.
+func TestWithinMatched(t *testing.T) {
+	for _, tc := range []struct {
+		within, exclude []string
+		want            int
+	}{
+		{[]string{"#latest"}, nil, 1},
+		{[]string{"section"}, nil, 2},
+		{[]string{"main", "section"}, nil, 1}, // sections inside main are no new region
+		{[]string{"#gone"}, nil, 0},
+		{[]string{"#latest"}, []string{"main"}, 0}, // inside an Exclude match
+		{nil, []string{"footer"}, 0},
+	} {
+		_, stats := regionURLs(t, tc.within, tc.exclude)
+		if stats.WithinMatched != tc.want {
+			t.Errorf("within %q exclude %q: WithinMatched = %d, want %d", tc.within, tc.exclude, stats.WithinMatched, tc.want)
+		}
+	}
+	r, _ := domwalk.CompileRegions([]string{"#x"}, nil)
+	e, _ := domwalk.CompileRegions(nil, []string{"#x"})
+	if !r.HasWithin() || e.HasWithin() || (*domwalk.Regions)(nil).HasWithin() {
+		t.Error("HasWithin: want true only for regions with Within selectors")
+	}
+}

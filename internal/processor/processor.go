@@ -158,6 +158,7 @@ type metrics struct {
 	cut        prometheus.Counter
 	removals   prometheus.Counter
 	recomputed prometheus.Counter
+	health     *prometheus.CounterVec
 	duration   prometheus.Histogram
 }
 
@@ -195,12 +196,16 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 			Name: "portalwatch_processor_checks_recomputed_total",
 			Help: "Checks whose removal tracking was computed from the page's row because their job's state was missing or stale.",
 		}),
+		health: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portalwatch_processor_health_changes_total",
+			Help: "Pages that a check turned degraded (reason: why) or healthy again (reason: recovered).",
+		}, []string{"reason"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "portalwatch_processor_task_seconds", Help: "Time to handle one task.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}
-	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.removals, m.recomputed, m.duration)
+	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.removals, m.recomputed, m.health, m.duration)
 	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}, nil
 }
 
@@ -255,6 +260,8 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		RefreshEvery: s.cfg.LinkRefresh,
 		Burst:        s.cfg.Burst,
 		Articles:     s.cfg.Articles,
+		Reading:      task.Reading(),
+		Challenge:    watch.CleanText(task.Challenge),
 	}
 	if check.FetchedAt.IsZero() {
 		check.FetchedAt = time.Now()
@@ -301,6 +308,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	if rec.Recomputed {
 		s.metrics.recomputed.Inc()
 	}
+	s.healthChanged(log, rec)
 
 	// Only now, with the links committed, may the cache say "seen".
 	if len(codes) > 0 {
@@ -401,6 +409,20 @@ func recordedCodes(links []watch.NewLink, codes []uint64, updates []watch.Update
 		}
 	}
 	return kept
+}
+
+// healthChanged logs and counts a check that turned its page degraded or
+// healthy again (watch.Recorded.Changed), the moments people are told of.
+func (s *Service) healthChanged(log *slog.Logger, rec watch.Recorded) {
+	switch h := rec.Health; {
+	case !rec.Changed:
+	case h.Degraded():
+		s.metrics.health.WithLabelValues(string(h.Reason)).Inc()
+		log.Warn("page degraded: its watch may be blind", "reason", string(h.Reason), "detail", h.Detail)
+	default:
+		s.metrics.health.WithLabelValues("recovered").Inc()
+		log.Info("page recovered: a healthy check")
+	}
 }
 
 // recordRejection records, when PostgreSQL refused a check for good, a

@@ -27,6 +27,7 @@ type fixture struct {
 	pfx   string
 	page  watch.Page
 	clock time.Time
+	reg   *prometheus.Registry // the service's metrics
 }
 
 func newFixture(t *testing.T, redisURL string) *fixture {
@@ -62,7 +63,8 @@ func newFixtureWith(t *testing.T, redisURL string, cfg processor.Config) *fixtur
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := processor.New(cfg, st, set, testsvc.Logger(t), prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	svc, err := processor.New(cfg, st, set, testsvc.Logger(t), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func newFixtureWith(t *testing.T, redisURL string, cfg processor.Config) *fixtur
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return &fixture{svc: svc, st: st, db: pool, rdb: rdb, pfx: prefix, page: page, clock: time.Now()}
+	return &fixture{svc: svc, st: st, db: pool, rdb: rdb, pfx: prefix, page: page, clock: time.Now(), reg: reg}
 }
 
 func (f *fixture) deliver(t *testing.T, task watch.Task) {

@@ -24,8 +24,10 @@ func budget(n int) int32 {
 // (ON CONFLICT DO NOTHING), the ones that were really new go into updates
 // unless this is the page's baseline, and the page's status is updated and
 // its lease cleared, all in one statement, so in one transaction and one
-// round trip. A redelivered check changes nothing the first delivery did. It
-// returns watch.ErrPageNotFound if the page was removed.
+// round trip. The same statement judges the page's watch health (health.go)
+// and returns it with whether it changed (watch.Recorded.Health). A
+// redelivered check changes nothing the first delivery did. It returns
+// watch.ErrPageNotFound if the page was removed.
 //
 // links must hold every link of the check that the caller cannot prove is
 // already recorded; for a failed check it is ignored.
@@ -36,7 +38,7 @@ func (s *Store) RecordCheck(ctx context.Context, c watch.Check, links []watch.Ne
 	)
 	switch {
 	case c.Error != "":
-		err = recordFailure(ctx, s.pool, c)
+		rec, err = recordFailure(ctx, s.pool, c)
 	case len(links) == 0 && c.Removals.Keys == nil:
 		// Nothing to insert and no set to compare: an unchanged page, a 304,
 		// or removals off. Absences age by the page's check count alone, so
@@ -215,15 +217,19 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 	// The body digest and the articles switch go last, after the following
 	// part's parameters, whose numbers are fixed.
 	all := append(args, trackArgs...)
-	all = append(all, c.BodyDigest, c.Articles)
-	body, articles := fmt.Sprintf("$%d", len(all)-1), fmt.Sprintf("$%d::boolean", len(all))
+	kept, missed := healthArgs(c)
+	all = append(all, c.BodyDigest, c.Articles, kept, missed)
+	n := len(all)
+	body, articles := param(n-3), param(n-2)+"::boolean"
+	keptSQL, missedSQL := param(n-1)+"::int", param(n)+"::text"
 	return `
 		WITH page AS (
 			SELECT id, baseline_at IS NULL AS is_first, baseline_at IS NULL OR (rebaseline AND $8) AS silent,
-				burst_detection, articles,
+				burst_detection, articles, ` + healthColumns + `,
 				CASE WHEN baseline_at IS NULL OR (rebaseline AND $8) THEN ` + fmt.Sprint(math.MaxInt32) + `
 				     ELSE greatest(0, least($14, $15 - ` + today + `)) END AS budget` + track.columns + `
 			FROM pages WHERE id = $1 FOR UPDATE
+		), health AS (` + judge("page p", keptSQL, missedSQL) + `
 		), candidate AS (
 			SELECT l.k, l.u, l.t, l.c, l.s, row_number() OVER (ORDER BY l.n) AS n
 			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[], $17::text[]) WITH ORDINALITY AS l(k, u, t, c, s, n)
@@ -253,12 +259,13 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 				new_links_today = CASE WHEN page.silent THEN new_links_today
 				                       ELSE ` + today + ` + (SELECT count(*) FROM fresh) END,
 				new_links_day   = CASE WHEN page.silent THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END,
-				` + track.set + `
-			FROM page WHERE pages.id = page.id
+				` + track.set + `,` + healthSet("health", keptSQL) + `
+			FROM page, health WHERE pages.id = page.id
 			RETURNING page.is_first AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh,
-				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline
+				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline,
+				` + healthReturning("health") + `
 		)
-		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, fresh.link_key IS NOT NULL, news.id,
+		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, ` + healthSelected("status") + `, fresh.link_key IS NOT NULL, news.id,
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at,
 			coalesce(news.summary, ''), coalesce(news.burst, false)
 		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`, all
@@ -282,12 +289,15 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 			at       *time.Time
 			cut      int64
 			u        watch.Update
+			health   healthScan
 		)
-		if err := rows.Scan(&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &inserted, &id,
-			&u.URL, &u.Text, &u.Code, &at, &u.Summary, &u.Burst); err != nil {
+		dest := append(append([]any{&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline}, health.dest()...), &inserted, &id,
+			&u.URL, &u.Text, &u.Code, &at, &u.Summary, &u.Burst)
+		if err := rows.Scan(dest...); err != nil {
 			return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 		}
 		rec.Cut = int(cut)
+		health.into(&rec)
 		found = true
 		if !inserted {
 			continue
@@ -326,25 +336,37 @@ func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorde
 // candidates writes the state computed for it (sendFollowing), as one with
 // candidates does in recordLinks' statement.
 func recordSuccessStatement(c watch.Check, follow string, followArgs []any) (string, []any) {
+	kept, missed := healthArgs(c)
 	args := append(append([]any{c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
-		c.RefreshEvery.Milliseconds(), c.Title}, followArgs...), c.BodyDigest)
+		c.RefreshEvery.Milliseconds(), c.Title}, followArgs...), c.BodyDigest, kept, missed)
+	n := len(args)
+	keptSQL := param(n-1) + "::int"
 	return `
-		UPDATE pages SET ` + successSet("false", "$10", fmt.Sprintf("$%d", len(args))) + `,
-			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,` + follow + `
+		UPDATE pages SET ` + successSet("false", "$10", param(n-2)) + `,
+			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,` + follow + `,` + healthSet("health", keptSQL) + `
+		FROM (` + judge(lockedHealth, keptSQL, param(n)+"::text") + `) health
 		WHERE id = $1
-		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue, args
+		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `, ` + healthReturning("health"), args
 }
+
+// lockedHealth is the page row ($1) with healthColumns, locked: the
+// statement that updates it reads its state as the lock found it.
+const lockedHealth = `(SELECT ` + healthColumns + ` FROM pages WHERE id = $1 FOR UPDATE) p`
 
 // scanRecordedSuccess reads the result of recordSuccess' statement.
 func scanRecordedSuccess(row pgx.Row, c watch.Check) (watch.Recorded, error) {
-	var rec watch.Recorded
-	err := row.Scan(&rec.Baseline, &rec.RefreshDue)
+	var (
+		rec    watch.Recorded
+		health healthScan
+	)
+	err := row.Scan(append([]any{&rec.Baseline, &rec.RefreshDue}, health.dest()...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
 	if err != nil {
 		return watch.Recorded{}, fmt.Errorf("update page status: %w", err)
 	}
+	health.into(&rec)
 	return rec, nil
 }
 
@@ -352,24 +374,45 @@ func scanRecordedSuccess(row pgx.Row, c watch.Check) (watch.Recorded, error) {
 // last recorded one.
 const fresh = `(last_checked_at IS NULL OR last_checked_at <= $2)`
 
-func recordFailure(ctx context.Context, q querier, c watch.Check) error {
-	var id int64
+// recordFailure records a failed check. A block (watch.BlockOf: 401, 403,
+// 429, a challenge page) degrades the page, and forgets its validators and
+// digests: the check after it then reads the whole page and judges its
+// health afresh, where a 304 or an unchanged set would keep the block
+// standing on a page that answers again. Any other failure leaves the
+// health as it is: a timeout or a 500 says nothing of what the watch
+// sees, and shows as the error of the page.
+func recordFailure(ctx context.Context, q querier, c watch.Check) (watch.Recorded, error) {
+	var (
+		rec    watch.Recorded
+		health healthScan
+	)
+	reason, detail := watch.BlockOf(c.Status, c.Challenge)
+	const block = `(health.health_newer AND $5 <> '')`
 	err := q.QueryRow(ctx, `
 		UPDATE pages SET
 			lease_until          = NULL,
 			last_checked_at      = greatest(last_checked_at, $2),
 			last_status          = CASE WHEN `+fresh+` THEN $3 ELSE last_status END,
 			last_error           = CASE WHEN `+fresh+` THEN $4 ELSE last_error END,
-			consecutive_failures = consecutive_failures + 1
+			consecutive_failures = consecutive_failures + 1,
+			degraded             = CASE WHEN `+block+` THEN $5 ELSE degraded END,
+			degraded_detail      = CASE WHEN `+block+` THEN $6 ELSE degraded_detail END,
+			degraded_since       = CASE WHEN `+block+` THEN coalesce(degraded_since, $2) ELSE degraded_since END,
+			etag                 = CASE WHEN `+block+` THEN NULL ELSE etag END,
+			last_modified        = CASE WHEN `+block+` THEN NULL ELSE last_modified END,
+			links_digest         = CASE WHEN `+block+` THEN NULL ELSE links_digest END,
+			body_digest          = CASE WHEN `+block+` THEN NULL ELSE body_digest END
+		FROM (SELECT `+healthColumns+` FROM pages WHERE id = $1 FOR UPDATE) health
 		WHERE id = $1
-		RETURNING id`, c.PageID, c.FetchedAt, c.Status, c.Error).Scan(&id)
+		RETURNING `+healthReturning("health"), c.PageID, c.FetchedAt, c.Status, c.Error, string(reason), detail).Scan(health.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
+		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("record failure: %w", err)
+		return watch.Recorded{}, fmt.Errorf("record failure: %w", err)
 	}
-	return nil
+	health.into(&rec)
+	return rec, nil
 }
 
 // RefreshLinks marks every link of keys, the whole link set of a check of the

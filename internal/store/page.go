@@ -150,6 +150,7 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 			last_modified = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
 			links_digest  = CASE WHEN `+rebase+` THEN NULL ELSE links_digest END,
 			body_digest   = CASE WHEN `+rebase+` THEN NULL ELSE body_digest END,
+			kept_counts   = CASE WHEN `+rebase+` THEN '{}' ELSE kept_counts END,
 			changed_at = now()
 		WHERE base_url = $1 AND deleted_at IS NOT NULL
 		RETURNING `+pageColumns, args...))
@@ -179,7 +180,9 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 // (same-site, ignore patterns, regions, keyword rules) on a page that has a
 // baseline marks it for a silent re-baseline and clears its validators and
 // links digest, so that its next check fetches the whole page and records
-// the links the new options admit without updates (RebaselinePending). A
+// the links the new options admit without updates (RebaselinePending), and
+// forgets its kept counts: the new options may keep far fewer links, and
+// that is no sign of a blind watch (watch.FewLinks). A
 // shorter interval applies from the next claim: the next check moves to
 // one interval after the last, or now, when that is before the check
 // already scheduled.
@@ -220,6 +223,7 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 			last_modified     = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
 			links_digest      = CASE WHEN `+rebase+` THEN NULL ELSE links_digest END,
 			body_digest       = CASE WHEN `+rebase+` THEN NULL ELSE body_digest END,
+			kept_counts       = CASE WHEN `+rebase+` THEN '{}' ELSE kept_counts END,
 			changed_at      = now()
 		WHERE id = $1 AND deleted_at IS NULL
 		RETURNING `+pageColumns,
@@ -284,7 +288,7 @@ const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::
 	last_checked_at, coalesce(last_status, 0), coalesce(last_error, ''), consecutive_failures, baseline_at,
 	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
 	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
-	rebaseline, burst_detection, articles, deleted_at`
+	rebaseline, burst_detection, articles, deleted_at, coalesce(degraded, ''), coalesce(degraded_detail, ''), degraded_since`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -293,12 +297,14 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 		checked    *time.Time
 		baseline   *time.Time
 		deleted    *time.Time
+		since      *time.Time
 	)
 	err := row.Scan(&p.ID, &p.BaseURL, &intervalMS, &p.Enabled, &p.NextCheckAt, &checked, &p.LastStatus,
 		&p.LastError, &p.ConsecutiveFailures, &baseline, &p.Options.SameSiteOnly, &p.Options.Ignore, &p.CreatedAt,
 		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
 		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
-		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted)
+		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted,
+		&p.Health.Reason, &p.Health.Detail, &since)
 	if err != nil {
 		return watch.Page{}, err
 	}
@@ -311,6 +317,9 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 	}
 	if deleted != nil {
 		p.DeletedAt = *deleted
+	}
+	if since != nil {
+		p.Health.Since = *since
 	}
 	return p, nil
 }
@@ -342,6 +351,8 @@ func (s *Store) QueryPages(ctx context.Context, q watch.PageQuery) ([]watch.Page
 		where = append(where, "NOT enabled")
 	case "pending":
 		where = append(where, "enabled AND last_checked_at IS NULL")
+	case "degraded":
+		where = append(where, "degraded IS NOT NULL")
 	default:
 		return nil, watch.Refused("status", fmt.Errorf("status %q: want one of %s", q.Status, strings.Join(watch.PageStatuses, ", ")))
 	}
@@ -364,8 +375,9 @@ func (s *Store) CountPages(ctx context.Context) (watch.PageCounts, error) {
 		SELECT count(*) FILTER (WHERE deleted_at IS NULL),
 			count(*) FILTER (WHERE deleted_at IS NULL AND enabled AND consecutive_failures > 0),
 			count(*) FILTER (WHERE deleted_at IS NULL AND NOT enabled),
-			count(*) FILTER (WHERE deleted_at IS NOT NULL)
-		FROM pages`).Scan(&c.Watched, &c.Failing, &c.Paused, &c.Trash)
+			count(*) FILTER (WHERE deleted_at IS NOT NULL),
+			count(*) FILTER (WHERE deleted_at IS NULL AND degraded IS NOT NULL)
+		FROM pages`).Scan(&c.Watched, &c.Failing, &c.Paused, &c.Trash, &c.Degraded)
 	if err != nil {
 		return watch.PageCounts{}, fmt.Errorf("count pages: %w", err)
 	}

@@ -43,6 +43,12 @@ type Check struct {
 	// for it (Page.Articles): each update of such a page is recorded with
 	// its ArticleWork. False (PORTALWATCH_ARTICLES=false) reads none.
 	Articles bool
+	// Reading is what a successful check saw of the page, judged for its
+	// health (Health); nil keeps the page's health as it is (Task.Reading).
+	Reading *Reading
+	// Challenge is Task.Challenge: a failed check that met a bot
+	// challenge (BlockOf).
+	Challenge string
 }
 
 // Burst says when a check's new links are a redesign flood rather than news:
@@ -119,6 +125,12 @@ type Recorded struct {
 	// off, or it came from an older scheduler), or the page's state had
 	// moved since it was claimed (another check of the page came first).
 	Recomputed bool
+	// Health is the page's health after the check; Changed says
+	// the check moved it between healthy and degraded (a change of reason
+	// while degraded is no change). A stale check or a redelivery never
+	// changes it.
+	Health  Health
+	Changed bool
 }
 
 // Postponed is a claimed page whose check the scheduler did not dispatch,

@@ -105,6 +105,31 @@ type Task struct {
 	// Followed is the job's Followed, passed on with the links
 	// (watch.Removals.Followed).
 	Followed *Followed `json:"followed,omitempty"`
+	// Kept counts the links the check kept after the regions and filters
+	// of its page, those cut by caps included (Reading.Kept); nil when the
+	// check walked no body (failed, 304, same body) or came from a crawler
+	// older than watch health, and then the health stays as it is.
+	// An unchanged check carries it too, yet changes nothing: its links
+	// are the recorded set, already judged.
+	Kept *int `json:"kept,omitempty"`
+	// MissedRegions are the page's Within selectors when none matched an
+	// element (Reading.MissedRegions).
+	MissedRegions []string `json:"missedRegions,omitempty"`
+	// Challenge names the vendor of the bot challenge the site answered
+	// with instead of the page ("Cloudflare", "DataDome"…); such a check
+	// fails, and Error says why.
+	Challenge string `json:"challenge,omitempty"`
+}
+
+// Reading returns what the check saw of the page for its health, nil when
+// it has nothing new to judge: it failed, needed no link work (304,
+// unchanged: its links are the set already judged), or its crawler did not
+// count.
+func (t Task) Reading() *Reading {
+	if t.Kept == nil || t.Failed() || t.NotModified() {
+		return nil
+	}
+	return &Reading{Kept: max(*t.Kept, 0), MissedRegions: t.MissedRegions}
 }
 
 // Failed reports whether the check failed; a failed check leaves the page's

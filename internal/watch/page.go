@@ -73,6 +73,9 @@ type Page struct {
 	// Restored says the add that returned the page brought it back from
 	// the trash, with its history, instead of registering it anew.
 	Restored bool
+	// Health says whether the checks of the page say its watch may be
+	// blind, and why (Degradation).
+	Health Health
 }
 
 // TrashRetention is how long a deleted page stays in the trash, restorable,
@@ -273,20 +276,22 @@ type PageQuery struct {
 	// URL; "": any.
 	Text string
 	// Status is "" for every page, else one of PageStatuses: "failing"
-	// (the last check failed), "paused" or "pending" (never checked).
+	// (the last check failed), "paused", "pending" (never checked) or
+	// "degraded" (Health).
 	Status string
 	After  int64 // the last id of the previous screen; 0 starts at the first
 	Limit  int   // 1..MaxUpdatesLimit; 0 means 100
 }
 
 // PageStatuses are the states PageQuery.Status selects.
-var PageStatuses = []string{"failing", "paused", "pending"}
+var PageStatuses = []string{"failing", "paused", "pending", "degraded"}
 
 // LimitOrDefault returns q's Limit within 1..MaxUpdatesLimit, 100 for 0.
 func (q PageQuery) LimitOrDefault() int { return limitOrDefault(q.Limit) }
 
 // PageCounts sum the pages up: how many are watched, and of those how many
-// failing and paused; how many are in the trash.
+// failing, paused and degraded; how many are in the trash.
 type PageCounts struct {
 	Watched, Failing, Paused, Trash int
+	Degraded                        int
 }

@@ -51,11 +51,35 @@ type pageJSON struct {
 	LastCut       int       `json:"last_cut"`
 	NextCheckAt   time.Time `json:"next_check_at"`
 	CreatedAt     time.Time `json:"created_at"`
+	// Health says whether the watch may be blind to the page.
+	Health healthJSON `json:"health"`
 	// Restored marks the answer to an add that brought the page back
 	// from the trash; DeletedAt and PurgeAt are a trashed page's.
 	Restored  bool       `json:"restored,omitempty"`
 	DeletedAt *time.Time `json:"deleted_at,omitempty"`
 	PurgeAt   *time.Time `json:"purge_at,omitempty"`
+}
+
+// healthJSON is a page's watch.Health: status "ok" or "degraded", and
+// for a degraded page its reason (a watch.Degradation), the sentence that
+// says it, and when the run of degraded checks began.
+type healthJSON struct {
+	Status string     `json:"status"`
+	Reason string     `json:"reason,omitempty"`
+	Detail string     `json:"detail,omitempty"`
+	Since  *time.Time `json:"since,omitempty"`
+}
+
+func toHealthJSON(h watch.Health) healthJSON {
+	if !h.Degraded() {
+		return healthJSON{Status: "ok"}
+	}
+	out := healthJSON{Status: "degraded", Reason: string(h.Reason), Detail: h.Detail}
+	if !h.Since.IsZero() {
+		t := h.Since.UTC()
+		out.Since = &t
+	}
+	return out
 }
 
 // pageStatus sums a page's state up in one word: paused, pending (never
@@ -80,7 +104,7 @@ func toPageJSON(p watch.Page) pageJSON {
 		LastStatus: p.LastStatus, LastError: p.LastError, ConsecutiveFailures: p.ConsecutiveFailures,
 		LastTruncated: p.LastTruncated, LastCut: p.LastCut, pageOptionsJSON: toPageOptionsJSON(p.Options),
 		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
-		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(),
+		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(), Health: toHealthJSON(p.Health),
 	}
 	if !p.LastCheckedAt.IsZero() {
 		t := p.LastCheckedAt.UTC()
@@ -102,7 +126,25 @@ func nonNil(s []string) []string {
 }
 
 func (s *Server) apiListPages(w http.ResponseWriter, r *http.Request) {
-	s.writePages(w, r, s.deps.Pages.Pages)
+	health := r.URL.Query().Get("health")
+	if health != "" && health != "ok" && health != "degraded" {
+		s.problem(w, r, http.StatusBadRequest, fmt.Sprintf("health=%q: want ok or degraded", health))
+		return
+	}
+	s.writePages(w, r, func(ctx context.Context) ([]watch.Page, error) {
+		pages, err := s.deps.Pages.Pages(ctx)
+		if health == "" || err != nil {
+			return pages, err
+		}
+		// Every page is read anyway: the list has no paging to keep.
+		kept := pages[:0]
+		for _, p := range pages {
+			if p.Health.Degraded() == (health == "degraded") {
+				kept = append(kept, p)
+			}
+		}
+		return kept, nil
+	})
 }
 
 // writePages answers with the pages list reads, as {"pages": [...]}.
