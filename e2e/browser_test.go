@@ -278,11 +278,24 @@ func TestBrowserReadingTool(t *testing.T) {
 		t.Error("the interval's and the keyword rule's refusals are not shown beside them with the URL's")
 	}
 	b.look("pages-refused")
-	b.do("watch the portal",
+	// Before watching it, look for the portal's feeds: it offers none, and
+	// the page says so above the form to watch it, filled in.
+	b.do("find the portal's feeds",
 		chromedp.SetValue(chromedp.CSS(`#add-page #url`), portal.url("/news")),
+		chromedp.Click(chromedp.CSS(`#add-page button[formaction="/pages/discover"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#sources`)),
+	)
+	if got := b.text(`#sources`); !strings.Contains(got, "links no feed") {
+		t.Errorf("the discovery of a portal without feeds reads %q", got)
+	}
+	if filled, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#add-page #url`))); err != nil || filled != portal.url("/news") {
+		t.Errorf("the form under the discovery holds %q (%v), want the portal", filled, err)
+	}
+	b.look("discover")
+	b.do("watch the portal",
+		chromedp.Click(chromedp.CSS(`#add-page details.more summary`)),
 		chromedp.SetValue(chromedp.CSS(`#add-page #name`), "Local portal"),
 		chromedp.SetValue(chromedp.CSS(`#add-page #interval`), "10s"),
-		chromedp.Clear(chromedp.CSS(`#add-page #include_text`)),
 		chromedp.Submit(chromedp.CSS(`#add-page`)),
 		chromedp.WaitVisible(chromedp.CSS(`.flash`)),
 	)
