@@ -555,6 +555,7 @@ func newWalker(lim Limits, base *url.URL, baseNode *html.Node, regions *Regions)
 		baseNode: baseNode,
 		budget:   lim.MaxNodes,
 		index:    make(map[string]int, 64),
+		anchors:  make([]anchorOf, 0, 64),
 		text:     textBuilder{max: lim.MaxTextRunes},
 		head:     textBuilder{max: lim.MaxTextRunes},
 	}
