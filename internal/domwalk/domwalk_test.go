@@ -662,6 +662,9 @@ func FuzzParse(f *testing.F) {
 		`<template><a href="/no">no</a></template><noscript><a href="/ns">ns</a></noscript>`,
 		strings.Repeat("<div>", 600) + `<a href="/d">d</a>`,
 		strings.Repeat(`<a href="/r">r</a>`, 50),
+		`<header><nav role="main x"><article><footer><a href=/f>f</a></footer></article></nav><a href=/h>h</a></header>` +
+			`<div role=" contentinfo"><h3 aria-level=x><a href=/f>F</a></h3></div>`,
+		strings.Repeat("<main><aside>", 300) + `<a href="/deep">d</a></aside>`,
 	}
 	for _, s := range seeds {
 		f.Add(s, false)
