@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -65,23 +66,34 @@ func queryEvents(ctx context.Context, st *store.Store, f watch.UpdateFilter, lim
 // many new links the redesign brought, followed by them when expand is set.
 func printEvents(w io.Writer, events []updateEvent, expand bool) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "DISCOVERED\tPUBLISHED\tPAGE\tTEXT\tURL")
+	fmt.Fprintln(tw, "DISCOVERED\tPUBLISHED\tPAGE\tPLACE\tTEXT\tURL")
 	for _, e := range events {
 		at := e.first.DiscoveredAt.Local().Format("2006-01-02 15:04:05")
 		page := fmt.Sprintf("%d %s", e.first.PageID, oneLine(e.first.PageName))
 		if !e.first.Burst {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", at, publishedCell(e.first.Article), page, oneLine(e.first.Text), e.first.URL)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", at, publishedCell(e.first.Article), page, placeCell(e.first.Place),
+				oneLine(e.first.Text), e.first.URL)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t-\t%s\tredesign: %d new %s on page %d at %s\t(--expand lists them)\n",
+		fmt.Fprintf(tw, "%s\t-\t%s\t-\tredesign: %d new %s on page %d at %s\t(--expand lists them)\n",
 			at, page, len(e.members), plural(len(e.members), "link", "links"), e.first.PageID, at)
 		if expand {
 			for _, u := range e.members {
-				fmt.Fprintf(tw, "\t\t\t  %s\t%s\n", oneLine(u.Text), u.URL)
+				fmt.Fprintf(tw, "\t\t\t%s\t  %s\t%s\n", placeCell(u.Place), oneLine(u.Text), u.URL)
 			}
 		}
 	}
 	return tw.Flush()
+}
+
+// placeCell says where an update's link stood on its page, in the PLACE
+// column: "#3 main h2" (position, landmark unless none, heading level
+// unless none), or "-" when not known.
+func placeCell(p watch.Place) string {
+	if !p.Known() {
+		return "-"
+	}
+	return strings.ReplaceAll(p.Label(), " · ", " ")
 }
 
 // publishedCell says when an update's article says it was published, in

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/mattn/go-runewidth"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // TestTableAlignsWideCharacters: the columns after a CJK or emoji cell
@@ -32,5 +34,23 @@ func TestTableAlignsWideCharacters(t *testing.T) {
 		if a != at[0] {
 			t.Fatalf("the URL column starts at display columns %v:\n%s", at, out.String())
 		}
+	}
+}
+
+// TestUpdatesShowPlaces: the PLACE column says where each link stood, and
+// "-" for a link whose place is not known.
+func TestUpdatesShowPlaces(t *testing.T) {
+	var out strings.Builder
+	events := groupBursts([]watch.Update{
+		{ID: 2, PageID: 1, Text: "Headline", URL: "https://a.example/x",
+			Place: watch.Place{Position: 3, Heading: 2, Landmark: watch.LandmarkMain}},
+		{ID: 1, PageID: 1, Text: "Old", URL: "https://a.example/old"},
+	})
+	if err := printEvents(&out, events, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if !strings.Contains(lines[0], "PLACE") || !strings.Contains(lines[1], "#3 main h2") || !strings.Contains(lines[2], " - ") {
+		t.Errorf("table:\n%s", out.String())
 	}
 }

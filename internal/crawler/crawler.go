@@ -379,7 +379,9 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 	if regions := opts.regionsOf(); regions.HasWithin() && stats.WithinMatched == 0 && !stats.NodesCapped && !stats.DepthCapped {
 		task.MissedRegions = job.Options.Within
 	}
+	walked := len(links)
 	links = filter(links, job, opts.patternsOf())
+	rankKept(links, walked)
 	kept := len(links) + stats.LinksOverCap
 	task.Kept = &kept
 	// Cut to the task's budget before the digest, so that the digest is of
@@ -409,6 +411,30 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 	log.Debug("page checked", "links", len(links), "nodes", stats.Nodes, "charset", res.Charset,
 		"elapsed_ms", time.Since(start).Milliseconds())
 	return task
+}
+
+// rankKept numbers the places of links, the ones kept of the walked links
+// that the walk placed 1 to walked, from 1 in the same order, so that a
+// position counts only the links the page's options admit: a story under
+// ten ignored navigation links is still the first. It costs nothing when
+// every link was kept.
+func rankKept(links []watch.Link, walked int) {
+	if len(links) == walked {
+		return
+	}
+	at := make([]int32, walked+1) // at[p] is 1 + the index of the kept link placed p
+	for i, l := range links {
+		if p := l.Position; p > 0 && p <= walked {
+			at[p] = int32(i + 1)
+		}
+	}
+	rank := 0
+	for _, i := range at {
+		if i > 0 {
+			rank++
+			links[i-1].Position = rank
+		}
+	}
 }
 
 // filter applies the page's own link options: same-site only, and ignore

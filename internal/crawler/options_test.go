@@ -2,6 +2,7 @@ package crawler_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -97,5 +98,49 @@ func TestCheckFailsWhenRegionsCannotBeApplied(t *testing.T) {
 	// Without regions the same page is checked.
 	if task = checkWith(t, deep, &watch.LinkOptions{ExcludeURL: []string{`imprint`}}); task.Failed() || len(task.Context) != 6 {
 		t.Fatalf("task = %+v, want the deep page's 6 links", task)
+	}
+}
+
+// TestCheckRanksKeptLinks holds that positions count the links the page's
+// options keep, in document order, from 1, and that a kept link keeps its
+// landmark and heading.
+func TestCheckRanksKeptLinks(t *testing.T) {
+	t.Parallel()
+	places := func(task watch.Task) map[string]watch.Place {
+		out := map[string]watch.Place{}
+		for _, l := range task.Context {
+			_, p, _ := strings.Cut(strings.TrimPrefix(l.URL, "http://"), "/")
+			out["/"+p] = l.Place
+		}
+		return out
+	}
+	main := watch.LandmarkMain
+	tests := []struct {
+		name string
+		opts *watch.LinkOptions
+		want map[string]watch.Place
+	}{
+		{"no options: every link", nil, map[string]watch.Place{
+			"/politik": {Position: 1, Landmark: watch.LandmarkNav}, "/sport": {Position: 2, Landmark: watch.LandmarkNav},
+			"/news/ukraine-talks": {Position: 3, Heading: 2, Landmark: main}, "/news/budget": {Position: 4, Heading: 2, Landmark: main},
+			"/news/offer": {Position: 5, Heading: 2, Landmark: main}, "/politik/wahl": {Position: 6, Heading: 2, Landmark: main},
+			"/imprint": {Position: 7, Landmark: watch.LandmarkFooter}}},
+		{"ignore patterns and keyword rules", &watch.LinkOptions{Ignore: []string{`/(politik|sport)$`}, ExcludeText: []string{`^anzeige\b`}},
+			map[string]watch.Place{
+				"/news/ukraine-talks": {Position: 1, Heading: 2, Landmark: main}, "/news/budget": {Position: 2, Heading: 2, Landmark: main},
+				"/politik/wahl": {Position: 3, Heading: 2, Landmark: main}, "/imprint": {Position: 4, Landmark: watch.LandmarkFooter}}},
+		{"regions and rules", &watch.LinkOptions{Within: []string{"main"}, IncludeURL: []string{`wahl|budget`}},
+			map[string]watch.Place{"/news/budget": {Position: 1, Heading: 2, Landmark: main}, "/politik/wahl": {Position: 2, Heading: 2, Landmark: main}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			task := checkWith(t, optionsPage, tt.opts)
+			if task.Failed() {
+				t.Fatalf("check failed: %s", task.Error)
+			}
+			if got := places(task); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("places\n got %v\nwant %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -22,6 +22,11 @@ func fitTask(task watch.Task, links []watch.Link, maxBytes int) ([]watch.Link, i
 		if l.Summary != "" {
 			room -= len(`,"summary":`) + quotedLen(l.Summary)
 		}
+		if l.Known() {
+			// ,"position":12345,"heading":1,"landmark":"…"
+			room -= len(`,"position":`) + digits(l.Position) + len(`,"heading":1`) +
+				len(`,"landmark":`) + quotedLen(string(l.Landmark))
+		}
 		if room < 0 {
 			return links[:i], len(links) - i
 		}
@@ -65,4 +70,13 @@ func quotedLen(s string) int {
 		i += size
 	}
 	return n
+}
+
+// digits returns the number of decimal digits of n, which is not negative.
+func digits(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
 }

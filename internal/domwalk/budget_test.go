@@ -49,11 +49,11 @@ func TestTreeBudget(t *testing.T) {
 				t.Errorf("one parse of 10 MiB of %s allocated %d MiB, want at most %d MiB", tag, heap>>20, limit>>20)
 			}
 			want := []watch.Link{
-				{URL: "https://example.org/b/first", Text: "First"},
-				{URL: "https://example.org/last", Text: "Last"},
+				{URL: "https://example.org/b/first", Text: "First", Place: watch.Place{Position: 1, Landmark: watch.LandmarkNone}},
+				{URL: "https://example.org/last", Text: "Last", Place: watch.Place{Position: 2, Landmark: watch.LandmarkNone}},
 			}
 			if !slices.Equal(links, want) || !stats.OverTreeBudget || !stats.Flattened {
-				t.Errorf("links %q, stats %+v; want %q, OverTreeBudget and Flattened", links, stats, want)
+				t.Errorf("links %v, stats %+v; want %v, OverTreeBudget and Flattened", links, stats, want)
 			}
 		})
 	}

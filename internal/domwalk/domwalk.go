@@ -20,6 +20,7 @@ import (
 	"hash/maphash"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -324,7 +325,9 @@ func LinksIn(doc *html.Node, pageURL *url.URL, lim Limits, regions *Regions) ([]
 	}
 	for i := range w.links {
 		w.links[i].Summary = w.texts[i].summary(w.links[i].Text)
+		w.links[i].Heading = int(w.texts[i].score.heading)
 	}
+	w.place(doc)
 	return w.links, w.stats
 }
 
@@ -460,10 +463,13 @@ const (
 )
 
 // textScore ranks a link text: kind first, then length in runes (at most
-// MaxTextRunes+1, since text beyond that is not gathered).
+// MaxTextRunes+1, since text beyond that is not gathered). heading is not
+// ranked: it is the level of the heading a headingText came from (0 for
+// the other kinds), which becomes the link's Place.Heading.
 type textScore struct {
-	kind  textKind
-	runes int
+	kind    textKind
+	runes   int
+	heading uint8
 }
 
 // beats reports whether s wins over t, met earlier: among fallback
@@ -535,6 +541,16 @@ type walker struct {
 	seed     maphash.Seed
 	text     textBuilder // the anchor's text, or its text outside its heading
 	head     textBuilder // the text of the heading inside the anchor
+	headNode *html.Node  // the heading whose text is in head
+	// anchors are the anchors recorded for links, met breadth-first, which
+	// place ranks in document order.
+	anchors []anchorOf
+}
+
+// anchorOf is an anchor and the index of its link.
+type anchorOf struct {
+	node *html.Node
+	link int32
 }
 
 func newWalker(lim Limits, base *url.URL, baseNode *html.Node, regions *Regions) *walker {
@@ -545,6 +561,7 @@ func newWalker(lim Limits, base *url.URL, baseNode *html.Node, regions *Regions)
 		baseNode: baseNode,
 		budget:   lim.MaxNodes,
 		index:    make(map[string]int, 64),
+		anchors:  make([]anchorOf, 0, 64),
 		text:     textBuilder{max: lim.MaxTextRunes},
 		head:     textBuilder{max: lim.MaxTextRunes},
 	}
@@ -650,6 +667,7 @@ func (w *walker) anchor(n *html.Node, depth int) bool {
 	}
 	if i, seen := w.index[u]; seen {
 		w.stats.Duplicates++
+		w.anchors = append(w.anchors, anchorOf{n, int32(i)})
 		if w.stats.LinksCapped {
 			return true // past the cap the walk only counts: texts stay as at the cap
 		}
@@ -674,6 +692,7 @@ func (w *walker) anchor(n *html.Node, depth int) bool {
 		return true
 	}
 	text, score, other := w.anchorText(n, depth)
+	w.anchors = append(w.anchors, anchorOf{n, int32(len(w.links))})
 	w.index[u] = len(w.links)
 	w.links = append(w.links, watch.Link{URL: u, Text: string(text)})
 	w.texts = append(w.texts, linkTexts{score: score})
@@ -742,23 +761,23 @@ func (w *walker) anchorText(n *html.Node, depth int) (text []byte, score textSco
 	if n.DataAtom == atom.Area {
 		alt, _ = attr(n, "alt")
 	}
-	inside := isHeading(n) || inHeading(n)
-	alt = w.gatherText(n, depth, alt, !inside)
+	around := headingAround(n)
+	alt = w.gatherText(n, depth, alt, around == nil)
 	if w.head.runes > 0 {
 		if t.runes > 0 {
 			other = t.finish()
 		}
-		return w.head.finish(), textScore{headingText, w.head.runes}, other
+		return w.head.finish(), textScore{headingText, w.head.runes, headingLevel(w.headNode)}, other
 	}
 	if t.runes > 0 {
 		text = t.finish()
 		switch {
-		case inside:
-			return text, textScore{headingText, t.runes}, nil
+		case around != nil:
+			return text, textScore{headingText, t.runes, headingLevel(around)}, nil
 		case isCredit(text, alt):
-			score = textScore{creditText, t.runes}
+			score = textScore{creditText, t.runes, 0}
 		default:
-			return text, textScore{ownText, t.runes}, nil
+			return text, textScore{ownText, t.runes, 0}, nil
 		}
 	}
 	title, _ := attr(n, "title")
@@ -767,21 +786,53 @@ func (w *walker) anchorText(n *html.Node, depth int) (text []byte, score textSco
 		if visible(s) {
 			t.reset()
 			t.add(s)
-			return t.finish(), textScore{attrText, t.runes}, nil
+			return t.finish(), textScore{attrText, t.runes, 0}, nil
 		}
 	}
 	return text, score, nil
 }
 
-// inHeading reports whether one of the nearest MaxHeadingAncestors
-// ancestors of n is a heading.
-func inHeading(n *html.Node) bool {
+// headingAround returns n when it is a heading, else the nearest heading
+// among its nearest MaxHeadingAncestors ancestors, else nil.
+func headingAround(n *html.Node) *html.Node {
+	if isHeading(n) {
+		return n
+	}
 	for i, p := 0, n.Parent; i < MaxHeadingAncestors && p != nil; i, p = i+1, p.Parent {
 		if isHeading(p) {
-			return true
+			return p
 		}
 	}
-	return false
+	return nil
+}
+
+// headingLevel returns the level of the heading h: its aria-level when
+// that is a whole number from 1 (above 6 counting as 6, the deepest level
+// a place records), else that of its element, <h1> to <h6>, else 2, the
+// level ARIA gives role="heading" by default.
+func headingLevel(h *html.Node) uint8 {
+	if v, ok := attr(h, "aria-level"); ok {
+		if l, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && l >= 1 {
+			return uint8(min(l, watch.MaxHeading))
+		}
+	}
+	if h.Namespace == "" {
+		switch h.DataAtom {
+		case atom.H1:
+			return 1
+		case atom.H2:
+			return 2
+		case atom.H3:
+			return 3
+		case atom.H4:
+			return 4
+		case atom.H5:
+			return 5
+		case atom.H6:
+			return 6
+		}
+	}
+	return 2
 }
 
 // isHeading reports whether n is an HTML heading element or has
@@ -870,6 +921,7 @@ func (w *walker) gatherText(n *html.Node, depth int, alt string, findHeading boo
 				// Read this heading into w.head; the text around it stays
 				// in w.text.
 				findHeading, heading, t = false, c, &w.head
+				w.headNode = c
 				descend = c.FirstChild != nil
 			case c.DataAtom == atom.Img && !altFound:
 				if a, _ := attr(c, "alt"); visible(a) {

@@ -38,12 +38,22 @@ func parse(t testing.TB, page string, lim domwalk.Limits) ([]watch.Link, domwalk
 		t.Fatalf("Parse: %v", err)
 	}
 	checkLinks(t, links, lim)
-	return links, stats
+	return unplaced(links), stats
+}
+
+// unplaced returns links without their places, which most tests leave to
+// place_test.go.
+func unplaced(links []watch.Link) []watch.Link {
+	for i := range links {
+		links[i].Place = watch.Place{}
+	}
+	return links
 }
 
 // checkLinks holds for every result: bounded, absolute http(s) URLs without
 // fragment, each once, texts of valid UTF-8 without control characters or
-// stray white space, no longer than MaxTextRunes.
+// stray white space, no longer than MaxTextRunes, each placed at a
+// distinct position from 1 to the number of links.
 func checkLinks(t testing.TB, links []watch.Link, lim domwalk.Limits) {
 	t.Helper()
 	lim = lim.WithDefaults()
@@ -51,7 +61,12 @@ func checkLinks(t testing.TB, links []watch.Link, lim domwalk.Limits) {
 		t.Fatalf("%d links, more than MaxLinks %d", len(links), lim.MaxLinks)
 	}
 	seen := make(map[string]bool, len(links))
+	positions := make(map[int]bool, len(links))
 	for _, l := range links {
+		if err := l.Place.Validate(); err != nil || !l.Known() || l.Position > len(links) || positions[l.Position] {
+			t.Fatalf("link %q: place %+v is not a known valid position from 1 to %d, once (%v)", l.URL, l.Place, len(links), err)
+		}
+		positions[l.Position] = true
 		u, err := url.Parse(l.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Contains(l.URL, "#") {
 			t.Fatalf("link URL %q is not an absolute http(s) URL without fragment (%v)", l.URL, err)
@@ -225,7 +240,7 @@ func TestText(t *testing.T) {
 				got[i].Summary = "" // TestHeadline covers summaries
 			}
 			if !slices.Equal(got, want) {
-				t.Errorf("links\n got %q\nwant %q", got, want)
+				t.Errorf("links\n got %v\nwant %v", got, want)
 			}
 		})
 	}
@@ -282,7 +297,7 @@ func TestTextCleaning(t *testing.T) {
 			got, _ := domwalk.Links(document(a), mustURL(t, pageURL), domwalk.Limits{})
 			checkLinks(t, got, domwalk.Limits{})
 			if len(got) != 1 || got[0].Text != tt.want {
-				t.Fatalf("links %q, want one with text %q", got, tt.want)
+				t.Fatalf("links %v, want one with text %v", got, tt.want)
 			}
 		})
 	}
@@ -312,7 +327,7 @@ func TestTextCut(t *testing.T) {
 			got, _ := domwalk.Links(document(a), mustURL(t, pageURL), lim)
 			checkLinks(t, got, lim)
 			if len(got) != 1 || got[0].Text != tt.want {
-				t.Fatalf("links %q, want one with text %q", got, tt.want)
+				t.Fatalf("links %v, want one with text %v", got, tt.want)
 			}
 		})
 	}
@@ -343,7 +358,7 @@ func TestBestText(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, stats := parse(t, tt.page, domwalk.Limits{})
 			if len(got) != 1 || got[0].Text != tt.want {
-				t.Fatalf("links %q, want one with text %q", got, tt.want)
+				t.Fatalf("links %v, want one with text %v", got, tt.want)
 			}
 			if stats.Duplicates != 1 || stats.Links != 1 || stats.Anchors != 2 {
 				t.Fatalf("stats %+v, want 2 anchors, 1 link, 1 duplicate", stats)
@@ -357,7 +372,7 @@ func TestBestText(t *testing.T) {
 			got[i].Summary = ""
 		}
 		if !slices.Equal(got, want) {
-			t.Fatalf("links %q, want %q", got, want)
+			t.Fatalf("links %v, want %v", got, want)
 		}
 	})
 }
@@ -392,12 +407,12 @@ func TestNoPageURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, stats := domwalk.Links(doc, nil, domwalk.Limits{})
-	want := []watch.Link{{URL: "https://example.org/abs", Text: "A"}}
+	want := []watch.Link{{URL: "https://example.org/abs", Text: "A", Place: watch.Place{Position: 1, Landmark: watch.LandmarkNone}}}
 	if !slices.Equal(got, want) || stats.Dropped.Invalid != 1 || stats.Base != "" {
-		t.Fatalf("links %q, stats %+v; want %q and one invalid", got, stats, want)
+		t.Fatalf("links %v, stats %+v; want %v and one invalid", got, stats, want)
 	}
 	if got, stats := domwalk.Links(nil, nil, domwalk.Limits{}); got != nil || stats != (domwalk.Stats{}) {
-		t.Fatalf("Links(nil) = %q, %+v", got, stats)
+		t.Fatalf("Links(nil) = %v, %+v", got, stats)
 	}
 }
 
@@ -460,14 +475,14 @@ func TestDeepPage(t *testing.T) {
 			{URL: "https://example.com/end", Text: "End"},
 		}
 		if !slices.Equal(got, want) || !stats.Flattened {
-			t.Fatalf("links %q, stats %+v; want %q and Flattened", got, stats, want)
+			t.Fatalf("links %v, stats %+v; want %v and Flattened", got, stats, want)
 		}
 	})
 	fast(t, 5*time.Second, func() {
 		lim := domwalk.Limits{MaxNodes: 1000}
 		got, stats := parse(t, strings.Repeat("<span>", depth)+strings.Repeat(`<a href="/a">a</a>`, depth), lim)
 		if len(got) != 1 || !stats.Flattened || !stats.NodesCapped {
-			t.Fatalf("links %q, stats %+v; want one link, Flattened and NodesCapped", got, stats)
+			t.Fatalf("links %v, stats %+v; want one link, Flattened and NodesCapped", got, stats)
 		}
 	})
 }
@@ -477,14 +492,14 @@ func TestMaxDepth(t *testing.T) {
 	got, stats := parse(t, page, domwalk.Limits{MaxDepth: 100})
 	want := []watch.Link{{URL: "https://example.com/top", Text: "Top"}}
 	if !slices.Equal(got, want) || !stats.DepthCapped || stats.Flattened {
-		t.Fatalf("links %q, stats %+v; want only /top and DepthCapped", got, stats)
+		t.Fatalf("links %v, stats %+v; want only /top and DepthCapped", got, stats)
 	}
 	if stats.Nodes > 110 {
 		t.Fatalf("visited %d nodes, want about MaxDepth", stats.Nodes)
 	}
 	got, stats = parse(t, page, domwalk.Limits{})
 	if len(got) != 2 || stats.DepthCapped {
-		t.Fatalf("links %q, stats %+v; want both links within the default depth", got, stats)
+		t.Fatalf("links %v, stats %+v; want both links within the default depth", got, stats)
 	}
 }
 
@@ -510,7 +525,7 @@ func TestFlattened(t *testing.T) {
 				t.Fatalf("stats %+v, want Flattened", stats)
 			}
 			if !slices.Equal(got, want) {
-				t.Fatalf("flattened links\n got %q\nwant %q", got, want)
+				t.Fatalf("flattened links\n got %v\nwant %v", got, want)
 			}
 		})
 	}
@@ -531,9 +546,9 @@ func TestDeepAnchor(t *testing.T) {
 	a := element(atom.A, []string{"href", "/deep", "title", "Fallback"}, &nodes[0])
 	fast(t, 2*time.Second, func() {
 		got, stats := domwalk.Links(document(a), mustURL(t, pageURL), domwalk.Limits{MaxDepth: 50})
-		want := []watch.Link{{URL: "https://example.com/deep", Text: "Fallback"}}
+		want := []watch.Link{{URL: "https://example.com/deep", Text: "Fallback", Place: watch.Place{Position: 1, Landmark: watch.LandmarkNone}}}
 		if !slices.Equal(got, want) || !stats.DepthCapped {
-			t.Fatalf("links %q, stats %+v; want the title as text and DepthCapped", got, stats)
+			t.Fatalf("links %v, stats %+v; want the title as text and DepthCapped", got, stats)
 		}
 		if stats.Nodes+stats.TextNodes > 200 {
 			t.Fatalf("visited %d+%d nodes, want about 2×MaxDepth", stats.Nodes, stats.TextNodes)
@@ -600,7 +615,7 @@ func TestHugeAnchor(t *testing.T) {
 		lim := domwalk.Limits{MaxTextRunes: 20}
 		got, stats := domwalk.Links(doc, mustURL(t, pageURL), lim)
 		if len(got) != 2 || got[1].Text != "word word word word…" || stats.TextNodes > 10 {
-			t.Fatalf("links %q, stats %+v; want a cut text after a few text nodes", got, stats)
+			t.Fatalf("links %v, stats %+v; want a cut text after a few text nodes", got, stats)
 		}
 	})
 	// ...and a million empty elements spend the node budget, not more. The
@@ -615,7 +630,7 @@ func TestHugeAnchor(t *testing.T) {
 		lim := domwalk.Limits{MaxNodes: 100_000}
 		got, stats := domwalk.Links(doc, mustURL(t, pageURL), lim)
 		if len(got) != 1 || got[0].Text != "Empty" || !stats.NodesCapped || stats.Nodes+stats.TextNodes != lim.MaxNodes {
-			t.Fatalf("links %q, stats %+v; want the title and NodesCapped after MaxNodes visits", got, stats)
+			t.Fatalf("links %v, stats %+v; want the title and NodesCapped after MaxNodes visits", got, stats)
 		}
 	})
 }
@@ -647,6 +662,9 @@ func FuzzParse(f *testing.F) {
 		`<template><a href="/no">no</a></template><noscript><a href="/ns">ns</a></noscript>`,
 		strings.Repeat("<div>", 600) + `<a href="/d">d</a>`,
 		strings.Repeat(`<a href="/r">r</a>`, 50),
+		`<header><nav role="main x"><article><footer><a href=/f>f</a></footer></article></nav><a href=/h>h</a></header>` +
+			`<div role=" contentinfo"><h3 aria-level=x><a href=/f>F</a></h3></div>`,
+		strings.Repeat("<main><aside>", 300) + `<a href="/deep">d</a></aside>`,
 	}
 	for _, s := range seeds {
 		f.Add(s, false)

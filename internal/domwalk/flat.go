@@ -5,6 +5,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // flatDocument builds, from the tags of src alone, a document that holds what
@@ -12,7 +14,11 @@ import (
 // <body> in document order, holding its text, <img> and word breaks. An
 // anchor opened inside an <h1>–<h6> is put in an element of that heading,
 // and a heading opened inside an anchor is kept in it, so that Links finds
-// headlines as in a parsed tree; role="heading" is not seen. It
+// headlines as in a parsed tree; role="heading" is not seen. An anchor
+// opened inside a landmark element (<header>, <nav>, <main>, <aside>,
+// <footer>, following the same rules as in a tree, with <article> and
+// <section>) is put in an element of that landmark, so that Links places it
+// as in a parsed tree; ARIA roles are not seen. It
 // serves pages that html.Parse refuses, which since CVE-2025-47911 means
 // pages nesting more than 512 open elements (golang/go#76279): browsers
 // render those, so their links are real; and pages whose tree would be over
@@ -40,8 +46,26 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 		noscripts int        // depth of <noscript> nesting
 		anchorNS  int        // noscripts when anchor opened; deeper is not its text
 		headings  int        // depth of <h1>–<h6> nesting outside anchors
+		heading   atom.Atom  // the heading opened last outside anchors
 		target    *html.Node // where the anchor's text goes: anchor, or a heading in it
+		scopes    flatScopes // the landmark elements open
+		holder    *html.Node // the element of body holding the anchors of scopes' landmark
+		held      watch.Landmark
 	)
+	// container returns the element the next anchor goes in: body, or an
+	// element of the open landmark, the last child of body.
+	container := func() *html.Node {
+		l := scopes.current().landmark
+		if l == watch.LandmarkNone {
+			return body
+		}
+		if holder == nil || held != l || body.LastChild != holder {
+			holder, held = newElement(landmarkAtom(l), nil), l
+			body.AppendChild(holder)
+			add(0)
+		}
+		return holder
+	}
 	for {
 		if nodes >= lim.MaxNodes || spent >= lim.MaxTreeBytes {
 			return doc, true
@@ -78,19 +102,19 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 				anchor, anchorNS = newElement(atom.A, tok.Attr), noscripts
 				target = anchor
 				if headings > 0 {
-					h := newElement(atom.H2, nil)
+					h := newElement(heading, nil)
 					h.AppendChild(anchor)
-					body.AppendChild(h)
+					container().AppendChild(h)
 					add(0)
 				} else {
-					body.AppendChild(anchor)
+					container().AppendChild(anchor)
 				}
 				add(attrBytes(tok.Attr))
 				if closed {
 					anchor = nil
 				}
 			case atom.Area:
-				body.AppendChild(newElement(atom.Area, tok.Attr))
+				container().AppendChild(newElement(atom.Area, tok.Attr))
 				add(attrBytes(tok.Attr))
 			case atom.Base:
 				head.AppendChild(newElement(atom.Base, tok.Attr))
@@ -113,12 +137,16 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 				case closed:
 				case anchor == nil:
 					headings++
+					heading = tok.DataAtom
 				case target == anchor && noscripts <= anchorNS:
 					target = newElement(tok.DataAtom, nil)
 					anchor.AppendChild(target)
 					add(0)
 				}
 			default:
+				if !closed && isLandmarkAtom(tok.DataAtom) {
+					scopes.open(tok.DataAtom)
+				}
 				if anchor != nil && breaksTextAtom(tok.DataAtom) {
 					target.AppendChild(&html.Node{Type: html.TextNode, Data: " "})
 					add(0)
@@ -142,9 +170,77 @@ func flatDocument(src []byte, lim Limits) (*html.Node, bool) {
 			case anchor != nil && breaksTextAtom(a):
 				target.AppendChild(&html.Node{Type: html.TextNode, Data: " "})
 				add(0)
+				if isLandmarkAtom(a) {
+					scopes.close(a)
+				}
+			case isLandmarkAtom(a):
+				scopes.close(a)
 			}
 		}
 	}
+}
+
+// maxFlatScopes is the most landmark elements flatScopes holds open; the
+// ones opened inside them are not seen, and neither are their end tags.
+const maxFlatScopes = 64
+
+// flatScopes follows the landmark elements open at a tag, as the tree's
+// ancestors do in place: a stack of them, each with the scope of its
+// content. An end tag closes the last element of its name open, and those
+// opened in it that were not closed, as the parser would.
+type flatScopes struct {
+	stack []flatScope
+	over  int // elements opened past maxFlatScopes, not closed yet
+}
+
+type flatScope struct {
+	name  atom.Atom
+	scope landmarkScope
+}
+
+func (f *flatScopes) current() landmarkScope {
+	if len(f.stack) == 0 {
+		return pageScope
+	}
+	return f.stack[len(f.stack)-1].scope
+}
+
+func (f *flatScopes) open(a atom.Atom) {
+	if len(f.stack) >= maxFlatScopes {
+		f.over++
+		return
+	}
+	f.stack = append(f.stack, flatScope{a, f.current().element(a)})
+}
+
+func (f *flatScopes) close(a atom.Atom) {
+	if f.over > 0 {
+		f.over--
+		return
+	}
+	for k := len(f.stack) - 1; k >= 0; k-- {
+		if f.stack[k].name == a {
+			f.stack = f.stack[:k]
+			return
+		}
+	}
+}
+
+// landmarkAtom returns the element that stands for the landmark l.
+func landmarkAtom(l watch.Landmark) atom.Atom {
+	switch l {
+	case watch.LandmarkHeader:
+		return atom.Header
+	case watch.LandmarkNav:
+		return atom.Nav
+	case watch.LandmarkMain:
+		return atom.Main
+	case watch.LandmarkAside:
+		return atom.Aside
+	case watch.LandmarkFooter:
+		return atom.Footer
+	}
+	return atom.Div
 }
 
 func isHeadingAtom(a atom.Atom) bool {

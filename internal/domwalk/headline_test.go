@@ -69,7 +69,7 @@ func TestHeadline(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, _ := parse(t, tt.page, domwalk.Limits{})
 			if len(got) != 1 || got[0].Text != tt.text || got[0].Summary != tt.summary {
-				t.Fatalf("links %q, want one with text %q and summary %q", got, tt.text, tt.summary)
+				t.Fatalf("links %v, want one with text %v and summary %v", got, tt.text, tt.summary)
 			}
 			// The flat reader, used for pages the parser refuses, finds the
 			// same headline for <h1>-<h6>; it cannot see role="heading",
@@ -82,7 +82,7 @@ func TestHeadline(t *testing.T) {
 				t.Fatalf("page not flattened: %+v", stats)
 			}
 			if len(flat) != 1 || flat[0].Text != tt.text {
-				t.Fatalf("flat reader: links %q, want one with text %q", flat, tt.text)
+				t.Fatalf("flat reader: links %v, want one with text %v", flat, tt.text)
 			}
 		})
 	}

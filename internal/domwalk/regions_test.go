@@ -90,7 +90,7 @@ func TestRegions(t *testing.T) {
 		}
 		for _, l := range links {
 			if strings.HasSuffix(l.URL, "/news/1") && (l.Text != "First story" || l.Summary != "") {
-				t.Fatalf("link %q, want text %q and no summary", l, "First story")
+				t.Fatalf("link %v, want text %v and no summary", l, "First story")
 			}
 		}
 	})
@@ -144,11 +144,11 @@ func TestRegionsOnFlatPage(t *testing.T) {
 	}
 	links, stats, err := domwalk.ParseBytesIn(page, mustURL(t, pageURL), domwalk.Limits{}, regions)
 	if !errors.Is(err, domwalk.ErrRegionsNeedTree) || links != nil || !stats.Flattened {
-		t.Fatalf("ParseBytesIn with regions = %q, %+v, %v; want no links, Flattened and ErrRegionsNeedTree", links, stats, err)
+		t.Fatalf("ParseBytesIn with regions = %v, %+v, %v; want no links, Flattened and ErrRegionsNeedTree", links, stats, err)
 	}
 	links, _, err = domwalk.ParseBytesIn(page, mustURL(t, pageURL), domwalk.Limits{}, nil)
 	if err != nil || len(links) != 2 {
-		t.Fatalf("ParseBytesIn without regions = %q, %v; want both links", links, err)
+		t.Fatalf("ParseBytesIn without regions = %v, %v; want both links", links, err)
 	}
 	over := []byte(`<main><a href="/in">In</a></main>`)
 	_, stats, err = domwalk.ParseBytesIn(over, mustURL(t, pageURL), domwalk.Limits{MaxTreeBytes: 1}, regions)

@@ -3,6 +3,7 @@ package processor_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/portalwatch/portalwatch/internal/processor"
@@ -36,5 +37,35 @@ func TestSummaryAndBurstReachTheUpdates(t *testing.T) {
 	}
 	if len(ups) != 31 || bursts != 30 {
 		t.Fatalf("%d updates, %d flagged burst; want 31 and the redesign's 30", len(ups), bursts)
+	}
+}
+
+// TestPlacesReachTheUpdates holds that a link's place is recorded with its
+// update and read back; a link without one (an older crawler) or with an
+// invalid one is recorded with its place not known.
+func TestPlacesReachTheUpdates(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "")
+	f.deliver(t, f.task("/a"))
+	news := f.task("/a", "/b", "/c", "/d", "/e")
+	want := map[string]watch.Place{
+		"/b": {Position: 2, Heading: 2, Landmark: watch.LandmarkMain},
+		"/c": {Position: 5, Landmark: watch.LandmarkNone},
+		"/d": {},
+		"/e": {},
+	}
+	news.Context[1].Place = want["/b"]
+	news.Context[2].Place = want["/c"]
+	news.Context[4].Place = watch.Place{Position: 3, Heading: 9, Landmark: watch.LandmarkMain} // invalid
+	f.deliver(t, news)
+	ups, err := f.st.QueryUpdates(context.Background(), watch.UpdateFilter{})
+	if err != nil || len(ups) != 4 {
+		t.Fatalf("updates = %+v, %v; want 4", ups, err)
+	}
+	for _, u := range ups {
+		path := strings.TrimPrefix(u.URL, "https://portal.example")
+		if u.Place != want[path] {
+			t.Errorf("update %s: place %+v, want %+v", path, u.Place, want[path])
+		}
 	}
 }

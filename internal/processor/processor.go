@@ -364,7 +364,7 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []watc
 		}
 		keys[key] = struct{}{}
 		links = append(links, watch.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength),
-			Summary: watch.CleanText(l.Summary)})
+			Summary: watch.CleanText(l.Summary), Place: l.Place.Checked()})
 		codes = append(codes, shortlink.CodeValue(key, s.cfg.CodeLength))
 	}
 	all = make([]uint64, 0, len(keys))

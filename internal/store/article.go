@@ -180,14 +180,15 @@ func (s *Store) Article(ctx context.Context, id int64) (watch.ArticleSightings, 
 	}
 	as.Article = *a
 	rows, err := s.pool.Query(ctx, `SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, `+displayNameSQL+`,
-		u.summary, u.burst FROM article_links l JOIN updates u ON u.url = l.url JOIN pages p ON p.id = u.page_id
+		u.summary, u.burst, `+placeColumns+` FROM article_links l JOIN updates u ON u.url = l.url JOIN pages p ON p.id = u.page_id
 		WHERE l.article_id = $1 AND p.deleted_at IS NULL ORDER BY u.discovered_at DESC, u.id DESC LIMIT $2`, id, watch.MaxUpdatesLimit)
 	if err != nil {
 		return as, fmt.Errorf("read the sightings of article %d: %w", id, err)
 	}
 	as.Sightings, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Update, error) {
 		var u watch.Update
-		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary, &u.Burst)
+		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary, &u.Burst,
+			&u.Position, &u.Heading, &u.Landmark)
 		return u, err
 	})
 	if err != nil {

@@ -205,23 +205,30 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 	texts := make([]string, len(links))
 	codes := make([]string, len(links))
 	summaries := make([]string, len(links))
+	// A link's place travels as three more arrays; position 0 and an empty
+	// landmark (not known) become NULL in the insert.
+	positions := make([]int32, len(links))
+	headings := make([]int16, len(links))
+	landmarks := make([]string, len(links))
 	for i, l := range links {
 		keys[i] = int64(l.Key) // the bits, not the number, are the key
 		urls[i], texts[i], codes[i], summaries[i] = l.URL, l.Text, l.Code, l.Summary
+		positions[i], headings[i], landmarks[i] = int32(l.Place.Position), int16(l.Place.Heading), string(l.Place.Landmark)
 	}
 	burstMin, burstShare := burstSQL(c.Burst)
 	args := []any{
 		c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,
 		c.RefreshEvery.Milliseconds(), keys, urls, texts, codes, budget(c.Caps.PerCheck), budget(c.Caps.PerDay), len(links),
 		summaries, burstMin, burstShare, c.Links, c.Title}
-	// The body digest and the articles switch go last, after the following
-	// part's parameters, whose numbers are fixed.
+	// The body digest, the articles switch and the places go last, after
+	// the following part's parameters, whose numbers are fixed.
 	all := append(args, trackArgs...)
 	kept, missed := healthArgs(c)
-	all = append(all, c.BodyDigest, c.Articles, kept, missed)
+	all = append(all, c.BodyDigest, c.Articles, kept, missed, positions, headings, landmarks)
 	n := len(all)
-	body, articles := param(n-3), param(n-2)+"::boolean"
-	keptSQL, missedSQL := param(n-1)+"::int", param(n)+"::text"
+	body, articles := param(n-6), param(n-5)+"::boolean"
+	keptSQL, missedSQL := param(n-4)+"::int", param(n-3)+"::text"
+	places := param(n-2) + "::int[], " + param(n-1) + "::smallint[], " + param(n) + "::text[]"
 	return `
 		WITH page AS (
 			SELECT id, baseline_at IS NULL AS is_first, baseline_at IS NULL OR (rebaseline AND $8) AS silent,
@@ -231,8 +238,9 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 			FROM pages WHERE id = $1 FOR UPDATE
 		), health AS (` + judge("page p", keptSQL, missedSQL) + `
 		), candidate AS (
-			SELECT l.k, l.u, l.t, l.c, l.s, row_number() OVER (ORDER BY l.n) AS n
-			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[], $17::text[]) WITH ORDINALITY AS l(k, u, t, c, s, n)
+			SELECT l.k, l.u, l.t, l.c, l.s, l.p, l.h, l.m, row_number() OVER (ORDER BY l.n) AS n
+			FROM page, unnest($10::bigint[], $11::text[], $12::text[], $13::text[], $17::text[], ` + places + `)
+				WITH ORDINALITY AS l(k, u, t, c, s, p, h, m, n)
 			WHERE page.budget >= $16 OR NOT EXISTS (SELECT 1 FROM links WHERE links.page_id = $1 AND links.link_key = l.k)
 		), fresh AS (
 			INSERT INTO links (page_id, link_key, url, text, code)
@@ -243,8 +251,10 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 			SELECT page.burst_detection AND NOT page.silent AND count(*) >= $18 AND count(*) > $19::float8 * $20 AS burst
 			FROM page, fresh GROUP BY page.burst_detection, page.silent
 		), news AS (
-			INSERT INTO updates (page_id, link_key, url, text, code, discovered_at, summary, burst)
-			SELECT page.id, fresh.link_key, fresh.url, fresh.text, fresh.code, fresh.first_seen_at, candidate.s, flood.burst
+			INSERT INTO updates (page_id, link_key, url, text, code, discovered_at, summary, burst,
+				position, heading, landmark)
+			SELECT page.id, fresh.link_key, fresh.url, fresh.text, fresh.code, fresh.first_seen_at, candidate.s, flood.burst,
+				nullif(candidate.p, 0), CASE WHEN candidate.m <> '' THEN candidate.h END, nullif(candidate.m, '')
 			FROM page, flood, fresh JOIN candidate ON candidate.k = fresh.link_key WHERE NOT page.silent
 			ON CONFLICT DO NOTHING
 			RETURNING id, link_key, summary, burst, url, discovered_at

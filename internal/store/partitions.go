@@ -167,9 +167,9 @@ func weeksWanted(ctx context.Context, tx pgx.Tx, now time.Time, ahead int) ([]we
 // createWeek makes w's partition as a plain table, moves w's rows out of
 // updates_default into it and attaches it: PostgreSQL refuses a partition
 // for a range the default partition holds rows of. Attaching builds the
-// partition's indexes and foreign key from updates' own, but refuses a table
-// without updates' CHECK constraints, so those are copied. It returns the
-// rows moved.
+// partition's indexes and foreign key from updates' own; its CHECK
+// constraints (migration 00020) must be there before, copied with the
+// columns, or PostgreSQL refuses to attach it. It returns the rows moved.
 func createWeek(ctx context.Context, tx pgx.Tx, w week) (int64, error) {
 	name := pgx.Identifier{w.name()}.Sanitize()
 	from, to := w.start.Format(time.RFC3339), w.end().Format(time.RFC3339)

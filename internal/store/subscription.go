@@ -272,7 +272,7 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 	// extractor writes the article and deletes the work in one
 	// transaction, so an update is never seen with neither.
 	rows, err := s.pool.Query(ctx, `
-		SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, u.summary, u.burst, u.xact::text, p.base_url,
+		SELECT u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, u.summary, u.burst, `+placeColumns+`, u.xact::text, p.base_url,
 			`+displayNameSQL+`, `+articlePendingSQL+`,
 			`+articleColumns(false)+`
 		FROM updates u JOIN pages p ON p.id = u.page_id `+articleJoinSQL+`
@@ -295,7 +295,7 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 			article articleScan
 		)
 		if err := rows.Scan(append([]any{&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.Summary, &u.Burst,
-			&uXact, &page.URL, &page.Name, &pending}, article.dest()...)...); err != nil {
+			&u.Position, &u.Heading, &u.Landmark, &uXact, &page.URL, &page.Name, &pending}, article.dest()...)...); err != nil {
 			return watch.Batch{}, fmt.Errorf("pending updates of subscription %d: %w", sub.ID, err)
 		}
 		if u.Article, err = article.articleOf(pending, u.URL); err != nil {

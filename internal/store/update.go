@@ -63,7 +63,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	if !f.After.IsZero() {
 		where = append(where, "(u.discovered_at, u.id) < ("+arg(f.After.DiscoveredAt)+"::timestamptz, "+arg(f.After.ID)+"::bigint)")
 	}
-	const updateColumns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL + `, u.summary, u.burst,
+	const updateColumns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL + `, u.summary, u.burst, ` + placeColumns + `,
 		(SELECT max(r.removed_at) FROM removals r WHERE r.page_id = u.page_id AND r.link_key = u.link_key),
 		` + articlePendingSQL + `, `
 	columns := updateColumns + articleColumns(f.ArticleBody)
@@ -101,7 +101,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 			scan    articleScan
 		)
 		err := r.Scan(append([]any{&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary,
-			&u.Burst, &u.RemovedAt, &pending}, scan.dest()...)...)
+			&u.Burst, &u.Position, &u.Heading, &u.Landmark, &u.RemovedAt, &pending}, scan.dest()...)...)
 		if err != nil {
 			return u, err
 		}
@@ -113,6 +113,10 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	}
 	return updates, nil
 }
+
+// placeColumns are an update's place (watch.Place) over updates u: zero
+// values where it is not known, as for updates recorded before places.
+const placeColumns = `coalesce(u.position, 0), coalesce(u.heading, 0), coalesce(u.landmark, '')`
 
 // tagPagesMerged is the most pages a tag may have for its updates to be
 // read page by page and merged; a tag on more pages is read from the

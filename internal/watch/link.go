@@ -54,6 +54,10 @@ type Link struct {
 	// empty when there is none. It is optional in the message: a task
 	// without it is the one crawlers sent before it existed.
 	Summary string `json:"summary,omitempty"`
+	// Place is where the link stood on the page. Its fields are optional
+	// in the message: a link without them is one sent by a crawler older
+	// than places, and its place is not known.
+	Place
 }
 
 // NewLink is a link to record: its 64-bit key (internal/shortlink), URL, text
@@ -66,6 +70,9 @@ type NewLink struct {
 	// Summary is the link's teaser (Link.Summary); it goes into the link's
 	// update, not into links.
 	Summary string
+	// Place is where the link stood on the page (Link.Place); it goes into
+	// the link's update.
+	Place Place
 }
 
 // Caps on a page's region selectors (Within and Exclude). Every element of

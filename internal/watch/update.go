@@ -29,6 +29,10 @@ type Update struct {
 	// Removal), when the query that read the update looked; nil while it
 	// is on the page.
 	RemovedAt *time.Time `json:"removed_at,omitempty"`
+	// Place is where the link stood on its homepage when it was found:
+	// position, heading and landmark, each left out while not known (see
+	// Place), as for updates recorded before places were.
+	Place
 	// Article is what the link leads to (see Article): status pending
 	// until the extractor read it; nil when its page does not read
 	// articles. Lists leave its Body out unless asked for it.

@@ -126,7 +126,7 @@ func TestDecodeReadsInvalidUTF8AsEncodingJSONDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("DecodeTask = %+q, encoding/json = %+q", got.Context, want.Context)
+		t.Errorf("DecodeTask = %+v, encoding/json = %+v", got.Context, want.Context)
 	}
 }
 

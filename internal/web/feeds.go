@@ -312,7 +312,11 @@ func writeAtom(buf *bytes.Buffer, f *feeds.Feed, entries []entry, self string) e
 			authors = append(authors, &feeds.AtomAuthor{})
 		}
 		e.Author = nil // the entry's authors are atomEntry's
-		doc.Entries = append(doc.Entries, &atomEntry{AtomEntry: e, Authors: authors})
+		var categories []atomCategory
+		for _, c := range placeCategories(entries[i].Place) {
+			categories = append(categories, atomCategory{Term: c})
+		}
+		doc.Entries = append(doc.Entries, &atomEntry{AtomEntry: e, Authors: authors, Categories: categories})
 		// published is when the article says it appeared; updated, when
 		// the link was found, which is what orders the entries.
 		e.Published = entries[i].Published.Format(time.RFC3339)
@@ -340,6 +344,31 @@ type atomDoc struct {
 type atomEntry struct {
 	*feeds.AtomEntry
 	Authors []*feeds.AtomAuthor `xml:"author"`
+	// Categories are the entry's place (placeCategories); gorilla/feeds
+	// writes a category's term as its text, where Atom wants an attribute.
+	Categories []atomCategory `xml:"category"`
+}
+
+type atomCategory struct {
+	Term string `xml:"term,attr"`
+}
+
+// placeCategories says where an update's link stood on its page as feed
+// categories, which readers show and filter by: "position:3", then
+// "landmark:main" unless the landmark is none, then "heading:2" when its
+// text is a heading; none when its place is not known.
+func placeCategories(p watch.Place) []string {
+	if !p.Known() {
+		return nil
+	}
+	c := []string{"position:" + strconv.Itoa(p.Position)}
+	if p.Landmark != watch.LandmarkNone && p.Landmark != "" {
+		c = append(c, "landmark:"+string(p.Landmark))
+	}
+	if p.Heading > 0 {
+		c = append(c, "heading:"+strconv.Itoa(p.Heading))
+	}
+	return c
 }
 
 // rssSource is RSS 2.0's <source url="…">name</source>: the channel an item
@@ -358,6 +387,8 @@ type rssItem struct {
 	// them: RSS 2.0's own author wants an e-mail address).
 	Creators []string `xml:"dc:creator"`
 	Source   *rssSource
+	// Categories are the item's place (placeCategories).
+	Categories []string `xml:"category"`
 }
 
 type rssChannel struct {
@@ -419,7 +450,8 @@ func writeRSS(buf *bytes.Buffer, f *feeds.Feed, entries []entry, base string) er
 			creators = e.Article.Author
 		}
 		source := &rssSource{URL: fmt.Sprintf("%s/feeds/pages/%d.rss", base, e.PageID), Name: e.PageName}
-		doc.Channel.Items = append(doc.Channel.Items, rssItem{RssItem: it, Creators: creators, Source: source})
+		doc.Channel.Items = append(doc.Channel.Items, rssItem{RssItem: it, Creators: creators, Source: source,
+			Categories: placeCategories(e.Place)})
 	}
 	rf.Items = nil
 	return writeXML(buf, doc)
@@ -461,6 +493,8 @@ type jsonFeedItem struct {
 	// states another publication time.
 	DateModified string           `json:"date_modified,omitempty"`
 	Authors      []jsonFeedAuthor `json:"authors,omitempty"`
+	// Tags are the item's place (placeCategories).
+	Tags []string `json:"tags,omitempty"`
 }
 
 type jsonFeedAuthor struct {
@@ -472,7 +506,7 @@ func writeJSONFeed(buf *bytes.Buffer, f *feeds.Feed, entries []entry, self strin
 		FeedURL: self, Description: f.Description, Items: make([]jsonFeedItem, len(entries))}
 	for i, e := range entries {
 		item := jsonFeedItem{ID: entryID(e.Update), URL: e.URL, Title: e.Title, ContentText: e.text(), Summary: e.Summary,
-			DatePublished: e.Published.Format(time.RFC3339Nano)}
+			DatePublished: e.Published.Format(time.RFC3339Nano), Tags: placeCategories(e.Place)}
 		if e.Body != "" {
 			item.ContentText = e.Body
 		}

@@ -1,10 +1,13 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -54,12 +57,15 @@ type riverView struct {
 	Mark   string
 	// OnlyUnread says the screen shows only unread updates.
 	OnlyUnread bool
-	mark       watch.Cursor
+	// ByPlace says each check's new links are shown in the order they
+	// stood on their page (?sort=place), not newest first.
+	ByPlace bool
+	mark    watch.Cursor
 }
 
 // riverOf reads the screen of updates f selects that r asks for (?cursor=,
-// ?unread=1), with the reader's unread state. path is the address of the
-// first screen.
+// ?unread=1, ?sort=place), with the reader's unread state. path is the
+// address of the first screen.
 func (s *Server) riverOf(r *http.Request, f watch.UpdateFilter, path string) (riverView, error) {
 	q := r.URL.Query()
 	var v riverView
@@ -88,18 +94,56 @@ func (s *Server) riverOf(r *http.Request, f watch.UpdateFilter, path string) (ri
 	if len(updates) > 0 {
 		v.Mark = encodeCursor(watch.CursorOf(updates[0]))
 	}
+	if q.Get("sort") == "place" {
+		v.ByPlace = true
+		sortByPlace(updates)
+	}
 	v.Items = riverItems(updates, func(u watch.Update) bool { return v.Reader && watch.CursorOf(u).Newer(v.mark) })
 	if len(updates) == f.Limit {
+		// The cursor is the oldest update of the screen, which sorting by
+		// place may have moved from the end.
+		oldest := updates[len(updates)-1]
+		for _, u := range updates {
+			if watch.CursorOf(oldest).Newer(watch.CursorOf(u)) {
+				oldest = u
+			}
+		}
 		next := url.Values{}
 		for k, vals := range q {
 			if k != "cursor" && k != "done" && k != "n" {
 				next[k] = vals
 			}
 		}
-		next.Set("cursor", encodeCursor(watch.CursorOf(updates[len(updates)-1])))
+		next.Set("cursor", encodeCursor(watch.CursorOf(oldest)))
 		v.Next = path + "?" + next.Encode()
 	}
 	return v, nil
+}
+
+// sortByPlace orders the new links of each check (the updates of one page
+// found at one time, which the newest-first order keeps together) by their
+// position on the page, the ones without a known place last; the checks
+// stay newest first. A check split across two screens is sorted on each.
+func sortByPlace(updates []watch.Update) {
+	for start := 0; start < len(updates); {
+		end := start + 1
+		for end < len(updates) && updates[end].PageID == updates[start].PageID &&
+			updates[end].DiscoveredAt.Equal(updates[start].DiscoveredAt) {
+			end++
+		}
+		slices.SortStableFunc(updates[start:end], func(a, b watch.Update) int {
+			return cmp.Compare(placeRank(a.Place), placeRank(b.Place))
+		})
+		start = end
+	}
+}
+
+// placeRank is the position of p, or past every position when p is not known.
+func placeRank(p watch.Place) int {
+	if !p.Known() {
+		return math.MaxInt
+	}
+	return p.Position
 }
 
 // riverItems collapses each redesign (updates flagged burst, of one page

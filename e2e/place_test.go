@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
+)
+
+// placedPage serves one homepage whose markup a test replaces between
+// checks.
+type placedPage struct {
+	mu   sync.Mutex
+	body string
+	srv  *httptest.Server
+}
+
+func (p *placedPage) set(body string) {
+	p.mu.Lock()
+	p.body = "<!DOCTYPE html><html><head><title>Placed</title></head><body>" + body + "</body></html>"
+	p.mu.Unlock()
+}
+
+func (p *placedPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	body := p.body
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprint(w, body)
+}
+
+type placedUpdate struct {
+	URL      string
+	Position *int
+	Heading  *int
+	Landmark *string
+}
+
+func (u placedUpdate) String() string {
+	return fmt.Sprintf("%s #%v h%v %v", u.URL, deref(u.Position), deref(u.Heading), deref(u.Landmark))
+}
+
+// TestPlacesAsServed: the real programs record each new link with the
+// position, heading and landmark it had on the page as served, while links
+// move between landmarks from check to check; positions count only the
+// links the page's options keep.
+func TestPlacesAsServed(t *testing.T) {
+	t.Parallel()
+	sys := newSystem(t)
+	page := &placedPage{}
+	page.srv = httptest.NewServer(page)
+	t.Cleanup(page.srv.Close)
+	page.set(`<header><a href="/">Home</a><nav><a href="/politics">Politics</a><a href="/ads/1">Ad</a></nav></header>
+		<main><article><h2><a href="/a">Story A</a></h2></article><article><h2><a href="/b">Story B</a></h2></article></main>
+		<footer><a href="/imprint">Imprint</a></footer>`)
+	id := sys.add(page.srv.URL+"/", "--interval", "1h", "--ignore", "/ads/")
+	sys.start("scheduler")
+	sys.start("crawler")
+	sys.start("processor")
+	sys.checkNow(id)
+	testsvc.Eventually(t, 60*time.Second, "the baseline", sys.baselineDone(id))
+
+	// Second check: A moves to the footer and B to an aside (old links, no
+	// news); C leads main under an h3 after an ignored ad; D is first
+	// anchored in the navigation and again as a headline in main; E sits in
+	// an article header, which is no page banner.
+	page.set(`<header><a href="/">Home</a><nav><a href="/ads/2">Ad</a><a href="/d">D</a><a href="/politics">Politics</a></nav></header>
+		<main><a href="/ads/3">Ad</a><h3><span><a href="/c">Story C</a></span></h3>
+		<article><header><a href="/e">Story E</a></header></article><h1><a href="/d">Story D</a></h1></main>
+		<aside><a href="/b">Story B</a></aside><footer><a href="/a">Story A</a><a href="/imprint">Imprint</a></footer>`)
+	sys.waitForCheck(id)
+	// Third check: C moves up into the banner, a new link F by role in a
+	// complementary part, G in the footer, H in no landmark at all.
+	page.set(`<div role="banner"><a href="/c">Story C</a><a href="/">Home</a></div><a href="/h">Story H</a>
+		<div role="complementary"><div role="heading" aria-level="4"><a href="/f">Story F</a></div></div>
+		<nav><a href="/politics">Politics</a></nav><main><a href="/e">Story E</a><a href="/d">Story D</a></main>
+		<footer><a href="/imprint">Imprint</a><a href="/g">Story G</a><a href="/a">Story A</a></footer>`)
+	sys.waitForCheck(id)
+
+	rows, err := sys.db.Query(t.Context(), `SELECT url, position, heading, landmark FROM updates WHERE page_id = $1`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []placedUpdate
+	for rows.Next() {
+		var u placedUpdate
+		if err := rows.Scan(&u.URL, &u.Position, &u.Heading, &u.Landmark); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, u)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ptr := func(v int) *int { return &v }
+	mark := func(s string) *string { return &s }
+	base := page.srv.URL
+	want := []placedUpdate{
+		// Kept links of check 2: /, /d, /politics, /c, /e, /b, /a, /imprint.
+		{base + "/c", ptr(4), ptr(3), mark("main")},
+		{base + "/d", ptr(2), ptr(1), mark("nav")},
+		{base + "/e", ptr(5), ptr(0), mark("main")},
+		// Kept links of check 3: /c, /, /h, /f, /politics, /e, /d, /imprint, /g, /a.
+		{base + "/f", ptr(4), ptr(4), mark("aside")},
+		{base + "/g", ptr(9), ptr(0), mark("footer")},
+		{base + "/h", ptr(3), ptr(0), mark("none")},
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].URL < got[j].URL })
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("updates:\n got %v\nwant %v", got, want)
+	}
+}
