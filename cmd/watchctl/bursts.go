@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -132,9 +133,13 @@ func (u *updatesCmd) printRemovals(c *cli, st *store.Store, f watch.RemovalFilte
 		return nil
 	}
 	tw := newTable(c.stdout)
-	fmt.Fprintln(tw, "REMOVED\tPAGE\tTEXT\tURL")
+	fmt.Fprintln(tw, "REMOVED\tPAGE\tON THE PAGE FOR\tTEXT\tURL")
 	for _, m := range removals {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.RemovedAt.Local().Format("2006-01-02 15:04:05"), m.PageID, oneLine(m.Text), m.URL)
+		dwell := "-"
+		if m.DwellSeconds != nil {
+			dwell = watch.HumanDuration(time.Duration(*m.DwellSeconds) * time.Second)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", m.RemovedAt.Local().Format("2006-01-02 15:04:05"), m.PageID, dwell, oneLine(m.Text), m.URL)
 	}
 	return tw.Flush()
 }

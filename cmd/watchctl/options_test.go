@@ -109,8 +109,12 @@ func TestUpdatesShowsABurstAsOneLineAndListsRemovals(t *testing.T) {
 	if _, err := st.RecordRemovals(ctx, []int64{page.ID}); err != nil { // as the processor does after its checks
 		t.Fatal(err)
 	}
-	if code, out, _ = runCLI(t, e, "updates", "--removed"); code != 0 || !strings.Contains(out, "https://zeitung.example/alt") {
-		t.Fatalf("updates --removed: exit %d\n%s", code, out)
+	if code, out, _ = runCLI(t, e, "updates", "--removed"); code != 0 || !strings.Contains(out, "https://zeitung.example/alt") ||
+		!strings.Contains(out, "ON THE PAGE FOR") || !strings.Contains(out, "under a minute") {
+		t.Fatalf("updates --removed: exit %d\n%s\nwant the removal with its time on the page", code, out)
+	}
+	if code, out, _ = runCLI(t, e, "updates", "--removed", "--json"); code != 0 || !strings.Contains(out, `"dwell_seconds":`) {
+		t.Fatalf("updates --removed --json: exit %d\n%s\nwant dwell_seconds", code, out)
 	}
 }
 

@@ -105,15 +105,23 @@ func (s *Store) Removals(ctx context.Context, f watch.RemovalFilter) ([]watch.Re
 // its link was pruned (absent for the removal count across more than links'
 // retention) has no URL and is left out, as it was never recorded before.
 const namedRemovals = `removals r LEFT JOIN LATERAL (
-			SELECT l.url, l.text FROM links l WHERE r.url IS NULL AND l.page_id = r.page_id AND l.link_key = r.link_key) l ON true`
+			SELECT l.url, l.text, l.first_seen_at FROM links l WHERE l.page_id = r.page_id AND l.link_key = r.link_key) l ON true`
 
 const (
-	removalColumns = `r.id, r.page_id, coalesce(r.url, l.url), coalesce(r.text, l.text), r.removed_at`
+	removalColumns = `r.id, r.page_id, coalesce(r.url, l.url), coalesce(r.text, l.text), r.removed_at, l.first_seen_at`
 	removalNamed   = `(r.url IS NOT NULL OR l.url IS NOT NULL)`
 )
 
 func scanRemoval(r pgx.CollectableRow) (watch.Removal, error) {
-	var m watch.Removal
-	err := r.Scan(&m.ID, &m.PageID, &m.URL, &m.Text, &m.RemovedAt)
-	return m, err
+	var (
+		m     watch.Removal
+		first *time.Time
+	)
+	if err := r.Scan(&m.ID, &m.PageID, &m.URL, &m.Text, &m.RemovedAt, &first); err != nil {
+		return m, err
+	}
+	if first != nil {
+		m.DwellSeconds = watch.DwellSeconds(*first, m.RemovedAt)
+	}
+	return m, nil
 }

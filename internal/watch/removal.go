@@ -12,6 +12,10 @@ type Removal struct {
 	URL       string    `json:"url"`
 	Text      string    `json:"text"`
 	RemovedAt time.Time `json:"removed_at"`
+	// DwellSeconds is the link's time on the page, from its first sighting
+	// to this removal (DwellSeconds); nil when its first sighting is no
+	// longer kept (links' retention pruned the link).
+	DwellSeconds *int64 `json:"dwell_seconds,omitempty"`
 }
 
 // RemovalFilter selects removals, newest first.

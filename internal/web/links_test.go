@@ -115,6 +115,12 @@ func TestAPIPageLinksAndDwell(t *testing.T) {
 		t.Fatalf("removed links: %d %s; want c, 12000 s on the page from %s", resp.StatusCode, b, first)
 	}
 
+	_, b = e.do("GET", fmt.Sprintf("/api/v1/removals?page=%d", page.ID), e.readTok, "")
+	rms := decode[struct{ Removals []watch.Removal }](t, b)
+	if len(rms.Removals) != 1 || rms.Removals[0].URL != urls["c"] || rms.Removals[0].DwellSeconds == nil || *rms.Removals[0].DwellSeconds != 12000 {
+		t.Errorf("removals: %s; want c with dwell_seconds 12000", b)
+	}
+
 	_, b = e.do("GET", fmt.Sprintf("/api/v1/updates?page=%d", page.ID), e.readTok, "")
 	ups := decode[struct{ Updates []watch.Update }](t, b)
 	for _, u := range ups.Updates {

@@ -58,6 +58,8 @@ type removalJSON struct {
 	URL       string    `json:"url"`
 	Text      string    `json:"text"`
 	RemovedAt time.Time `json:"removed_at"`
+	// DwellSeconds is watch.Removal's; left out when not known.
+	DwellSeconds *int64 `json:"dwell_seconds,omitempty"`
 }
 
 // apiRemovals lists removals, newest first; it takes the page, since and
@@ -80,7 +82,8 @@ func (s *Server) apiRemovals(w http.ResponseWriter, r *http.Request) {
 		Removals []removalJSON `json:"removals"`
 	}{Removals: make([]removalJSON, len(removals))}
 	for i, m := range removals {
-		out.Removals[i] = removalJSON{ID: m.ID, PageID: m.PageID, URL: m.URL, Text: m.Text, RemovedAt: m.RemovedAt.UTC()}
+		out.Removals[i] = removalJSON{ID: m.ID, PageID: m.PageID, URL: m.URL, Text: m.Text, RemovedAt: m.RemovedAt.UTC(),
+			DwellSeconds: m.DwellSeconds}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
