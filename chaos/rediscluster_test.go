@@ -101,7 +101,7 @@ func TestRedisClusterLosesAMaster(t *testing.T) {
 	// The pipeline did use the cluster: the live masters hold seen-sets.
 	for _, node := range cluster.Nodes[1:] {
 		rdb := redis.NewClient(&redis.Options{Addr: node.Addr()})
-		n, err := rdb.Eval(ctx, `return #redis.call('KEYS', ARGV[1])`, nil, w.sys.Prefix+":seen:*").Int()
+		n, err := rdb.Eval(ctx, `return #redis.call('KEYS', ARGV[1])`, nil, w.sys.Prefix+":seen2:*").Int()
 		rdb.Close()
 		if err != nil {
 			t.Fatalf("count seen-sets on %s: %v", node.Addr(), err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/processor"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 func load(env map[string]string) (settings, error) {
@@ -22,7 +23,7 @@ func TestProcessorSettings(t *testing.T) {
 	}
 	p, r := cfg.Processor, cfg.Retention
 	if p.CodeLength != 8 || p.Caps != processor.DefaultCaps || p.Burst.Share != 0.5 || p.Burst.Min != 20 || p.RemovalChecks != 2 ||
-		r.Links != 90*24*time.Hour || r.Updates != 0 || r.Interval != 10*time.Minute || r.Batch != 1000 ||
+		p.Revisions != watch.DefaultRevisionCaps || r.Links != 90*24*time.Hour || r.Updates != 0 || r.Interval != 10*time.Minute || r.Batch != 1000 ||
 		cfg.Seen.TTL != 720*time.Hour || cfg.Concurrency != 8 || cfg.Prefetch != 0 {
 		t.Fatalf("defaults = %+v", cfg)
 	}
@@ -30,14 +31,14 @@ func TestProcessorSettings(t *testing.T) {
 	cfg, err = load(map[string]string{
 		"PORTALWATCH_MAX_NEW_LINKS_PER_CHECK": "0", "PORTALWATCH_MAX_NEW_LINKS_PER_DAY": "0", "PORTALWATCH_LINKS_RETENTION": "0",
 		"PORTALWATCH_REMOVAL_CHECKS": "0", "PORTALWATCH_BURST_SHARE": "0", "PORTALWATCH_UPDATES_RETENTION": "720h",
-		"PORTALWATCH_CODE_LENGTH": "6",
+		"PORTALWATCH_CODE_LENGTH": "6", "PORTALWATCH_REVISIONS_PER_CHECK": "0", "PORTALWATCH_REVISIONS_PER_LINK": "5",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, r = cfg.Processor.WithDefaults(), cfg.Retention.WithDefaults()
 	if p.Caps.PerCheck != 0 || p.Caps.PerDay != 0 || r.Links != 0 || p.RemovalChecks != 0 || p.Burst.Share != 0 ||
-		r.Updates != 720*time.Hour || p.CodeLength != 6 {
+		r.Updates != 720*time.Hour || p.CodeLength != 6 || p.Revisions != (watch.RevisionCaps{PerCheck: 0, PerLink: 5}) {
 		t.Fatalf("read as %+v %+v", p, r)
 	}
 	_, err = load(map[string]string{

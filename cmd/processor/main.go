@@ -25,6 +25,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/redisconn"
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/store"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 func main() {
@@ -72,6 +73,7 @@ func defaults() settings {
 			Caps:          processor.DefaultCaps,
 			Burst:         processor.DefaultBurst,
 			RemovalChecks: processor.DefaultRemovalChecks,
+			Revisions:     watch.DefaultRevisionCaps,
 			Articles:      true,
 		}.WithDefaults(),
 		Retention: processor.RetentionConfig{Links: processor.DefaultLinksRetention}.WithDefaults(),

@@ -394,13 +394,13 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 			"over_link_cap", stats.LinksOverCap, "over_tree_budget", stats.OverTreeBudget,
 			"nodes_capped", stats.NodesCapped, "depth_capped", stats.DepthCapped)
 	}
-	urls := make([]string, len(links))
+	urls, texts := make([]string, len(links)), make([]string, len(links))
 	for i, l := range links {
-		urls[i] = l.URL
+		urls[i], texts[i] = l.URL, l.Text
 	}
-	if job.LinksDigest != "" && shortlink.SetDigest(urls) == job.LinksDigest {
-		// Every one of these links is recorded already: say so instead of
-		// sending them all again.
+	if job.LinksDigest != "" && shortlink.SetDigest(urls, texts) == job.LinksDigest {
+		// Every one of these links is recorded already, with this text:
+		// say so instead of sending them all again.
 		task.Unchanged, task.Followed = true, nil // nothing to compare
 		s.metrics.checks.WithLabelValues("unchanged").Inc()
 		return task

@@ -126,16 +126,23 @@ func TestUnchangedLinkSetIsNotSentAgain(t *testing.T) {
 		w.Write([]byte(`<a href="/b">B</a><a href="/a#x">A</a><a href="/a">A again</a>`))
 	})
 	svc := newService(t, &recorder{})
-	digest := shortlink.SetDigest([]string{srv.URL + "/a", srv.URL + "/b"})
+	digest := shortlink.SetDigest([]string{srv.URL + "/a", srv.URL + "/b"}, []string{"A", "B"})
 	followed := &watch.Followed{Checks: 7, Base: watch.Keys{1, 42}, Pending: watch.Keys{5}, PendingSince: []int64{6}}
 	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: digest, Followed: followed})
 	if !task.Unchanged || len(task.Context) != 0 || task.Failed() || task.Followed != nil {
 		t.Fatalf("same link set: %+v, want an unchanged task without links or following state", task)
 	}
-	task = svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: shortlink.SetDigest([]string{srv.URL + "/a"}),
+	task = svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: shortlink.SetDigest([]string{srv.URL + "/a"}, []string{"A"}),
 		Followed: followed})
 	if task.Unchanged || len(task.Context) != 2 || task.Followed != followed {
 		t.Fatalf("a different link set: %+v, want both links sent with the job's following state", task)
+	}
+	// The same links under another headline: the processor records the
+	// revision, so the crawler must send them.
+	rewritten := shortlink.SetDigest([]string{srv.URL + "/a", srv.URL + "/b"}, []string{"A", "B before"})
+	task = svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: rewritten, Followed: followed})
+	if task.Unchanged || len(task.Context) != 2 {
+		t.Fatalf("a rewritten headline: %+v, want both links sent", task)
 	}
 }
 
@@ -155,7 +162,7 @@ func TestSameBodyIsNotParsedAgain(t *testing.T) {
 	if first.BodyDigest == "" || len(first.Context) != 2 || first.Title != "Front" {
 		t.Fatalf("first check: %+v, want its links, title and body digest", first)
 	}
-	digest := shortlink.SetDigest([]string{srv.URL + "/a", srv.URL + "/b", srv.URL + "/c"}) // not the set: only the body can tell
+	digest := shortlink.SetDigest([]string{srv.URL + "/a", srv.URL + "/b", srv.URL + "/c"}, []string{"A", "B", "C"}) // not the set: only the body can tell
 	same := svc.Check(ctx, watch.Job{ID: 1, BaseURL: srv.URL + "/", LinksDigest: digest, BodyDigest: first.BodyDigest,
 		Followed: &watch.Followed{Checks: 3}})
 	if !same.Unchanged || len(same.Context) != 0 || same.Followed != nil || same.BodyDigest != first.BodyDigest || same.Failed() {

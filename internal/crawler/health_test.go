@@ -40,7 +40,7 @@ func TestTaskCarriesWhatHealthIsJudgedOn(t *testing.T) {
 	// An unchanged set carries its count, but is not judged again: its
 	// links are the set already judged.
 	task = svc.Check(ctx, watch.Job{ID: 1, BaseURL: base, Options: &watch.LinkOptions{Within: within},
-		LinksDigest: shortlink.SetDigest([]string{})})
+		LinksDigest: shortlink.SetDigest(nil, nil)})
 	if !task.Unchanged || task.Kept == nil || *task.Kept != 0 || task.Reading() != nil {
 		t.Fatalf("an unchanged check: %+v, want its count and no reading", task)
 	}

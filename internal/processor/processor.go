@@ -33,10 +33,11 @@ type Recorder interface {
 	PagesWithDueRemovals(ctx context.Context, limit int) ([]int64, error)
 }
 
-// SeenSet is the cache of each page's known link codes.
+// SeenSet is the cache of each page's known links, each under its seenCode.
 type SeenSet interface {
 	Seen(ctx context.Context, pageID int64, codes []uint64) ([]bool, error)
 	Add(ctx context.Context, pageID int64, codes []uint64) error
+	Remove(ctx context.Context, pageID int64, codes []uint64) error
 }
 
 // Config configures the processor.
@@ -66,6 +67,10 @@ type Config struct {
 	// that no claim has recorded yet, which reads every page's row.
 	// Default 1h.
 	RemovalSweep time.Duration
+	// Revisions caps the headline revisions the checks of a page record;
+	// the zero value records none. The programs use
+	// watch.DefaultRevisionCaps.
+	Revisions watch.RevisionCaps
 	// Articles has each new link of a page that asks for it (Page.Articles)
 	// read as an article by the extractor: the update is recorded with its
 	// work. The programs default to true; false reads no page's articles.
@@ -123,6 +128,8 @@ func (c Config) Validate() error {
 		config.Between("Burst.Share", c.Burst.Share, 0, 1),
 		config.Between("RemovalChecks", c.RemovalChecks, 0, 100),
 		config.AtLeast("RemovalSweep", c.RemovalSweep, 0),
+		config.Between("Revisions.PerCheck", c.Revisions.PerCheck, 0, 100_000),
+		config.Between("Revisions.PerLink", c.Revisions.PerLink, 0, 1000),
 	}
 	if c.Burst.Share > 0 {
 		errs = append(errs, config.Between("Burst.Min", c.Burst.Min, 1, 1_000_000))
@@ -157,6 +164,8 @@ type metrics struct {
 	cacheFails prometheus.Counter
 	cut        prometheus.Counter
 	removals   prometheus.Counter
+	revisions  prometheus.Counter
+	retitled   prometheus.Counter
 	recomputed prometheus.Counter
 	health     *prometheus.CounterVec
 	duration   prometheus.Histogram
@@ -192,6 +201,13 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 		removals: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portalwatch_processor_removals_total", Help: "Links recorded as removed by the sweep for pages no claim reached (the scheduler's claims record the rest).",
 		}),
+		revisions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_processor_revisions_total", Help: "Headline rewrites of known links recorded as revisions (link.rewritten events).",
+		}),
+		retitled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_processor_retitled_total",
+			Help: "Known links whose stored headline was brought up to date, revisions and silent updates (baselines, redesigns, caps) together.",
+		}),
 		recomputed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portalwatch_processor_checks_recomputed_total",
 			Help: "Checks whose removal tracking was computed from the page's row because their job's state was missing or stale.",
@@ -205,7 +221,7 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}
-	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.removals, m.recomputed, m.health, m.duration)
+	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.removals, m.revisions, m.retitled, m.recomputed, m.health, m.duration)
 	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}, nil
 }
 
@@ -260,6 +276,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		RefreshEvery: s.cfg.LinkRefresh,
 		Burst:        s.cfg.Burst,
 		Articles:     s.cfg.Articles,
+		Revisions:    s.cfg.Revisions,
 		Reading:      task.Reading(),
 		Challenge:    watch.CleanText(task.Challenge),
 	}
@@ -317,6 +334,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 			log.Warn("seen-set not updated; the next check asks PostgreSQL again", "err", err)
 		}
 	}
+	s.retitled(ctx, log, task.ID, rec)
 
 	switch {
 	case task.Failed():
@@ -352,6 +370,8 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 func (s *Service) candidates(ctx context.Context, task watch.Task) (links []watch.NewLink, codes, all []uint64, digest string) {
 	links = make([]watch.NewLink, 0, len(task.Context))
 	codes = make([]uint64, 0, len(task.Context))
+	all = make([]uint64, 0, len(task.Context))
+	sent := make([]string, 0, len(task.Context))
 	keys := make(map[uint64]struct{}, len(task.Context))
 	for _, l := range task.Context {
 		if l.URL == "" {
@@ -363,15 +383,17 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []watc
 			continue
 		}
 		keys[key] = struct{}{}
-		links = append(links, watch.NewLink{Key: key, URL: url, Text: watch.CleanText(l.Text), Code: shortlink.Code(key, s.cfg.CodeLength),
+		text := watch.CleanText(l.Text)
+		links = append(links, watch.NewLink{Key: key, URL: url, Text: text, Code: shortlink.Code(key, s.cfg.CodeLength),
 			Summary: watch.CleanText(l.Summary), Place: l.Place.Checked()})
-		codes = append(codes, shortlink.CodeValue(key, s.cfg.CodeLength))
+		codes = append(codes, seenCode(key, text))
+		all = append(all, key)
+		// The digest is of the texts as the crawler sent them, which is
+		// what it compares: a text that cleaning changes would otherwise
+		// never match, and its page never be found unchanged.
+		sent = append(sent, l.Text)
 	}
-	all = make([]uint64, 0, len(keys))
-	for k := range keys {
-		all = append(all, k)
-	}
-	digest = shortlink.KeySetDigest(all)
+	digest = shortlink.KeySetDigest(all, sent)
 	seen, err := s.seen.Seen(ctx, task.ID, codes)
 	if err != nil {
 		s.metrics.cacheFails.Inc()
@@ -390,6 +412,62 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []watc
 	s.metrics.cacheHits.Add(float64(len(links) - n))
 	s.metrics.cacheMiss.Add(float64(n))
 	return links[:n], codes[:n], all, digest
+}
+
+// seenCode is what the seen-set holds for a link: 63 bits of a hash of its
+// key and its text. A known link whose headline changed then reads as
+// unseen and goes to PostgreSQL, which records the revision; the unchanged
+// links of a page, nearly all of them, still cost PostgreSQL nothing. The
+// top bit is left clear so that every code is a positive int64, which Redis
+// keeps in the compact intset encoding. FNV-1a with a final mix: the codes
+// must be the same in every process, so no seeded hash will do, and a
+// collision within one page (odds about n squared over 2^64) hides a link.
+func seenCode(key uint64, text string) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	for i := range 8 {
+		h = (h ^ (key >> (8 * i) & 0xff)) * prime
+	}
+	for i := 0; i < len(text); i++ {
+		h = (h ^ uint64(text[i])) * prime
+	}
+	// The murmur3 finaliser spreads every input bit over the low bits,
+	// which pick a code's bucket.
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h >> 1
+}
+
+// retitled counts the headlines a check brought up to date and drops each
+// old text's code from the seen-set, so that a headline changed back is
+// seen as a rewrite again. Should Redis fail here, a headline changed back
+// within the set's generation is missed; the text in PostgreSQL stays the
+// last one recorded, and nothing else is lost.
+func (s *Service) retitled(ctx context.Context, log *slog.Logger, pageID int64, rec watch.Recorded) {
+	if len(rec.Retitled) == 0 {
+		return
+	}
+	s.metrics.retitled.Add(float64(len(rec.Retitled)))
+	s.metrics.revisions.Add(float64(rec.Revisions))
+	if rec.Revisions > 0 {
+		log.Info("headlines rewritten", "revisions", rec.Revisions)
+	} else {
+		log.Info("headlines brought up to date without revisions", "links", len(rec.Retitled))
+	}
+	old := make([]uint64, len(rec.Retitled))
+	for i, r := range rec.Retitled {
+		old[i] = seenCode(r.Key, r.OldText)
+	}
+	if err := s.seen.Remove(ctx, pageID, old); err != nil {
+		s.metrics.cacheFails.Inc()
+		log.Warn("old headlines left in the seen-set; one changed back would go unrecorded this generation", "err", err)
+	}
 }
 
 // recordedCodes returns the codes of the links that went into updates. After

@@ -222,7 +222,7 @@ func TestLinkSetDigestTravelsToTheNextJob(t *testing.T) {
 		return jobs[0]
 	}
 	job := claim()
-	want := shortlink.SetDigest([]string{"https://portal.example/a", "https://portal.example/b"})
+	want := shortlink.SetDigest([]string{"https://portal.example/a", "https://portal.example/b"}, []string{"Story /a", "Story /b"})
 	if job.LinksDigest != want {
 		t.Fatalf("job digest %q, want the digest of the recorded link set %q", job.LinksDigest, want)
 	}

@@ -46,7 +46,7 @@ func TestOnRedisClusterALostMasterCostsOnlyItsPages(t *testing.T) {
 	onVictim := map[int64]bool{}
 	direct := redis.NewClient(&redis.Options{Addr: victim.Addr()})
 	for page := int64(1); page < pages; page++ {
-		n, err := direct.Eval(ctx, `return #redis.call('KEYS', ARGV[1])`, nil, "pwtest:seen:e:{"+itoa(page)+"}:*").Int()
+		n, err := direct.Eval(ctx, `return #redis.call('KEYS', ARGV[1])`, nil, "pwtest:seen2:e:{"+itoa(page)+"}:*").Int()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,8 +3,12 @@
 // after the link's row is committed, and every Redis failure reads as "not
 // seen", so losing Redis costs one slower round and never an update.
 //
-// Memory: a page's codes are the integer values of its short codes
-// (shortlink.CodeValue) spread over Buckets sets by value. Sets of integers
+// A code is whatever 63-bit number the caller gives for a link; the
+// processor's codes hash a link's key with its headline, so that a rewritten
+// headline reads as unseen (and keys carry "seen2", so that the sets of the
+// old codes, short-code values, are never read).
+//
+// Memory: a page's codes are spread over Buckets sets by value. Sets of integers
 // stay in Redis's compact intset encoding (8 bytes per code) while they hold
 // at most set-max-intset-entries (512 by default) members, so a page keeps the
 // compact form up to about Buckets × 450 links; with 8 buckets that is about
@@ -180,7 +184,7 @@ func (s *Set) generation(pageID int64) (gen int64, expireAt time.Time) {
 // losing a node costs the pages on it their cache and no other page a
 // round trip.
 func (s *Set) key(pageID, gen int64, bucket int) string {
-	return s.cfg.Prefix + ":seen:" + s.cfg.Epoch + ":{" + strconv.FormatInt(pageID, 10) + "}:" +
+	return s.cfg.Prefix + ":seen2:" + s.cfg.Epoch + ":{" + strconv.FormatInt(pageID, 10) + "}:" +
 		strconv.FormatInt(gen, 10) + ":" + strconv.Itoa(bucket)
 }
 
@@ -274,6 +278,32 @@ func (s *Set) Add(ctx context.Context, pageID int64, codes []uint64) error {
 	}
 	if err != nil {
 		return fmt.Errorf("add %d codes of page %d to Redis: %w", len(codes), pageID, err)
+	}
+	return nil
+}
+
+// Remove drops codes from the page's sets of the current generation, as when
+// a link's headline changed and its old code must read as unseen again.
+func (s *Set) Remove(ctx context.Context, pageID int64, codes []uint64) error {
+	if len(codes) == 0 {
+		return nil
+	}
+	byBucket := s.group(codes)
+	gen, _ := s.generation(pageID)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b, idx := range byBucket {
+			members := make([]any, len(idx))
+			for i, j := range idx {
+				members[i] = codes[j]
+			}
+			p.SRem(ctx, s.key(pageID, gen, b), members...)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("remove %d codes of page %d from Redis: %w", len(codes), pageID, err)
 	}
 	return nil
 }

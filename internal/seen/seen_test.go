@@ -54,6 +54,13 @@ func TestSeenAfterAddOnly(t *testing.T) {
 			t.Errorf("Seen(code %d) = %v, want %v", codes[i], got[i], want[i])
 		}
 	}
+	// A removed code reads as unseen again; the others stay.
+	if err := s.Remove(ctx, 7, []uint64{2, 1 << 40}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = s.Seen(ctx, 7, codes[:3]); err != nil || !got[0] || got[1] || !got[2] {
+		t.Errorf("after removing code 2: Seen = %v, %v; want 1 and 3 only", got, err)
+	}
 	// Pages are separate: page 8 has seen nothing.
 	other, err := s.Seen(ctx, 8, codes[:3])
 	if err != nil {
@@ -101,7 +108,7 @@ func TestCodesStayInCompactEncoding(t *testing.T) {
 	if err := s.Add(ctx, 99, codes); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := rdb.Keys(ctx, "*:seen:e:{99}:*").Result()
+	keys, err := rdb.Keys(ctx, "*:seen2:e:{99}:*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +154,7 @@ func TestWritesDoNotRenewTheExpiry(t *testing.T) {
 	if err := s.Add(ctx, 5, []uint64{1}); err != nil {
 		t.Fatal(err)
 	}
-	keys := rdb.Keys(ctx, "*:seen:e:{5}:*").Val()
+	keys := rdb.Keys(ctx, "*:seen2:e:{5}:*").Val()
 	if len(keys) != 1 {
 		t.Fatalf("keys = %v, want one set", keys)
 	}
@@ -205,7 +212,7 @@ func TestRotatingPageStaysBounded(t *testing.T) {
 			first = codes
 		}
 	}
-	keys := rdb.Keys(ctx, "*:seen:e:{42}:*").Val()
+	keys := rdb.Keys(ctx, "*:seen2:e:{42}:*").Val()
 	var total int64
 	for _, k := range keys {
 		n := rdb.SCard(ctx, k).Val()

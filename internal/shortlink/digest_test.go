@@ -5,18 +5,21 @@ import (
 )
 
 func TestSetDigestIgnoresOrderAndRepetition(t *testing.T) {
-	a := SetDigest([]string{"https://x.example/a", "https://x.example/b"})
-	if b := SetDigest([]string{"https://x.example/b", "https://x.example/a", "https://x.example/b"}); a != b {
-		t.Fatalf("same set, different digests: %s and %s", a, b)
+	a := SetDigest([]string{"https://x.example/a", "https://x.example/b"}, []string{"A", "B"})
+	if b := SetDigest([]string{"https://x.example/b", "https://x.example/a", "https://x.example/b"}, []string{"B", "A", "other"}); a != b {
+		t.Fatalf("same links, different digests: %s and %s", a, b)
 	}
-	for _, other := range [][]string{
-		{"https://x.example/a"},
-		{"https://x.example/a", "https://x.example/b", "https://x.example/c"},
-		{"https://x.example/a", "https://x.example/B"},
-		nil,
+	for _, other := range []struct{ urls, texts []string }{
+		{[]string{"https://x.example/a"}, []string{"A"}},
+		{[]string{"https://x.example/a", "https://x.example/b", "https://x.example/c"}, []string{"A", "B", "C"}},
+		{[]string{"https://x.example/a", "https://x.example/B"}, []string{"A", "B"}},
+		{[]string{"https://x.example/a", "https://x.example/b"}, []string{"A", "B rewritten"}},
+		// The text must not run into the next link: "AB" and "" is not "A" and "B".
+		{[]string{"https://x.example/a", "https://x.example/b"}, []string{"AB", ""}},
+		{nil, nil},
 	} {
-		if SetDigest(other) == a {
-			t.Errorf("set %v has the digest of another set", other)
+		if SetDigest(other.urls, other.texts) == a {
+			t.Errorf("links %v %q have the digest of others", other.urls, other.texts)
 		}
 	}
 	if len(a) != 32 {

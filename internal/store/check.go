@@ -25,8 +25,10 @@ func budget(n int) int32 {
 // unless this is the page's baseline, and the page's status is updated and
 // its lease cleared, all in one statement, so in one transaction and one
 // round trip. The same statement judges the page's watch health (health.go)
-// and returns it with whether it changed (watch.Recorded.Health). A
-// redelivered check changes nothing the first delivery did. It returns
+// and returns it with whether it changed (watch.Recorded.Health), brings
+// the stored headlines of known links up to date, and records the events
+// of both (rewrites, and events). A redelivered check changes nothing the
+// first delivery did. It returns
 // watch.ErrPageNotFound if the page was removed.
 //
 // links must hold every link of the check that the caller cannot prove is
@@ -224,15 +226,17 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 	// the following part's parameters, whose numbers are fixed.
 	all := append(args, trackArgs...)
 	kept, missed := healthArgs(c)
-	all = append(all, c.BodyDigest, c.Articles, kept, missed, positions, headings, landmarks)
+	all = append(all, c.BodyDigest, c.Articles, kept, missed, positions, headings, landmarks,
+		int32(c.Revisions.PerCheck), int32(c.Revisions.PerLink))
 	n := len(all)
-	body, articles := param(n-6), param(n-5)+"::boolean"
-	keptSQL, missedSQL := param(n-4)+"::int", param(n-3)+"::text"
-	places := param(n-2) + "::int[], " + param(n-1) + "::smallint[], " + param(n) + "::text[]"
+	body, articles := param(n-8), param(n-7)+"::boolean"
+	keptSQL, missedSQL := param(n-6)+"::int", param(n-5)+"::text"
+	places := param(n-4) + "::int[], " + param(n-3) + "::smallint[], " + param(n-2) + "::text[]"
+	perCheck, perLink := param(n-1)+"::int", param(n)+"::int"
 	return `
 		WITH page AS (
 			SELECT id, baseline_at IS NULL AS is_first, baseline_at IS NULL OR (rebaseline AND $8) AS silent,
-				burst_detection, articles, ` + healthColumns + `,
+				burst_detection, articles, texts_known AS texts_were_known, ` + fresh + ` AS check_fresh, ` + healthColumns + `,
 				CASE WHEN baseline_at IS NULL OR (rebaseline AND $8) THEN ` + fmt.Sprint(math.MaxInt32) + `
 				     ELSE greatest(0, least($14, $15 - ` + today + `)) END AS budget` + track.columns + `
 			FROM pages WHERE id = $1 FOR UPDATE
@@ -263,19 +267,22 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 			SELECT news.url, page.id, news.discovered_at FROM page, news
 			WHERE page.articles AND ` + articles + ` AND NOT ` + knownArticle + `
 			ON CONFLICT (url) DO NOTHING
-		), status AS (
+		), ` + rewrites(perCheck, perLink) + `, status AS (
 			UPDATE pages SET ` + successSet(`(SELECT count(*) > 0 FROM candidate WHERE n > page.budget)`, "$21", body) + `,
 				last_cut        = CASE WHEN ` + fresh + ` THEN (SELECT count(*) FROM candidate WHERE n > page.budget) ELSE last_cut END,
 				new_links_today = CASE WHEN page.silent THEN new_links_today
 				                       ELSE ` + today + ` + (SELECT count(*) FROM fresh) END,
 				new_links_day   = CASE WHEN page.silent THEN new_links_day ELSE (now() AT TIME ZONE 'UTC')::date END,
+				texts_known     = texts_known OR (` + fresh + ` AND $16 = $20),
 				` + track.set + `,` + healthSet("health", keptSQL) + `
 			FROM page, health WHERE pages.id = page.id
 			RETURNING page.is_first AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh,
 				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline,
 				` + healthReturning("health") + `
-		)
-		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, ` + healthSelected("status") + `, fresh.link_key IS NOT NULL, news.id,
+		), ` + healthEvent("status") + `
+		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, ` + healthSelected("status") + `,
+			(SELECT count(*) FROM revised), (SELECT array_agg(link_key) FROM retitled), (SELECT array_agg(old_text) FROM retitled),
+			fresh.link_key IS NOT NULL, news.id,
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at,
 			coalesce(news.summary, ''), coalesce(news.burst, false)
 		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`, all
@@ -289,24 +296,27 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 	}
 	defer rows.Close()
 	var (
-		rec   watch.Recorded
-		found bool
+		rec      watch.Recorded
+		found    bool
+		oldKeys  []int64
+		oldTexts []string
 	)
 	for rows.Next() {
 		var (
-			inserted bool
-			id       *int64
-			at       *time.Time
-			cut      int64
-			u        watch.Update
-			health   healthScan
+			inserted  bool
+			id        *int64
+			at        *time.Time
+			cut       int64
+			revisions int64
+			u         watch.Update
+			health    healthScan
 		)
-		dest := append(append([]any{&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline}, health.dest()...), &inserted, &id,
-			&u.URL, &u.Text, &u.Code, &at, &u.Summary, &u.Burst)
+		dest := append(append([]any{&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline}, health.dest()...),
+			&revisions, &oldKeys, &oldTexts, &inserted, &id, &u.URL, &u.Text, &u.Code, &at, &u.Summary, &u.Burst)
 		if err := rows.Scan(dest...); err != nil {
 			return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)
 		}
-		rec.Cut = int(cut)
+		rec.Cut, rec.Revisions = int(cut), int(revisions)
 		health.into(&rec)
 		found = true
 		if !inserted {
@@ -325,7 +335,55 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 	if !found {
 		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}
+	for i, k := range oldKeys {
+		rec.Retitled = append(rec.Retitled, watch.Retitled{Key: uint64(k), OldText: oldTexts[i]})
+	}
 	return rec, nil
+}
+
+// rewrites is the part of recordLinks' statement that brings the stored
+// headlines of the check's known links up to date ($10 keys, $12 texts of
+// the check's candidates), as CTEs: retitled, the known links whose text
+// differs, with the text they had (the links row as the statement found
+// it); retext, their update; revised, the revisions recorded as
+// link.rewritten events. A stale check (older than the page's last) changes
+// no text. A revision needs a page whose texts are known (texts_known,
+// migration 00022) and a check that neither sets a baseline nor rewrites
+// more than perCheck headlines (a redesign), and a link with fewer than
+// perLink revisions; other rewrites only update the text. The links of the
+// check that are new are not in retitled: the statement reads links as
+// they were before its own insert.
+func rewrites(perCheck, perLink string) string {
+	return `retitled AS (
+			SELECT l.link_key, l.url, l.text AS old_text, g.t AS new_text
+			FROM page CROSS JOIN unnest($10::bigint[], $12::text[]) AS g(k, t)
+				JOIN links l ON l.page_id = $1 AND l.link_key = g.k
+			WHERE page.check_fresh AND l.text <> g.t
+		), retext AS (
+			UPDATE links SET text = retitled.new_text FROM retitled
+			WHERE links.page_id = $1 AND links.link_key = retitled.link_key
+		), revised AS (
+			INSERT INTO events (page_id, kind, at, link_key, url, old_text, new_text)
+			SELECT $1, '` + string(watch.LinkRewritten) + `', $2, r.link_key, r.url, r.old_text, r.new_text
+			FROM page, retitled r
+			WHERE page.texts_were_known AND NOT page.silent AND (SELECT count(*) FROM retitled) <= ` + perCheck + `
+				AND (SELECT count(*) FROM events e WHERE e.page_id = $1 AND e.link_key = r.link_key
+				     AND e.kind = '` + string(watch.LinkRewritten) + `') < ` + perLink + `
+			RETURNING 1
+		)`
+}
+
+// healthEvent is a CTE that records the event of a check that moved its
+// page between healthy and degraded (page.degraded, page.recovered), read
+// off the relation r that returned healthReturning's columns; $1 is the
+// page, $2 when the check fetched it.
+func healthEvent(r string) string {
+	return `health_event AS (
+			INSERT INTO events (page_id, kind, at, reason, detail)
+			SELECT $1, CASE WHEN ` + r + `.h_reason IS NULL THEN '` + string(watch.PageRecovered) + `' ELSE '` + string(watch.PageDegraded) + `' END,
+				$2, ` + r + `.h_reason, CASE WHEN ` + r + `.h_reason IS NOT NULL THEN nullif(` + r + `.h_detail, '') END
+			FROM ` + r + ` WHERE (` + r + `.h_was IS NULL) <> (` + r + `.h_reason IS NULL)
+		)`
 }
 
 // recordSuccess updates the page's status after a check without candidate
@@ -352,11 +410,14 @@ func recordSuccessStatement(c watch.Check, follow string, followArgs []any) (str
 	n := len(args)
 	keptSQL := param(n-1) + "::int"
 	return `
-		UPDATE pages SET ` + successSet("false", "$10", param(n-2)) + `,
-			last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,` + follow + `,` + healthSet("health", keptSQL) + `
-		FROM (` + judge(lockedHealth, keptSQL, param(n)+"::text") + `) health
-		WHERE id = $1
-		RETURNING baseline_at = now(), ` + fresh + ` AND ` + refreshDue + `, ` + healthReturning("health"), args
+		WITH status AS (
+			UPDATE pages SET ` + successSet("false", "$10", param(n-2)) + `,
+				last_cut = CASE WHEN ` + fresh + ` THEN 0 ELSE last_cut END,` + follow + `,` + healthSet("health", keptSQL) + `
+			FROM (` + judge(lockedHealth, keptSQL, param(n)+"::text") + `) health
+			WHERE id = $1
+			RETURNING baseline_at = now() AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh, ` + healthReturning("health") + `
+		), ` + healthEvent("status") + `
+		SELECT status.baseline, status.refresh, ` + healthSelected("status") + ` FROM status`, args
 }
 
 // lockedHealth is the page row ($1) with healthColumns, locked: the
@@ -399,22 +460,25 @@ func recordFailure(ctx context.Context, q querier, c watch.Check) (watch.Recorde
 	reason, detail := watch.BlockOf(c.Status, c.Challenge)
 	const block = `(health.health_newer AND $5 <> '')`
 	err := q.QueryRow(ctx, `
-		UPDATE pages SET
-			lease_until          = NULL,
-			last_checked_at      = greatest(last_checked_at, $2),
-			last_status          = CASE WHEN `+fresh+` THEN $3 ELSE last_status END,
-			last_error           = CASE WHEN `+fresh+` THEN $4 ELSE last_error END,
-			consecutive_failures = consecutive_failures + 1,
-			degraded             = CASE WHEN `+block+` THEN $5 ELSE degraded END,
-			degraded_detail      = CASE WHEN `+block+` THEN $6 ELSE degraded_detail END,
-			degraded_since       = CASE WHEN `+block+` THEN coalesce(degraded_since, $2) ELSE degraded_since END,
-			etag                 = CASE WHEN `+block+` THEN NULL ELSE etag END,
-			last_modified        = CASE WHEN `+block+` THEN NULL ELSE last_modified END,
-			links_digest         = CASE WHEN `+block+` THEN NULL ELSE links_digest END,
-			body_digest          = CASE WHEN `+block+` THEN NULL ELSE body_digest END
-		FROM (SELECT `+healthColumns+` FROM pages WHERE id = $1 FOR UPDATE) health
-		WHERE id = $1
-		RETURNING `+healthReturning("health"), c.PageID, c.FetchedAt, c.Status, c.Error, string(reason), detail).Scan(health.dest()...)
+		WITH status AS (
+			UPDATE pages SET
+				lease_until          = NULL,
+				last_checked_at      = greatest(last_checked_at, $2),
+				last_status          = CASE WHEN `+fresh+` THEN $3 ELSE last_status END,
+				last_error           = CASE WHEN `+fresh+` THEN $4 ELSE last_error END,
+				consecutive_failures = consecutive_failures + 1,
+				degraded             = CASE WHEN `+block+` THEN $5 ELSE degraded END,
+				degraded_detail      = CASE WHEN `+block+` THEN $6 ELSE degraded_detail END,
+				degraded_since       = CASE WHEN `+block+` THEN coalesce(degraded_since, $2) ELSE degraded_since END,
+				etag                 = CASE WHEN `+block+` THEN NULL ELSE etag END,
+				last_modified        = CASE WHEN `+block+` THEN NULL ELSE last_modified END,
+				links_digest         = CASE WHEN `+block+` THEN NULL ELSE links_digest END,
+				body_digest          = CASE WHEN `+block+` THEN NULL ELSE body_digest END
+			FROM (SELECT `+healthColumns+` FROM pages WHERE id = $1 FOR UPDATE) health
+			WHERE id = $1
+			RETURNING `+healthReturning("health")+`
+		), `+healthEvent("status")+`
+		SELECT `+healthSelected("status")+` FROM status`, c.PageID, c.FetchedAt, c.Status, c.Error, string(reason), detail).Scan(health.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
 	}

@@ -13,8 +13,8 @@ type Check struct {
 	// Title is the page's <title> as the check read it; empty keeps the
 	// page's last one.
 	Title string
-	// LinksDigest is the digest of the check's whole link set
-	// (shortlink.KeySetDigest); empty keeps the page's digest.
+	// LinksDigest is the digest of the check's whole link set with its
+	// texts (shortlink.KeySetDigest); empty keeps the page's digest.
 	LinksDigest string
 	// BodyDigest is the digest of the body the link set was read from
 	// (Task.BodyDigest), stored and cleared with LinksDigest.
@@ -49,6 +49,8 @@ type Check struct {
 	// Challenge is Task.Challenge: a failed check that met a bot
 	// challenge (BlockOf).
 	Challenge string
+	// Revisions caps the headline revisions this check records.
+	Revisions RevisionCaps
 }
 
 // Burst says when a check's new links are a redesign flood rather than news:
@@ -131,6 +133,21 @@ type Recorded struct {
 	// changes it.
 	Health  Health
 	Changed bool
+	// Retitled holds the known links whose stored headline the check
+	// brought up to date, each with the text it replaced. Revisions counts
+	// those recorded as revisions (link.rewritten events); the others were
+	// updated silently: a baseline or re-baseline, a page whose texts were
+	// not known yet, a redesign over RevisionCaps.PerCheck, a link at its
+	// RevisionCaps.PerLink.
+	Retitled  []Retitled
+	Revisions int
+}
+
+// Retitled is a known link whose headline a check found changed: its key
+// and the text it had.
+type Retitled struct {
+	Key     uint64
+	OldText string
 }
 
 // Postponed is a claimed page whose check the scheduler did not dispatch,

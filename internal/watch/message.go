@@ -52,9 +52,10 @@ type Job struct {
 	// Options are the page's link filters; the crawler applies them so that
 	// tasks carry only the links the processor must consider.
 	Options *LinkOptions `json:"options,omitempty"`
-	// LinksDigest is the digest (shortlink.SetDigest) of the link set the
-	// page's last recorded check found. Every link of that set is in the
-	// database, so a crawler that finds the same set again need not send it.
+	// LinksDigest is the digest (shortlink.SetDigest) of the links, with
+	// their texts, that the page's last recorded check found. Every link of
+	// that set is in the database with that text, so a crawler that finds
+	// the same links under the same headlines need not send them.
 	LinksDigest string `json:"linksDigest,omitempty"`
 	// BodyDigest is the digest of the body the check that recorded
 	// LinksDigest read (FetchResult.BodyDigest): the same body again has

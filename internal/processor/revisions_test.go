@@ -1,0 +1,154 @@
+package processor_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/portalwatch/portalwatch/internal/processor"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// titled is a task of the fixture's page with the links paths under the
+// texts texts.
+func (f *fixture) titled(paths, texts []string) watch.Task {
+	task := watch.Task{BaseURL: f.page.BaseURL, ID: f.page.ID, Status: 200}
+	for i, p := range paths {
+		task.Context = append(task.Context, watch.Link{URL: "https://portal.example" + p, Text: texts[i]})
+	}
+	return task
+}
+
+// events returns the page's events as "kind url old → new" or "kind
+// reason", oldest first.
+func (f *fixture) events(t *testing.T) []string {
+	t.Helper()
+	rows, err := f.db.Query(context.Background(), `
+		SELECT kind, coalesce(url, ''), coalesce(old_text, ''), coalesce(new_text, ''), coalesce(reason, '')
+		FROM events WHERE page_id = $1 ORDER BY id`, f.page.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var events []string
+	for rows.Next() {
+		var kind, url, old, text, reason string
+		if err := rows.Scan(&kind, &url, &old, &text, &reason); err != nil {
+			t.Fatal(err)
+		}
+		if kind == string(watch.LinkRewritten) {
+			events = append(events, fmt.Sprintf("%s %s %s → %s", kind, url, old, text))
+		} else {
+			events = append(events, kind+" "+reason)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+func (f *fixture) storedText(t *testing.T, path string) string {
+	t.Helper()
+	var text string
+	if err := f.db.QueryRow(context.Background(), `SELECT text FROM links WHERE page_id = $1 AND url = $2`,
+		f.page.ID, "https://portal.example"+path).Scan(&text); err != nil {
+		t.Fatal(err)
+	}
+	return text
+}
+
+// A known link whose headline changes is a revision, once, even when the
+// check is delivered again; a headline changed back is one more, though
+// the seen-set knew that text; the stored text is always the last one.
+func TestRewrittenHeadlineIsOneRevision(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, "", processor.Config{Revisions: watch.DefaultRevisionCaps})
+	paths := []string{"/a", "/b"}
+	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"})) // baseline
+	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"}))
+	rewritten := f.titled(paths, []string{"Storm hits the coast", "Budget passes"})
+	f.deliver(t, rewritten)
+	rewritten.FetchedAt = f.clock // the same delivery again
+	f.deliver(t, rewritten)
+	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"}))
+	want := []string{
+		"link.rewritten https://portal.example/a Storm nears → Storm hits the coast",
+		"link.rewritten https://portal.example/a Storm hits the coast → Storm nears",
+	}
+	if got := f.events(t); !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if text := f.storedText(t, "/a"); text != "Storm nears" {
+		t.Errorf("stored text %q, want the last one", text)
+	}
+	if len(f.updates(t)) != 0 {
+		t.Errorf("updates %v: a rewrite is no new link", f.updates(t))
+	}
+}
+
+// A redesign that rewrites more headlines than the cap records none, a
+// link keeps at most its cap of revisions, a baseline records none, and a
+// page watched before texts were kept current updates them silently until
+// one check compared all its links.
+func TestRevisionCapsAndSilentUpdates(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, "", processor.Config{Revisions: watch.RevisionCaps{PerCheck: 2, PerLink: 2}})
+	paths := []string{"/a", "/b", "/c"}
+	f.deliver(t, f.titled(paths, []string{"A", "B", "C"}))
+	f.deliver(t, f.titled(paths, []string{"A2", "B2", "C2"})) // three: a redesign
+	if got := f.events(t); len(got) != 0 {
+		t.Fatalf("a redesign recorded %q", got)
+	}
+	if text := f.storedText(t, "/c"); text != "C2" {
+		t.Fatalf("stored text %q after a redesign, want it brought up to date", text)
+	}
+	for _, text := range []string{"A3", "A4", "A5"} {
+		f.deliver(t, f.titled(paths, []string{text, "B2", "C2"}))
+	}
+	if got := f.events(t); len(got) != 2 || f.storedText(t, "/a") != "A5" {
+		t.Fatalf("events %q, text %q; want the link's cap of 2 and its last text", got, f.storedText(t, "/a"))
+	}
+
+	// A page from before migration 00022: texts not known to be current.
+	if _, err := f.db.Exec(context.Background(), `UPDATE pages SET texts_known = false WHERE id = $1`, f.page.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.rdb.FlushDB(context.Background()).Result(); err != nil { // as after the upgrade: no code is known
+		t.Fatal(err)
+	}
+	f.deliver(t, f.titled(paths, []string{"A5", "B-old", "C2"}))
+	if got := f.events(t); len(got) != 2 || f.storedText(t, "/b") != "B-old" {
+		t.Fatalf("events %q, text %q; want the text updated without a revision", got, f.storedText(t, "/b"))
+	}
+	f.deliver(t, f.titled(paths, []string{"A5", "B-new", "C2"}))
+	if got := f.events(t); len(got) != 3 || got[2] != "link.rewritten https://portal.example/b B-old → B-new" {
+		t.Fatalf("events %q, want the revision once the texts are known", got)
+	}
+}
+
+// A page that turns degraded and healthy again has an event for each turn;
+// a change of reason while degraded, a stale check and a redelivery have
+// none.
+func TestHealthTurnsAreEvents(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "")
+	kept := func(n int, paths ...string) watch.Task {
+		task := f.task(paths...)
+		task.Kept = &n
+		return task
+	}
+	f.deliver(t, kept(2, "/a", "/b"))
+	empty := kept(0)
+	f.deliver(t, empty)
+	empty.FetchedAt = f.clock
+	f.deliver(t, empty) // delivered again
+	f.deliver(t, watch.Task{BaseURL: f.page.BaseURL, ID: f.page.ID, Status: 403, Error: "HTTP 403"})
+	f.deliver(t, kept(2, "/a", "/b"))
+	f.deliver(t, watch.Task{BaseURL: f.page.BaseURL, ID: f.page.ID, Status: 429, Error: "HTTP 429"})
+	want := []string{"page.degraded no_links", "page.recovered ", "page.degraded blocked"}
+	if got := f.events(t); !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
