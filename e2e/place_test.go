@@ -115,3 +115,69 @@ func TestPlacesAsServed(t *testing.T) {
 		t.Fatalf("updates:\n got %v\nwant %v", got, want)
 	}
 }
+
+// TestRevisionsAndHealthAsServed: the real programs record a rewritten
+// headline as a revision, once, a page that shows no link as degraded and
+// then recovered, as events in the order of their checks, and the new link
+// of a check that also rewrote one as an update.
+func TestRevisionsAndHealthAsServed(t *testing.T) {
+	t.Parallel()
+	sys := newSystem(t)
+	page := &placedPage{}
+	page.srv = httptest.NewServer(page)
+	t.Cleanup(page.srv.Close)
+	story := func(path, text string) string {
+		return `<article><h2><a href="` + path + `">` + text + `</a></h2></article>`
+	}
+	page.set(`<main>` + story("/a", "Storm nears") + story("/b", "Budget passes") + `</main>`)
+	id := sys.add(page.srv.URL+"/", "--interval", "1h")
+	sys.start("scheduler")
+	sys.start("crawler")
+	sys.start("processor")
+	sys.checkNow(id)
+	testsvc.Eventually(t, 60*time.Second, "the baseline", sys.baselineDone(id))
+
+	page.set(`<main>` + story("/c", "Fire in the port") + story("/a", "Storm hits the coast") + story("/b", "Budget passes") + `</main>`)
+	sys.waitForCheck(id)
+	sys.waitForCheck(id) // the same page again: nothing more
+	page.set(`<main><p>Maintenance</p></main>`)
+	sys.waitForCheck(id)
+	page.set(`<main>` + story("/c", "Fire in the port") + story("/a", "Storm hits the coast") +
+		story("/b", "Budget passes, narrowly") + `</main>`)
+	sys.waitForCheck(id)
+
+	rows, err := sys.db.Query(t.Context(), `
+		SELECT kind || ' ' || coalesce(url || ' ' || old_text || ' → ' || new_text, reason, '')
+		FROM events WHERE page_id = $1 ORDER BY xact, kind, id`, id) // one check's events in no set order
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var e string
+		if err := rows.Scan(&e); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	base := page.srv.URL
+	want := []string{
+		"link.rewritten " + base + "/a Storm nears → Storm hits the coast",
+		"page.degraded no_links",
+		"link.rewritten " + base + "/b Budget passes → Budget passes, narrowly",
+		"page.recovered ",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events:\n got %q\nwant %q", got, want)
+	}
+	var news []string
+	if err := sys.db.QueryRow(t.Context(), `SELECT array_agg(url || ' ' || text) FROM updates WHERE page_id = $1`, id).Scan(&news); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(news) != fmt.Sprint([]string{base + "/c Fire in the port"}) {
+		t.Fatalf("updates %q, want the one new link", news)
+	}
+}

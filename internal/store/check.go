@@ -26,9 +26,9 @@ func budget(n int) int32 {
 // its lease cleared, all in one statement, so in one transaction and one
 // round trip. The same statement judges the page's watch health (health.go)
 // and returns it with whether it changed (watch.Recorded.Health), brings
-// the stored headlines of known links up to date, and records the events
-// of both (rewrites, and events). A redelivered check changes nothing the
-// first delivery did. It returns
+// the stored headlines of known links up to date (rewrites), and records
+// the revisions and health turns as events. A redelivered check changes
+// nothing the first delivery did. It returns
 // watch.ErrPageNotFound if the page was removed.
 //
 // links must hold every link of the check that the caller cannot prove is
