@@ -1,15 +1,19 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
 // placedPage serves one homepage whose markup a test replaces between
@@ -119,7 +123,8 @@ func TestPlacesAsServed(t *testing.T) {
 // TestRevisionsAndHealthAsServed: the real programs record a rewritten
 // headline as a revision, once, a page that shows no link as degraded and
 // then recovered, as events in the order of their checks, and the new link
-// of a check that also rewrote one as an update.
+// of a check that also rewrote one as an update; a link taken down
+// carries its time on the page.
 func TestRevisionsAndHealthAsServed(t *testing.T) {
 	t.Parallel()
 	sys := newSystem(t)
@@ -136,6 +141,10 @@ func TestRevisionsAndHealthAsServed(t *testing.T) {
 	sys.start("processor")
 	sys.checkNow(id)
 	testsvc.Eventually(t, 60*time.Second, "the baseline", sys.baselineDone(id))
+	baselineAt, err := sys.lastChecked(id)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	page.set(`<main>` + story("/c", "Fire in the port") + story("/a", "Storm hits the coast") + story("/b", "Budget passes") + `</main>`)
 	sys.waitForCheck(id)
@@ -179,5 +188,42 @@ func TestRevisionsAndHealthAsServed(t *testing.T) {
 	}
 	if fmt.Sprint(news) != fmt.Sprint([]string{base + "/c Fire in the port"}) {
 		t.Fatalf("updates %q, want the one new link", news)
+	}
+
+	// Story A leaves the page: two checks without it (the default count)
+	// make its removal due, the claim of the next check records it, and
+	// its time on the page runs from the baseline that first served it to
+	// that removal.
+	lastSighting, err := sys.lastChecked(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.set(`<main>` + story("/c", "Fire in the port") + story("/b", "Budget passes, narrowly") + `</main>`)
+	sys.waitForCheck(id)
+	sys.waitForCheck(id)
+	sys.waitForCheck(id)
+	removedBy, err := sys.lastChecked(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sys.watchctl("links", strconv.FormatInt(id, 10), "--removed", "--json")
+	if err != nil {
+		t.Fatalf("watchctl links --removed: %v\n%s", err, out)
+	}
+	var removed []watch.PageLink
+	for dec := json.NewDecoder(strings.NewReader(out)); dec.More(); { // one object a line
+		var l watch.PageLink
+		if err := dec.Decode(&l); err != nil {
+			t.Fatalf("watchctl links --removed --json: %v\n%s", err, out)
+		}
+		removed = append(removed, l)
+	}
+	if len(removed) != 1 || removed[0].URL != base+"/a" || removed[0].DwellSeconds == nil {
+		t.Fatalf("removed links %s, want story A with its time on the page", out)
+	}
+	dwell := time.Duration(*removed[0].DwellSeconds) * time.Second
+	if low, high := lastSighting.Sub(baselineAt)-time.Second, removedBy.Sub(baselineAt)+time.Second; dwell < low || dwell > high {
+		t.Fatalf("story A on the page for %s, want between %s (baseline to its last sighting) and %s (to the check that removed it)",
+			dwell, low, high)
 	}
 }
