@@ -12,9 +12,9 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
-// TestRevisionsPrintsHeadlineChanges: watchctl revisions prints a page's
-// headline changes newest first as a table, --limit of them, --json the
-// API's objects; a page not watched says so.
+// TestRevisionsPrintsHeadlineChanges: watchctl revisions prints the
+// headline changes of a page newest first as a table, --limit of them,
+// --json the objects of the API; a page not watched says so.
 func TestRevisionsPrintsHeadlineChanges(t *testing.T) {
 	t.Parallel()
 	e, st := migrated(t)
