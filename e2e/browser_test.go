@@ -418,8 +418,30 @@ func TestBrowserReadingTool(t *testing.T) {
 		t.Error("x does not open the marked redesign")
 	}
 
-	// The page's own page, then the trash and back.
-	b.do("open the page", chromedp.Navigate(fmt.Sprintf("%s/pages/%d", base, pageID)), chromedp.WaitVisible(chromedp.CSS(`#updates`)))
+	// The page's own page, with two headlines rewritten as the checks
+	// record them, then the trash and back.
+	if _, err := s.db.Exec(ctx, `INSERT INTO events (page_id, kind, at, link_key, url, old_text, new_text) VALUES
+		($1, 'link.rewritten', now() - interval '5 minutes', 1, $2, 'Harbour bridge reopens', 'Harbour bridge reopens to traffic'),
+		($1, 'link.rewritten', now() - interval '1 minute', 2, $3, 'Budget passes in night vote', 'Council passes the budget at 3 am')`,
+		pageID, portal.url("/f"), portal.url("/e")); err != nil {
+		t.Fatalf("record two revisions: %v", err)
+	}
+	b.do("open the page", chromedp.Navigate(fmt.Sprintf("%s/pages/%d", base, pageID)), chromedp.WaitVisible(chromedp.CSS(`#revisions`)))
+	if got := b.count(`#revisions li.revision`); got != 2 {
+		t.Errorf("the page lists %d headline changes, want 2", got)
+	}
+	if got := b.text(`#revisions li.revision:first-child del`); got != "Budget passes in night vote" {
+		t.Errorf("the newest change strikes %q, want the old headline", got)
+	}
+	if got := b.text(`#revisions li.revision:first-child a`); got != "Council passes the budget at 3 am" {
+		t.Errorf("the newest change links %q, want the new headline", got)
+	}
+	if href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#revisions li.revision a").href`)); err != nil || href != portal.url("/e") {
+		t.Errorf("the newest change links %q (%v), want the story %s", href, err, portal.url("/e"))
+	}
+	if got := b.text(`#revisions li.revision:first-child time`); !strings.HasSuffix(got, "min ago") {
+		t.Errorf("the newest change is dated %q, want a relative time", got)
+	}
 	b.look("page")
 	b.do("remove the page",
 		chromedp.Click(chromedp.CSS(`a.button.danger`)),

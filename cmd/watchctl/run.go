@@ -43,24 +43,25 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // commandLine is watchctl's grammar as kong reads it: one field per command,
 // each with a Run method that kong calls with the *cli.
 type commandLine struct {
-	Migrate  migrateCmd  `cmd:"" help:"Apply pending database migrations."`
-	Add      addCmd      `cmd:"" help:"Watch a homepage."`
-	List     listCmd     `cmd:"" help:"List watched pages and their status."`
-	Set      setCmd      `cmd:"" help:"Change a page's settings."`
-	Remove   removeCmd   `cmd:"" help:"Stop watching a page: it goes to the trash for 7 days, restorable, then is deleted with its links and updates."`
-	Restore  restoreCmd  `cmd:"" help:"Bring a page back from the trash, with its history."`
-	Trash    trashCmd    `cmd:"" help:"List the pages in the trash and when each is deleted for good."`
-	Check    checkCmd    `cmd:"" help:"Check a page now, at the scheduler's next round."`
-	Updates  updatesCmd  `cmd:"" help:"Print new links, newest first."`
-	Links    linksCmd    `cmd:"" help:"Print a page's links on it now (or taken down, --removed), with their time on the page."`
-	Dead     deadCmd     `cmd:"" help:"Show, retry or drop dead-lettered messages."`
-	Token    tokenCmd    `cmd:"" help:"Create, list and revoke the web API's tokens."`
-	Import   importCmd   `cmd:"" help:"Watch every page of a CSV or OPML list: all of them, or none if any row is bad."`
-	Export   exportCmd   `cmd:"" help:"Print the watched pages as CSV or OPML."`
-	Notify   notifyCmd   `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`
-	Extract  extractCmd  `cmd:"" help:"Print the article of one saved page (headline, dates, authors, lead, body) as JSON."`
-	Discover discoverCmd `cmd:"" help:"List the feeds a page links and the sitemaps its robots.txt names (news sitemaps, indexes)."`
-	Article  articleCmd  `cmd:"" help:"Print an article read from a new link, with every update that links it."`
+	Migrate   migrateCmd   `cmd:"" help:"Apply pending database migrations."`
+	Add       addCmd       `cmd:"" help:"Watch a homepage."`
+	List      listCmd      `cmd:"" help:"List watched pages and their status."`
+	Set       setCmd       `cmd:"" help:"Change a page's settings."`
+	Remove    removeCmd    `cmd:"" help:"Stop watching a page: it goes to the trash for 7 days, restorable, then is deleted with its links and updates."`
+	Restore   restoreCmd   `cmd:"" help:"Bring a page back from the trash, with its history."`
+	Trash     trashCmd     `cmd:"" help:"List the pages in the trash and when each is deleted for good."`
+	Check     checkCmd     `cmd:"" help:"Check a page now, at the scheduler's next round."`
+	Updates   updatesCmd   `cmd:"" help:"Print new links, newest first."`
+	Links     linksCmd     `cmd:"" help:"Print a page's links on it now (or taken down, --removed), with their time on the page."`
+	Revisions revisionsCmd `cmd:"" help:"Print a page's headline changes, newest first: a known link's text before and after."`
+	Dead      deadCmd      `cmd:"" help:"Show, retry or drop dead-lettered messages."`
+	Token     tokenCmd     `cmd:"" help:"Create, list and revoke the web API's tokens."`
+	Import    importCmd    `cmd:"" help:"Watch every page of a CSV or OPML list: all of them, or none if any row is bad."`
+	Export    exportCmd    `cmd:"" help:"Print the watched pages as CSV or OPML."`
+	Notify    notifyCmd    `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`
+	Extract   extractCmd   `cmd:"" help:"Print the article of one saved page (headline, dates, authors, lead, body) as JSON."`
+	Discover  discoverCmd  `cmd:"" help:"List the feeds a page links and the sitemaps its robots.txt names (news sitemaps, indexes)."`
+	Article   articleCmd   `cmd:"" help:"Print an article read from a new link, with every update that links it."`
 }
 
 // settings are every variable watchctl reads, each in the config of the

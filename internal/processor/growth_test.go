@@ -112,6 +112,29 @@ func TestRoundDeletesRemovalsPastUpdatesRetention(t *testing.T) {
 	}
 }
 
+// Events are kept as long as updates, like removals: a round with
+// updates' retention set deletes those of checks before it, and only those.
+func TestRoundDeletesEventsPastUpdatesRetention(t *testing.T) {
+	f := newFixtureWith(t, "", processor.Config{})
+	ctx := context.Background()
+	if _, err := f.db.Exec(ctx, `INSERT INTO events (page_id, kind, at, link_key, url, old_text, new_text) VALUES
+		($1, 'link.rewritten', now() - interval '30 days', 1, 'https://portal.example/a', 'Old', 'Older'),
+		($1, 'link.rewritten', now() - interval '1 hour', 1, 'https://portal.example/a', 'Older', 'New')`, f.page.ID); err != nil {
+		t.Fatal(err)
+	}
+	pruner, err := processor.NewPruner(processor.RetentionConfig{Updates: 7 * 24 * time.Hour, Batch: 1}, f.st, testsvc.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pruner.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	revs, err := f.st.Revisions(ctx, watch.RevisionFilter{PageID: f.page.ID})
+	if err != nil || len(revs) != 1 || revs[0].NewText != "New" {
+		t.Fatalf("revisions after the round = %+v, %v; want only the one of an hour ago", revs, err)
+	}
+}
+
 // A round deletes for good the pages that have been in the trash for 7
 // days, with their rows, and the hourly counts older than the sparklines;
 // a page trashed since, and newer counts, stay.

@@ -16,6 +16,7 @@ type Pruning interface {
 	MaintainUpdatePartitions(ctx context.Context, retention time.Duration, ahead int) (watch.PartitionChanges, error)
 	PruneLinks(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 	PruneRemovals(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+	PruneEvents(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 	EmptyTrash(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 	PruneSparklines(ctx context.Context, olderThan time.Duration) (int64, error)
 	PruneArticles(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
@@ -34,7 +35,8 @@ const SparklineHours = 7 * 24
 type RetentionConfig struct {
 	// Updates drops the weekly partitions of updates whose whole week is
 	// older than this, so an update is kept between Updates and Updates plus
-	// a week, and deletes removals older than this; zero keeps them forever,
+	// a week, and deletes removals and events (headline revisions, a
+	// page's health changing) older than this; zero keeps them forever,
 	// anything else is at least an hour, so that a typo such as 90s cannot
 	// empty a table.
 	Updates time.Duration `env:"PORTALWATCH_UPDATES_RETENTION"`
@@ -165,11 +167,14 @@ func (p *Pruner) Round(ctx context.Context) (parts watch.PartitionChanges, links
 			return parts, links, fmt.Errorf("links: %w", err)
 		}
 	}
-	// Removals are news as updates are, and kept as long.
-	var removals int64
+	// Removals and events are news as updates are, and kept as long.
+	var removals, events int64
 	if p.cfg.Updates > 0 {
 		if removals, err = p.drain(ctx, p.st.PruneRemovals, p.cfg.Updates); err != nil {
 			return parts, links, fmt.Errorf("removals: %w", err)
+		}
+		if events, err = p.drain(ctx, p.st.PruneEvents, p.cfg.Updates); err != nil {
+			return parts, links, fmt.Errorf("events: %w", err)
 		}
 	}
 	// A page with many updates takes a while to delete with its rows:
@@ -188,9 +193,9 @@ func (p *Pruner) Round(ctx context.Context) (parts watch.PartitionChanges, links
 	if err != nil {
 		return parts, links, fmt.Errorf("articles: %w", err)
 	}
-	if len(parts.Created) > 0 || len(parts.Dropped) > 0 || links > 0 || removals > 0 || purged > 0 || articles > 0 {
+	if len(parts.Created) > 0 || len(parts.Dropped) > 0 || links > 0 || removals > 0 || events > 0 || purged > 0 || articles > 0 {
 		p.log.Info("retention round", "partitions_created", parts.Created, "partitions_dropped", parts.Dropped,
-			"updates_moved_from_default", parts.Moved, "links_deleted", links, "removals_deleted", removals,
+			"updates_moved_from_default", parts.Moved, "links_deleted", links, "removals_deleted", removals, "events_deleted", events,
 			"trashed_pages_deleted", purged, "hourly_counts_deleted", hours, "articles_deleted", articles)
 	}
 	return parts, links, nil

@@ -170,6 +170,11 @@ func entryID(u watch.Update) string { return fmt.Sprintf("urn:portalwatch:update
 // article when one was read.
 type entry struct {
 	watch.Update
+	// ID is the entry's stable id: entryID for an update.
+	ID string
+	// Source is the address of the RSS feed the entry belongs to; empty is
+	// its page's updates feed.
+	Source string
 	// Title is the article's headline, else the link's text (entryTitle).
 	Title string
 	// Published is when the article says it was published, else when the
@@ -197,7 +202,7 @@ func (e entry) text() string {
 // Only an ok article is used: a pending, failed or paywalled one leaves the
 // entry as the link alone.
 func entryOf(u watch.Update, full bool) entry {
-	e := entry{Update: u, Title: entryTitle(u), Published: u.DiscoveredAt.UTC(), Updated: u.DiscoveredAt.UTC()}
+	e := entry{Update: u, ID: entryID(u), Title: entryTitle(u), Published: u.DiscoveredAt.UTC(), Updated: u.DiscoveredAt.UTC()}
 	if u.PageName != "" {
 		e.Authors = []string{u.PageName}
 	}
@@ -264,7 +269,7 @@ func feedOf(title, base, path string, scope watch.FeedScope, st watch.FeedStamp,
 		f.Items = append(f.Items, &feeds.Item{
 			Title:       e.Title,
 			Link:        &feeds.Link{Href: e.URL},
-			Id:          entryID(e.Update),
+			Id:          e.ID,
 			Created:     e.Published,
 			Updated:     e.Updated,
 			Description: e.Summary,
@@ -449,7 +454,10 @@ func writeRSS(buf *bytes.Buffer, f *feeds.Feed, entries []entry, base string) er
 		if e.Article != nil && e.Article.Status == watch.ArticleOK {
 			creators = e.Article.Author
 		}
-		source := &rssSource{URL: fmt.Sprintf("%s/feeds/pages/%d.rss", base, e.PageID), Name: e.PageName}
+		source := &rssSource{URL: e.Source, Name: e.PageName}
+		if source.URL == "" {
+			source.URL = fmt.Sprintf("%s/feeds/pages/%d.rss", base, e.PageID)
+		}
 		doc.Channel.Items = append(doc.Channel.Items, rssItem{RssItem: it, Creators: creators, Source: source,
 			Categories: placeCategories(e.Place)})
 	}
@@ -505,7 +513,7 @@ func writeJSONFeed(buf *bytes.Buffer, f *feeds.Feed, entries []entry, self strin
 	jf := jsonFeed{Version: "https://jsonfeed.org/version/1.1", Title: f.Title, HomePageURL: f.Link.Href,
 		FeedURL: self, Description: f.Description, Items: make([]jsonFeedItem, len(entries))}
 	for i, e := range entries {
-		item := jsonFeedItem{ID: entryID(e.Update), URL: e.URL, Title: e.Title, ContentText: e.text(), Summary: e.Summary,
+		item := jsonFeedItem{ID: e.ID, URL: e.URL, Title: e.Title, ContentText: e.text(), Summary: e.Summary,
 			DatePublished: e.Published.Format(time.RFC3339Nano), Tags: placeCategories(e.Place)}
 		if e.Body != "" {
 			item.ContentText = e.Body

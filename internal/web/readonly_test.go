@@ -22,6 +22,7 @@ GRANT USAGE ON SCHEMA public TO ROLE;
 GRANT SELECT ON pages, updates, removals, links, page_hours, api_tokens, goose_db_version TO ROLE;
 GRANT SELECT ON subscriptions, deliveries TO ROLE;
 GRANT SELECT ON articles, article_links, article_work TO ROLE;
+GRANT SELECT ON events TO ROLE;
 GRANT SELECT, INSERT, DELETE ON sessions TO ROLE;
 GRANT SELECT, INSERT, UPDATE ON reader_marks TO ROLE;`
 
@@ -34,6 +35,7 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 	_, b = e.do("POST", "/api/v1/subscriptions", e.writeTk, `{"channel":"email","address":"desk@example.com"}`)
 	sub := decode[subscriptionJSON](t, b)
 	e.newsOf("http://127.0.0.1:9/news", false, time.Now().Add(-time.Hour), watch.NewLink{Key: 1, URL: "http://127.0.0.1:9/story", Text: "Story", Code: "s1"})
+	e.insertRevision(a.ID, time.Now(), "http://127.0.0.1:9/story", "Old story", "New story")
 	article := e.readArticles(func(string) (watch.Article, bool) { return story("Story"), true })["http://127.0.0.1:9/story"]
 
 	u, err := url.Parse(e.dsn)
@@ -70,7 +72,8 @@ func TestReadPathsWorkWithAReadOnlyRole(t *testing.T) {
 		"/feeds/all.atom", fmt.Sprintf("/feeds/pages/%d.rss", a.ID), "/feeds/tags/t.json",
 		"/", "/?q=alp&tag=t&unread=1", "/pages", "/pages?status=failing&q=127", fmt.Sprintf("/pages/%d", a.ID), "/trash", "/feeds",
 		"/api/v1/updates?content=full", fmt.Sprintf("/api/v1/articles/%d", article), "/feeds/all.atom?content=full",
-		"/api/v1/removals", fmt.Sprintf("/api/v1/pages/%d/links", a.ID), fmt.Sprintf("/api/v1/pages/%d/links?state=removed", a.ID), "/api/v1/subscriptions", fmt.Sprintf("/api/v1/subscriptions/%d/deliveries", sub.ID), "/notifications",
+		"/api/v1/removals", fmt.Sprintf("/api/v1/pages/%d/links", a.ID), fmt.Sprintf("/api/v1/pages/%d/links?state=removed", a.ID),
+		fmt.Sprintf("/api/v1/pages/%d/revisions", a.ID), fmt.Sprintf("/feeds/pages/%d/revisions.atom", a.ID), "/api/v1/subscriptions", fmt.Sprintf("/api/v1/subscriptions/%d/deliveries", sub.ID), "/notifications",
 	} {
 		// Subscriptions are read with a write token; the database role is
 		// read-only all the same.

@@ -199,6 +199,8 @@ type Deps struct {
 	Removals RemovalReader
 	// Links reads the links list of a page, with times on the page.
 	Links LinkReader
+	// Revisions reads the headline revisions of a page.
+	Revisions RevisionReader
 	// Subscriptions reads and writes notification subscriptions.
 	Subscriptions SubscriptionStore
 	// Tester sends test messages; nil answers 503 to a test.
@@ -289,6 +291,7 @@ func (s *Server) routes() []route {
 		{"DELETE", "/api/v1/pages/{id}", write, s.apiDeletePage, true},
 		{"POST", "/api/v1/pages/{id}/check", write, s.apiCheckPage, true},
 		{"GET", "/api/v1/pages/{id}/links", read, s.apiPageLinks, true},
+		{"GET", "/api/v1/pages/{id}/revisions", read, s.apiPageRevisions, true},
 		{"GET", "/api/v1/trash", read, s.apiListTrash, true},
 		{"POST", "/api/v1/trash/{id}/restore", write, s.apiRestorePage, true},
 		{"POST", "/api/v1/pages/import", write, s.apiImport, true},
@@ -309,6 +312,7 @@ func (s *Server) routes() []route {
 		{"GET", "/feeds/all.rss", read, s.feedAll, false},
 		{"GET", "/feeds/all.json", read, s.feedAll, false},
 		{"GET", "/feeds/pages/{file}", read, s.feedPage, false},
+		{"GET", "/feeds/pages/{id}/{file}", read, s.feedPageRevisions, false},
 		{"GET", "/feeds/tags/{file}", read, s.feedTag, false},
 
 		{"GET", "/{$}", read, s.uiRiver, false},

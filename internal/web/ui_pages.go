@@ -248,6 +248,9 @@ type pageView struct {
 	Spark sparkline
 	River riverView
 	Form  pageForm
+	// Revisions are the newest headline rewrites of the page; the section
+	// that lists them is left out when there are none.
+	Revisions []watch.Revision
 }
 
 func (s *Server) uiPage(w http.ResponseWriter, r *http.Request) {
@@ -304,7 +307,13 @@ func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p 
 		s.fail(w, r, err)
 		return
 	}
-	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: form}
+	revs, err := s.recentRevisions(r, p.ID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: form,
+		Revisions: revs}
 	s.render(w, r, status, "page", v)
 }
 
