@@ -17,7 +17,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 )
 
@@ -609,7 +608,7 @@ func (r *e2eRun) memory(ctx context.Context, res *e2eResult) error {
 		return nil
 	}
 	r.logf("Redis memory: %d links over %d pages through package seen", r.cfg.redisLinks, r.cfg.redisPages)
-	m, err := measureRedisMemory(ctx, r.cfg.svc.RedisURL, r.h.sb.Prefix+":mem", r.cfg.redisLinks, r.cfg.redisPages, shortlink.DefaultLength)
+	m, err := measureRedisMemory(ctx, r.cfg.svc.RedisURL, r.h.sb.Prefix+":mem", r.cfg.redisLinks, r.cfg.redisPages)
 	if err != nil {
 		return err
 	}

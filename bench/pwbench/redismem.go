@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/portalwatch/portalwatch/internal/processor"
 	"github.com/portalwatch/portalwatch/internal/seen"
 	"github.com/portalwatch/portalwatch/internal/shortlink"
 	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
@@ -36,7 +37,7 @@ type redisMemory struct {
 // INFO's used_memory is server-wide: on a shared Redis, other clients' keys
 // move it too, so the sum of MEMORY USAGE over the keys written is reported
 // beside it.
-func measureRedisMemory(ctx context.Context, redisURL, prefix string, links, pages, codeLength int) (redisMemory, error) {
+func measureRedisMemory(ctx context.Context, redisURL, prefix string, links, pages int) (redisMemory, error) {
 	m := redisMemory{links: links, pages: pages}
 	opts, err := redis.ParseURL(redisURL)
 	if err != nil {
@@ -61,7 +62,7 @@ func measureRedisMemory(ctx context.Context, redisURL, prefix string, links, pag
 	for p := range pages {
 		for j := range codes {
 			key := shortlink.Key("https://portal-" + strconv.Itoa(p) + ".example/news/" + strconv.Itoa(j) + "-story.html")
-			codes[j] = shortlink.CodeValue(key, codeLength)
+			codes[j] = processor.SeenCode(key, "Story "+strconv.Itoa(j)+" of the day")
 		}
 		if err := set.Add(ctx, int64(p+1), codes); err != nil {
 			return m, err
@@ -133,14 +134,13 @@ func runRedis(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	svc.flags(fs)
 	links := fs.Int("links", 1_000_000, "links to add")
 	pages := fs.Int("pages", 5000, "pages they are spread over")
-	codeLen := fs.Int("code-length", shortlink.DefaultLength, "short code length")
 	if err := fs.Parse(args); err != nil {
 		return ErrUsage
 	}
 	if err := svc.checkLoopback(); err != nil {
 		return err
 	}
-	m, err := measureRedisMemory(ctx, svc.RedisURL, "pwbench:"+newID(), *links, *pages, *codeLen)
+	m, err := measureRedisMemory(ctx, svc.RedisURL, "pwbench:"+newID(), *links, *pages)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ type Recorder interface {
 	PagesWithDueRemovals(ctx context.Context, limit int) ([]int64, error)
 }
 
-// SeenSet is the cache of each page's known links, each under its seenCode.
+// SeenSet is the cache of each page's known links, each under its SeenCode.
 type SeenSet interface {
 	Seen(ctx context.Context, pageID int64, codes []uint64) ([]bool, error)
 	Add(ctx context.Context, pageID int64, codes []uint64) error
@@ -386,7 +386,7 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []watc
 		text := watch.CleanText(l.Text)
 		links = append(links, watch.NewLink{Key: key, URL: url, Text: text, Code: shortlink.Code(key, s.cfg.CodeLength),
 			Summary: watch.CleanText(l.Summary), Place: l.Place.Checked()})
-		codes = append(codes, seenCode(key, text))
+		codes = append(codes, SeenCode(key, text))
 		all = append(all, key)
 		// The digest is of the texts as the crawler sent them, which is
 		// what it compares: a text that cleaning changes would otherwise
@@ -414,7 +414,7 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []watc
 	return links[:n], codes[:n], all, digest
 }
 
-// seenCode is what the seen-set holds for a link: 63 bits of a hash of its
+// SeenCode is what the seen-set holds for a link: 63 bits of a hash of its
 // key and its text. A known link whose headline changed then reads as
 // unseen and goes to PostgreSQL, which records the revision; the unchanged
 // links of a page, nearly all of them, still cost PostgreSQL nothing. The
@@ -422,7 +422,7 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []watc
 // keeps in the compact intset encoding. FNV-1a with a final mix: the codes
 // must be the same in every process, so no seeded hash will do, and a
 // collision within one page (odds about n squared over 2^64) hides a link.
-func seenCode(key uint64, text string) uint64 {
+func SeenCode(key uint64, text string) uint64 {
 	const (
 		offset = 14695981039346656037
 		prime  = 1099511628211
@@ -462,7 +462,7 @@ func (s *Service) retitled(ctx context.Context, log *slog.Logger, pageID int64, 
 	}
 	old := make([]uint64, len(rec.Retitled))
 	for i, r := range rec.Retitled {
-		old[i] = seenCode(r.Key, r.OldText)
+		old[i] = SeenCode(r.Key, r.OldText)
 	}
 	if err := s.seen.Remove(ctx, pageID, old); err != nil {
 		s.metrics.cacheFails.Inc()
