@@ -426,6 +426,10 @@ func TestBrowserReadingTool(t *testing.T) {
 		pageID, portal.url("/f"), portal.url("/e")); err != nil {
 		t.Fatalf("record two revisions: %v", err)
 	}
+	if _, err := s.db.Exec(ctx, `UPDATE links SET text = 'Council passes the budget at 3 am' WHERE page_id = $1 AND url = $2`,
+		pageID, portal.url("/e")); err != nil {
+		t.Fatalf("bring the stored headline up to date: %v", err)
+	}
 	b.do("open the page", chromedp.Navigate(fmt.Sprintf("%s/pages/%d", base, pageID)), chromedp.WaitVisible(chromedp.CSS(`#revisions`)))
 	if got := b.count(`#revisions li.revision`); got != 2 {
 		t.Errorf("the page lists %d headline changes, want 2", got)
@@ -441,6 +445,9 @@ func TestBrowserReadingTool(t *testing.T) {
 	}
 	if got := b.text(`#revisions li.revision:first-child time`); !strings.HasSuffix(got, "min ago") {
 		t.Errorf("the newest change is dated %q, want a relative time", got)
+	}
+	if got := b.text(`li.story .retitled`); got != "Headline now: Council passes the budget at 3 am" {
+		t.Errorf("the rewritten story says %q, want its headline now under the one it was found with", got)
 	}
 	b.look("page")
 	b.do("remove the page",

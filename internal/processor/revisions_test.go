@@ -152,3 +152,21 @@ func TestHealthTurnsAreEvents(t *testing.T) {
 		t.Fatalf("events %q, want %q", got, want)
 	}
 }
+
+// An update keeps the headline its link was found with, and says the one
+// its page shows now once it was rewritten.
+func TestUpdateShowsItsHeadlineNow(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, "", processor.Config{Revisions: watch.DefaultRevisionCaps})
+	f.deliver(t, f.titled([]string{"/a"}, []string{"Old story"}))
+	f.deliver(t, f.titled([]string{"/a", "/b"}, []string{"Old story", "Ferry strike called"}))
+	ups, err := f.st.QueryUpdates(context.Background(), watch.UpdateFilter{})
+	if err != nil || len(ups) != 1 || ups[0].CurrentText != "" {
+		t.Fatalf("updates %+v, %v; want the new link without a headline of now", ups, err)
+	}
+	f.deliver(t, f.titled([]string{"/a", "/b"}, []string{"Old story", "Ferry strike called off"}))
+	ups, err = f.st.QueryUpdates(context.Background(), watch.UpdateFilter{})
+	if err != nil || len(ups) != 1 || ups[0].Text != "Ferry strike called" || ups[0].CurrentText != "Ferry strike called off" {
+		t.Fatalf("updates %+v, %v; want the headline found and the one now", ups, err)
+	}
+}

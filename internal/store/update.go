@@ -65,6 +65,7 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	}
 	const updateColumns = `u.id, u.page_id, u.url, u.text, u.code, u.discovered_at, ` + displayNameSQL + `, u.summary, u.burst, ` + placeColumns + `,
 		(SELECT max(r.removed_at) FROM removals r WHERE r.page_id = u.page_id AND r.link_key = u.link_key),
+		(SELECT l.text FROM links l WHERE l.page_id = u.page_id AND l.link_key = u.link_key AND l.text <> u.text),
 		` + articlePendingSQL + `, `
 	columns := updateColumns + articleColumns(f.ArticleBody)
 	const order = ` ORDER BY u.discovered_at DESC, u.id DESC LIMIT `
@@ -97,13 +98,17 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 	updates, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Update, error) {
 		var (
 			u       watch.Update
+			current *string
 			pending bool
 			scan    articleScan
 		)
 		err := r.Scan(append([]any{&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary,
-			&u.Burst, &u.Position, &u.Heading, &u.Landmark, &u.RemovedAt, &pending}, scan.dest()...)...)
+			&u.Burst, &u.Position, &u.Heading, &u.Landmark, &u.RemovedAt, &current, &pending}, scan.dest()...)...)
 		if err != nil {
 			return u, err
+		}
+		if current != nil {
+			u.CurrentText = *current
 		}
 		u.Article, err = scan.articleOf(pending, u.URL)
 		return u, err

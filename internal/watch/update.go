@@ -13,9 +13,13 @@ type Update struct {
 	PageID int64 `json:"page_id"`
 	// PageName is the DisplayName of the update's page, when the query
 	// that read the update joined its page.
-	PageName     string    `json:"page_name"`
-	URL          string    `json:"url"`
-	Text         string    `json:"text"`
+	PageName string `json:"page_name"`
+	URL      string `json:"url"`
+	Text     string `json:"text"`
+	// CurrentText is the link's headline as its page shows it now, when it
+	// was rewritten since Text, the headline it was found with (see
+	// Revision); empty when it is the same or the query did not read it.
+	CurrentText  string    `json:"current_text,omitempty"`
 	Code         string    `json:"code"`
 	DiscoveredAt time.Time `json:"discovered_at"`
 	// Summary is the link's teaser, the longest other text of its anchors;
