@@ -337,7 +337,7 @@ const removalChecks = 2
 const quietRounds = removalChecks + 1
 
 // TestChaos runs the farm under faults and demands the exact truth, of
-// updates and of removals: after the scripted rounds it drives quietRounds
+// updates, of headline revisions and of removals: after the scripted rounds it drives quietRounds
 // quiet rounds, in which every transient link is gone, so that each has been
 // absent for at least removalChecks successful checks and recorded by the
 // next claim of its page by the end, and the removals must be exactly the
@@ -388,7 +388,15 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	revisions, err := farm.CheckRevisions(ctx, w.sys, rounds+quietRounds)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w.report(v, farm, rv)
+	t.Logf("verdict: %s", revisions)
+	if len(revisions.MissingSample)+len(revisions.ExtraSample) > 0 {
+		t.Logf("revisions missing, for example: %v; extra: %v", revisions.MissingSample, revisions.ExtraSample)
+	}
 	if v.Missing != 0 || v.Extra != 0 || v.Duplicates != 0 || v.Expected != pages*rounds*3 {
 		t.Errorf("updates differ from the truth: %s", v)
 	}
@@ -396,6 +404,10 @@ func TestChaos(t *testing.T) {
 	// checked rounds; none may be left unsettled, or the truth is not exact.
 	if rv.Missing != 0 || rv.Extra != 0 || rv.Twice != 0 || rv.Unsettled != 0 || rv.Expected != pages*rounds || rv.Recorded != rv.Expected {
 		t.Errorf("removals differ from the truth: %s", rv)
+	}
+	// Each round rewrote two headlines of every page: each a revision, once.
+	if revisions.Missing != 0 || revisions.Extra != 0 || revisions.Duplicates != 0 || revisions.Expected != pages*(rounds+quietRounds)*2 {
+		t.Errorf("revisions differ from the truth: %s", revisions)
 	}
 	if t.Failed() {
 		t.FailNow()

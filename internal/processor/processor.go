@@ -154,6 +154,8 @@ type Service struct {
 	seen    SeenSet
 	log     *slog.Logger
 	metrics metrics
+	// stale holds old headlines' codes that Redis failed to drop.
+	stale staleCodes
 }
 
 type metrics struct {
@@ -237,6 +239,7 @@ func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 		s.metrics.tasks.WithLabelValues("malformed").Inc()
 		return watch.Permanent(err)
 	}
+	s.stale.flush(ctx, s.seen.Remove)
 	outcome, err := s.process(ctx, task)
 	s.metrics.tasks.WithLabelValues(outcome).Inc()
 	s.metrics.duration.Observe(time.Since(start).Seconds())
@@ -394,6 +397,10 @@ func (s *Service) candidates(ctx context.Context, task watch.Task) (links []watc
 		sent = append(sent, l.Text)
 	}
 	digest = shortlink.KeySetDigest(all, sent)
+	if s.stale.has(task.ID) {
+		s.metrics.cacheMiss.Add(float64(len(links)))
+		return links, codes, all, digest // see staleCodes
+	}
 	seen, err := s.seen.Seen(ctx, task.ID, codes)
 	if err != nil {
 		s.metrics.cacheFails.Inc()
@@ -446,9 +453,7 @@ func SeenCode(key uint64, text string) uint64 {
 
 // retitled counts the headlines a check brought up to date and drops each
 // old text's code from the seen-set, so that a headline changed back is
-// seen as a rewrite again. Should Redis fail here, a headline changed back
-// within the set's generation is missed; the text in PostgreSQL stays the
-// last one recorded, and nothing else is lost.
+// seen as a rewrite again; codes Redis fails to drop wait in s.stale.
 func (s *Service) retitled(ctx context.Context, log *slog.Logger, pageID int64, rec watch.Recorded) {
 	if len(rec.Retitled) == 0 {
 		return
@@ -466,7 +471,11 @@ func (s *Service) retitled(ctx context.Context, log *slog.Logger, pageID int64, 
 	}
 	if err := s.seen.Remove(ctx, pageID, old); err != nil {
 		s.metrics.cacheFails.Inc()
-		log.Warn("old headlines left in the seen-set; one changed back would go unrecorded this generation", "err", err)
+		log.Warn("old headlines not dropped from the seen-set; the page skips the cache until they are", "err", err)
+		if dropped := s.stale.add(pageID, old); dropped > 0 {
+			log.Error("too many old headlines wait to leave the seen-set; some pages trust it again early",
+				"dropped", dropped)
+		}
 	}
 }
 

@@ -2,12 +2,18 @@ package processor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/portalwatch/portalwatch/internal/processor"
+	"github.com/portalwatch/portalwatch/internal/seen"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // titled is a task of the fixture's page with the links paths under the
@@ -168,5 +174,57 @@ func TestUpdateShowsItsHeadlineNow(t *testing.T) {
 	ups, err = f.st.QueryUpdates(context.Background(), watch.UpdateFilter{})
 	if err != nil || len(ups) != 1 || ups[0].Text != "Ferry strike called" || ups[0].CurrentText != "Ferry strike called off" {
 		t.Fatalf("updates %+v, %v; want the headline found and the one now", ups, err)
+	}
+}
+
+// failingRemoval is the real seen-set with its removals failing while
+// fail is set, as when Redis times out after a check's commit.
+type failingRemoval struct {
+	processor.SeenSet
+	fail atomic.Bool
+}
+
+func (f *failingRemoval) Remove(ctx context.Context, pageID int64, codes []uint64) error {
+	if f.fail.Load() {
+		return errors.New("injected: Redis timed out")
+	}
+	return f.SeenSet.Remove(ctx, pageID, codes)
+}
+
+// A headline changed back after Redis failed to drop its old code is
+// still a revision: the page skips the cache until the code is gone.
+func TestHeadlineChangedBackAfterAFailedRemoval(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, "", processor.Config{Revisions: watch.DefaultRevisionCaps})
+	set, err := seen.Open(testsvc.RedisURL(), seen.Config{Prefix: f.pfx, Epoch: "e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	faulty := &failingRemoval{SeenSet: set}
+	svc, err := processor.New(processor.Config{Revisions: watch.DefaultRevisionCaps}, f.st, faulty, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc = svc
+	paths := []string{"/a", "/b"}
+	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"}))
+	faulty.fail.Store(true)
+	f.deliver(t, f.titled(paths, []string{"Storm hits", "Budget passes"}))
+	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"}))
+	if got := f.events(t); len(got) != 2 {
+		t.Fatalf("events %q, want the headline changed back recorded by the check that saw it", got)
+	}
+	faulty.fail.Store(false)
+	time.Sleep(1100 * time.Millisecond) // the ledger's next attempt
+	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"}))
+	f.deliver(t, f.titled(paths, []string{"Storm hits", "Budget passes"}))
+	want := []string{
+		"link.rewritten https://portal.example/a Storm nears → Storm hits",
+		"link.rewritten https://portal.example/a Storm hits → Storm nears",
+		"link.rewritten https://portal.example/a Storm nears → Storm hits",
+	}
+	if got := f.events(t); !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
 	}
 }

@@ -203,15 +203,22 @@ func roundLinks(i, r int) []farmLink {
 	}
 }
 
+// sectionText is the text of stable link j of page i in round: one of them
+// changes its text every round (an old link under a new headline: a
+// revision, not news).
+func sectionText(i, j, round int) string {
+	text := fmt.Sprintf("Section %d of page %d", j, i)
+	if j == round%20 {
+		text += fmt.Sprintf(" (updated in round %d)", round)
+	}
+	return text
+}
+
 // content is page i's links in round; last is f.lastScripted(round).
 func (f *Farm) content(i, round, last int) []farmLink {
 	var links []farmLink
 	for j := range 20 {
-		text := fmt.Sprintf("Section %d of page %d", j, i)
-		if j == round%20 {
-			text += fmt.Sprintf(" (updated in round %d)", round) // old link, new text: not news
-		}
-		links = append(links, farmLink{fmt.Sprintf("/p%d/section/%d", i, j), text})
+		links = append(links, farmLink{fmt.Sprintf("/p%d/section/%d", i, j), sectionText(i, j, round)})
 	}
 	for r := 1; r <= last; r++ {
 		for k, l := range roundLinks(i, r) {
@@ -495,6 +502,78 @@ func (f *Farm) Check(ctx context.Context, s *System) (Verdict, error) {
 				if len(v.MissingSample) < 10 {
 					v.MissingSample = append(v.MissingSample, fmt.Sprintf("%d %s", i, url))
 				}
+			}
+		}
+	}
+	return v, nil
+}
+
+// RevisionVerdict compares the system's headline revisions with the ones
+// the farm served: every round r rewrites two stable links of each page,
+// section r%20 to "(updated in round r)" and section (r-1)%20 back.
+type RevisionVerdict struct {
+	Expected, Recorded, Missing, Extra, Duplicates int
+	MissingSample, ExtraSample                     []string
+}
+
+func (v RevisionVerdict) String() string {
+	return fmt.Sprintf("revisions: expected %d, recorded %d, missing %d, extra %d, duplicates %d",
+		v.Expected, v.Recorded, v.Missing, v.Extra, v.Duplicates)
+}
+
+// CheckRevisions compares the system's revisions (link.rewritten events)
+// with the rewrites of rounds 1..rounds of every page, each of which must
+// have been checked (no round timed out, as Drive reports). Texts name their
+// round, so each rewrite is due exactly once.
+func (f *Farm) CheckRevisions(ctx context.Context, s *System, rounds int) (RevisionVerdict, error) {
+	index, err := f.pageIndex(ctx, s)
+	if err != nil {
+		return RevisionVerdict{}, err
+	}
+	truth := map[string]bool{}
+	for i := range f.pages {
+		for r := 1; r <= rounds; r++ {
+			for _, j := range []int{r % 20, (r - 1) % 20} {
+				old, text := sectionText(i, j, r-1), sectionText(i, j, r)
+				truth[fmt.Sprintf("%d %s/p%d/section/%d %s → %s", i, f.srv.URL, i, j, old, text)] = true
+			}
+		}
+	}
+	v := RevisionVerdict{Expected: len(truth)}
+	seen := map[string]int{}
+	rows, err := s.DB.Query(ctx, `SELECT page_id, url, old_text, new_text FROM events WHERE kind = 'link.rewritten'`)
+	if err != nil {
+		return RevisionVerdict{}, fmt.Errorf("read revisions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id             int64
+			url, old, text string
+		)
+		if err := rows.Scan(&id, &url, &old, &text); err != nil {
+			return RevisionVerdict{}, fmt.Errorf("read revisions: %w", err)
+		}
+		v.Recorded++
+		key := fmt.Sprintf("%d %s %s → %s", index[id], url, old, text)
+		if seen[key]++; seen[key] == 2 {
+			v.Duplicates++
+		}
+		if !truth[key] {
+			v.Extra++
+			if len(v.ExtraSample) < 10 {
+				v.ExtraSample = append(v.ExtraSample, key)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return RevisionVerdict{}, fmt.Errorf("read revisions: %w", err)
+	}
+	for key := range truth {
+		if seen[key] == 0 {
+			v.Missing++
+			if len(v.MissingSample) < 10 {
+				v.MissingSample = append(v.MissingSample, key)
 			}
 		}
 	}
