@@ -228,3 +228,37 @@ func TestHeadlineChangedBackAfterAFailedRemoval(t *testing.T) {
 		t.Fatalf("events %q, want %q", got, want)
 	}
 }
+
+// A check's updates draw their ids before its events, so that the
+// notifier, which orders a subscription's stream by id, sends them as one
+// message.
+func TestUpdatesComeBeforeTheEventsOfTheirCheck(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, "", processor.Config{Revisions: watch.DefaultRevisionCaps})
+	paths := []string{"/a", "/b", "/c", "/d"}
+	kept := func(texts []string, n int) watch.Task {
+		task := f.titled(paths[:n], texts[:n])
+		task.Kept = &n
+		return task
+	}
+	f.deliver(t, kept([]string{"A", "B", "C", "D"}, 2))
+	f.deliver(t, kept([]string{"A", "B", "C", "D"}, 0)) // degraded
+	texts := []string{"A2", "B2", "C", "D"}
+	for i := range 30 { // new links, rewrites and the recovery in one check
+		paths = append(paths, fmt.Sprintf("/new/%d", i))
+		texts = append(texts, fmt.Sprintf("New %d", i))
+	}
+	f.deliver(t, kept(texts, len(paths)))
+	var lastUpdate, firstEvent int64
+	if err := f.db.QueryRow(context.Background(), `SELECT (SELECT max(id) FROM updates WHERE page_id = $1),
+		(SELECT min(id) FROM events WHERE page_id = $1 AND at = (SELECT max(at) FROM events WHERE page_id = $1))`, f.page.ID).
+		Scan(&lastUpdate, &firstEvent); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.events(t); len(got) != 4 {
+		t.Fatalf("events %q, want the degradation, two revisions and the recovery", got)
+	}
+	if firstEvent < lastUpdate {
+		t.Fatalf("an event of the check has id %d, below its last update's %d", firstEvent, lastUpdate)
+	}
+}

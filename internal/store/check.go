@@ -279,7 +279,7 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 			RETURNING page.is_first AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh,
 				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline,
 				` + healthReturning("health") + `
-		), ` + healthEvent("status") + `
+		), ` + healthEvent("status", afterNews) + `
 		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, ` + healthSelected("status") + `,
 			(SELECT count(*) FROM revised), (SELECT array_agg(link_key) FROM retitled), (SELECT array_agg(old_text) FROM retitled),
 			fresh.link_key IS NOT NULL, news.id,
@@ -367,22 +367,30 @@ func rewrites(perCheck, perLink string) string {
 			SELECT $1, '` + string(watch.LinkRewritten) + `', $2, r.link_key, r.url, r.old_text, r.new_text
 			FROM page, retitled r
 			WHERE page.texts_were_known AND NOT page.silent AND (SELECT count(*) FROM retitled) <= ` + perCheck + `
+				AND ` + afterNews + `
 				AND (SELECT count(*) FROM events e WHERE e.page_id = $1 AND e.link_key = r.link_key
 				     AND e.kind = '` + string(watch.LinkRewritten) + `') < ` + perLink + `
 			RETURNING 1
 		)`
 }
 
+// afterNews is a condition, always true, that reads the news CTE of
+// recordLinks' statement whole, as an initplan run before its CTE yields a
+// row: the check's updates then draw their ids before its events do,
+// whatever plan joins them. Ids order a subscription's stream, and a
+// check's updates split by an event would go out as two messages.
+const afterNews = `(SELECT count(*) FROM news) >= 0`
+
 // healthEvent is a CTE that records the event of a check that moved its
 // page between healthy and degraded (page.degraded, page.recovered), read
-// off the relation r that returned healthReturning's columns; $1 is the
-// page, $2 when the check fetched it.
-func healthEvent(r string) string {
+// off the relation r that returned healthReturning's columns, when after
+// (an SQL condition) holds; $1 is the page, $2 when the check fetched it.
+func healthEvent(r, after string) string {
 	return `health_event AS (
 			INSERT INTO events (page_id, kind, at, reason, detail)
 			SELECT $1, CASE WHEN ` + r + `.h_reason IS NULL THEN '` + string(watch.PageRecovered) + `' ELSE '` + string(watch.PageDegraded) + `' END,
 				$2, ` + r + `.h_reason, CASE WHEN ` + r + `.h_reason IS NOT NULL THEN nullif(` + r + `.h_detail, '') END
-			FROM ` + r + ` WHERE (` + r + `.h_was IS NULL) <> (` + r + `.h_reason IS NULL)
+			FROM ` + r + ` WHERE (` + r + `.h_was IS NULL) <> (` + r + `.h_reason IS NULL) AND ` + after + `
 		)`
 }
 
@@ -416,7 +424,7 @@ func recordSuccessStatement(c watch.Check, follow string, followArgs []any) (str
 			FROM (` + judge(lockedHealth, keptSQL, param(n)+"::text") + `) health
 			WHERE id = $1
 			RETURNING baseline_at = now() AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh, ` + healthReturning("health") + `
-		), ` + healthEvent("status") + `
+		), ` + healthEvent("status", "true") + `
 		SELECT status.baseline, status.refresh, ` + healthSelected("status") + ` FROM status`, args
 }
 
@@ -477,7 +485,7 @@ func recordFailure(ctx context.Context, q querier, c watch.Check) (watch.Recorde
 			FROM (SELECT `+healthColumns+` FROM pages WHERE id = $1 FOR UPDATE) health
 			WHERE id = $1
 			RETURNING `+healthReturning("health")+`
-		), `+healthEvent("status")+`
+		), `+healthEvent("status", "true")+`
 		SELECT `+healthSelected("status")+` FROM status`, c.PageID, c.FetchedAt, c.Status, c.Error, string(reason), detail).Scan(health.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return watch.Recorded{}, fmt.Errorf("page %d: %w", c.PageID, watch.ErrPageNotFound)
