@@ -82,7 +82,7 @@ func settleEvents(t *testing.T, pool *pgxpool.Pool) {
 	}
 }
 
-// batchIDs are a batch's updates' and events' ids, updates first.
+// batchIDs are the ids of a batch, its updates first, then its events.
 func batchIDs(b watch.Batch) []int64 {
 	ids := updateIDs(b)
 	for _, e := range b.Events {

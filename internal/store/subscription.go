@@ -378,7 +378,7 @@ func (s *Store) PendingBatch(ctx context.Context, l watch.Lease, max int) (watch
 	return b, nil
 }
 
-// position is a row's place in a subscription's stream: (xact, id).
+// position is the place of a row in the stream of a subscription: (xact, id).
 type position struct {
 	xact uint64
 	id   int64
@@ -388,7 +388,7 @@ func (p position) before(q position) bool {
 	return p.xact < q.xact || p.xact == q.xact && p.id < q.id
 }
 
-// positionOf reads a row's xact (as xid8's text) and id.
+// positionOf reads the xact (xid8 as text) and the id of a row.
 func positionOf(xact string, id int64) (position, error) {
 	x, err := strconv.ParseUint(xact, 10, 64)
 	if err != nil {
