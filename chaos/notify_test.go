@@ -31,9 +31,11 @@ import (
 // The notifier's fault proof: notifiers SIGKILLed at random and PostgreSQL
 // restarted while checks keep committing (some late, behind larger ids),
 // against a receiver that fails 30 % of requests with 500 and lets 10 % time
-// out. At the end each subscription's receiver must hold exactly the updates
-// of its scope, every request signed, every repeat under a webhook-id seen
-// before. TestNotifierSlowReceivers runs notifiers against receivers that
+// out. Some checks also write an event, and some subscriptions ask for some
+// kinds. At the end each subscription's receiver must hold exactly the
+// updates of its scope and the events of its kinds there, each first
+// received in the order of its check, every request signed, every repeat
+// under a webhook-id seen before. TestNotifierSlowReceivers runs notifiers against receivers that
 // hang, drip a 200 and answer at the timeout's edge: every request must be
 // an attempt in the delivery log. Run them alone, one at a time:
 // go test -tags chaos -count=1 -run TestNotifierUnderFaults -v ./chaos
@@ -52,14 +54,16 @@ type flakyReceiver struct {
 	requests int
 	badSigs  int
 	accepted map[string]map[string]bool  // path -> webhook-ids answered 2xx
-	got      map[string]map[int64]string // path -> update id -> first webhook-id
+	got      map[string]map[int64]string // path -> update or event id -> first webhook-id
+	order    map[string][]int64          // path -> ids in the order first received
 	dupes    int
 	strayDup []string // repeats under a webhook-id never accepted before
 }
 
 func newFlakyReceiver(t *testing.T, timeout time.Duration, fail, hang float64) *flakyReceiver {
 	return &flakyReceiver{t: t, rng: rand.New(rand.NewPCG(rand.Uint64(), 1)), timeout: timeout, fail: fail, hang: hang,
-		secrets: map[string]string{}, accepted: map[string]map[string]bool{}, got: map[string]map[int64]string{}}
+		secrets: map[string]string{}, accepted: map[string]map[string]bool{}, got: map[string]map[int64]string{},
+		order: map[string][]int64{}}
 }
 
 func (rc *flakyReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -108,15 +112,23 @@ func (rc *flakyReceiver) accept(r *http.Request, body []byte) bool {
 	if rc.got[path] == nil {
 		rc.got[path], rc.accepted[path] = map[int64]string{}, map[string]bool{}
 	}
+	ids := make([]int64, 0, len(msg.Updates)+1)
 	for _, u := range msg.Updates {
-		if _, seen := rc.got[path][u.ID]; seen {
+		ids = append(ids, u.ID)
+	}
+	if msg.Event != nil {
+		ids = append(ids, msg.Event.ID)
+	}
+	for _, n := range ids {
+		if _, seen := rc.got[path][n]; seen {
 			rc.dupes++
 			if !rc.accepted[path][id] {
-				rc.strayDup = append(rc.strayDup, fmt.Sprintf("%s update %d under new id %s", path, u.ID, id))
+				rc.strayDup = append(rc.strayDup, fmt.Sprintf("%s update or event %d under new id %s", path, n, id))
 			}
 			continue
 		}
-		rc.got[path][u.ID] = id
+		rc.got[path][n] = id
+		rc.order[path] = append(rc.order[path], n)
 	}
 	rc.accepted[path][id] = true
 	return true
@@ -151,10 +163,11 @@ func verifySignature(secret string, h http.Header, body []byte) bool {
 	return false
 }
 
-// notifyScope is one subscription of the test: its receiver path and the
-// SQL condition on updates u joined with pages p that its scope means.
+// notifyScope is one subscription of the test: its receiver path, the
+// SQL condition on updates u joined with pages p that its scope means, and
+// the kinds of event it asks for (an SQL array, "{}" for none).
 type notifyScope struct {
-	path, args, where string
+	path, args, where, kinds string
 }
 
 var secretRE = regexp.MustCompile(`whsec_\S+`)
@@ -192,10 +205,23 @@ func writeChecks(ctx context.Context, db *pgxpool.Pool, pages []int64, writers i
 					}
 					defer tx.Rollback(context.WithoutCancel(ctx))
 					prefix := fmt.Sprintf("http://portal.example/w%d/c%d/", w, n)
+					page := pages[rng.IntN(len(pages))]
 					if _, err := tx.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key)
 						SELECT $1, $2 || g, 'story ' || g, 'c', hashtext($2 || g) FROM generate_series(1, $3) g`,
-						pages[rng.IntN(len(pages))], prefix, 1+rng.IntN(4)); err != nil {
+						page, prefix, 1+rng.IntN(4)); err != nil {
 						return
+					}
+					// Every other check also writes an event, after its
+					// updates, as the check statement does.
+					if kind := rng.IntN(6); kind < 3 {
+						if _, err := tx.Exec(ctx, `INSERT INTO events (page_id, kind, at, link_key, url, old_text, new_text, reason)
+							SELECT $1, k, now(), CASE WHEN k = 'link.rewritten' THEN 1 END, CASE WHEN k = 'link.rewritten' THEN $2 END,
+								CASE WHEN k = 'link.rewritten' THEN 'old' END, CASE WHEN k = 'link.rewritten' THEN 'new' END,
+								CASE WHEN k = 'page.degraded' THEN 'blocked' END
+							FROM (SELECT ($3::text[])[$4] AS k) e`,
+							page, prefix, []string{"link.rewritten", "page.degraded", "page.recovered"}, kind+1); err != nil {
+							return
+						}
 					}
 					time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond) // a slow check: a late commit
 					tx.Commit(ctx)                                              //nolint:errcheck // the truth is what committed
@@ -226,18 +252,24 @@ func notifyPages(t *testing.T, db *pgxpool.Pool) []int64 {
 
 func scopesFor(pages []int64) []notifyScope {
 	return []notifyScope{
-		{"/hook/all-1", "", "true"},
-		{"/hook/all-2", "", "true"},
-		{"/hook/page", fmt.Sprintf("--page %d", pages[2]), fmt.Sprintf("u.page_id = %d", pages[2])},
-		{"/hook/tag", "--tag ministries", "'ministries' = ANY (p.tags)"},
+		{"/hook/all-1", "--events link.rewritten,page.degraded,page.recovered", "true", "{link.rewritten,page.degraded,page.recovered}"},
+		{"/hook/all-2", "", "true", "{}"},
+		{"/hook/page", fmt.Sprintf("--page %d --events page.degraded", pages[2]), fmt.Sprintf("u.page_id = %d", pages[2]), "{page.degraded}"},
+		{"/hook/tag", "--tag ministries --events page.recovered,link.rewritten", "'ministries' = ANY (p.tags)", "{link.rewritten,page.recovered}"},
 	}
 }
 
-// truth returns the ids of the updates in a scope.
+// truth returns the ids of the updates in a scope and of its events of
+// the kinds it asked for, in the order of their checks' commits.
 func truth(t *testing.T, db *pgxpool.Pool, s notifyScope) []int64 {
 	t.Helper()
 	var ids []int64
-	rows, err := db.Query(context.Background(), `SELECT u.id FROM updates u JOIN pages p ON p.id = u.page_id WHERE `+s.where+` ORDER BY u.id`)
+	rows, err := db.Query(context.Background(), `
+		SELECT u.id FROM (
+			SELECT id, xact, page_id FROM updates
+			UNION ALL
+			SELECT id, xact, page_id FROM events WHERE kind = ANY ($1::text[])
+		) u JOIN pages p ON p.id = u.page_id WHERE `+s.where+` ORDER BY u.xact, u.id`, s.kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,15 +325,25 @@ func TestNotifierUnderFaults(t *testing.T) {
 	})
 	bg.Wait()
 
-	// Every scope's receiver must come to hold exactly its updates.
-	testsvc.Eventually(t, 90*time.Second, "every update delivered", func() (bool, error) {
+	// Every scope's receiver must come to hold exactly its updates and
+	// events, each first received in the order of its check.
+	testsvc.Eventually(t, 90*time.Second, "every update and event delivered", func() (bool, error) {
 		for _, s := range scopes {
-			if !slices.Equal(rc.ids(s.path), truth(t, w.sys.DB, s)) {
+			want := truth(t, w.sys.DB, s)
+			if !slices.Equal(rc.ids(s.path), slices.Sorted(slices.Values(want))) {
 				return false, nil
 			}
 		}
 		return true, nil
 	})
+	for _, s := range scopes {
+		rc.mu.Lock()
+		got := slices.Clone(rc.order[s.path])
+		rc.mu.Unlock()
+		if want := truth(t, w.sys.DB, s); !slices.Equal(got, want) {
+			t.Errorf("%s first received %v, want the order of the checks %v", s.path, got, want)
+		}
+	}
 	w.fleet.shutdown()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -310,7 +352,7 @@ func TestNotifierUnderFaults(t *testing.T) {
 	for _, s := range scopes {
 		n := len(rc.got[s.path])
 		total += n
-		t.Logf("%s: %d updates in %d messages", s.path, n, len(rc.accepted[s.path]))
+		t.Logf("%s: %d updates and events in %d messages", s.path, n, len(rc.accepted[s.path]))
 		if n == 0 {
 			t.Errorf("%s received nothing: the test proves nothing", s.path)
 		}
@@ -374,7 +416,7 @@ func TestNotifierNegativeControlCursorFirst(t *testing.T) {
 			crashes++
 			return false, "", nil
 		}
-		res := hooks.Send(ctx, l.Subscription, watch.TypeUpdatesCreated, b)
+		res := hooks.Send(ctx, l.Subscription, b.Type(), b)
 		return false, fmt.Sprintf("%d crashes", crashes), res.Err
 	})
 	if err != nil {
@@ -483,7 +525,7 @@ func TestNotifierSlowReceivers(t *testing.T) {
 	defer close(rc.quit) // before Close, which waits for the handlers
 	pages := notifyPages(t, w.sys.DB)
 	all := scopesFor(pages)[0]
-	scopes := []notifyScope{{"/hook/hang", all.args, all.where}, {"/hook/drip", all.args, all.where}, {"/hook/edge", all.args, all.where}}
+	scopes := []notifyScope{{"/hook/hang", all.args, all.where, all.kinds}, {"/hook/drip", all.args, all.where, all.kinds}, {"/hook/edge", all.args, all.where, all.kinds}}
 	subscribe(t, w.sys, rc.flakyReceiver, srv.URL, scopes)
 	w.startFleet(map[string]string{"notifier-1": "notifier", "notifier-2": "notifier"}, nil)
 

@@ -500,9 +500,9 @@ func TestBrowserReadingTool(t *testing.T) {
 	})
 	b.look("feeds")
 
-	// Notifications: a bad webhook URL refused beside the field, a loopback
-	// receiver added, its secret shown once, and the Test button's message
-	// reaching it.
+	// Notifications: a bad webhook URL refused beside the field (the event
+	// ticked kept), a loopback receiver added with that event, its secret
+	// shown once, and the Test button's message reaching it.
 	hooks := make(chan http.Header, 1)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -516,8 +516,10 @@ func TestBrowserReadingTool(t *testing.T) {
 		chromedp.Navigate(base+"/notifications"),
 		chromedp.WaitVisible(chromedp.CSS(`#add-webhook`)),
 		chromedp.SendKeys(chromedp.CSS(`#wh-url`), "ftp://example.com/"),
+		chromedp.Click(chromedp.CSS(`#wh-ev-page-degraded`)),
 		chromedp.Submit(chromedp.CSS(`#add-webhook`)),
 		chromedp.WaitVisible(chromedp.CSS(`#wh-url-error`)),
+		chromedp.WaitVisible(chromedp.CSS(`#wh-ev-page-degraded:checked`)),
 		chromedp.SetValue(chromedp.CSS(`#wh-url`), receiver.URL+"/hook"),
 		chromedp.Submit(chromedp.CSS(`#add-webhook`)),
 		chromedp.WaitVisible(chromedp.CSS(`#secret`)),
@@ -526,9 +528,13 @@ func TestBrowserReadingTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stored string
-	if err := s.db.QueryRow(ctx, `SELECT secret FROM subscriptions`).Scan(&stored); err != nil || shown != stored {
-		t.Fatalf("secret shown %q, stored %q (%v); want one subscription with the secret shown", shown, stored, err)
+	var (
+		stored string
+		events []string
+	)
+	if err := s.db.QueryRow(ctx, `SELECT secret, events FROM subscriptions`).Scan(&stored, &events); err != nil || shown != stored ||
+		fmt.Sprint(events) != "[page.degraded]" {
+		t.Fatalf("secret shown %q, stored %q, events %v (%v); want one subscription with the secret shown and page.degraded", shown, stored, events, err)
 	}
 	b.do("test the webhook", chromedp.Click(chromedp.CSS(`#subscriptions form[action$="/test"] button`)))
 	select {

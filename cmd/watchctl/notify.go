@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/fetch"
@@ -19,6 +20,7 @@ import (
 type notifyCmd struct {
 	Add    notifyAddCmd    `cmd:"" help:"Subscribe a webhook or an e-mail address to updates."`
 	List   notifyListCmd   `cmd:"" help:"List subscriptions with their last delivery."`
+	Set    notifySetCmd    `cmd:"" help:"Change the events a subscription is sent besides updates."`
 	Remove notifyRemoveCmd `cmd:"" help:"Delete a subscription and its delivery log."`
 	Test   notifyTestCmd   `cmd:"" help:"Send a test message to a subscription now."`
 	Resume notifyResumeCmd `cmd:"" help:"Retry a paused subscription now."`
@@ -67,6 +69,38 @@ func (w articleWait) apply(sub *watch.Subscription) error {
 	return nil
 }
 
+// eventKinds is the --events every subscription may set.
+type eventKinds struct {
+	Events string `placeholder:"KINDS" help:"Also send these events, comma-separated: link.rewritten (a known link's headline changed), page.degraded (the watch may be blind to a page), page.recovered (a healthy check after that). Each goes out as a message of its own, or in the digest."`
+}
+
+func (k eventKinds) apply(sub *watch.Subscription) error {
+	kinds, err := watch.ParseEventKinds(k.Events)
+	if err != nil {
+		return usagef("--events %s: %v", k.Events, err)
+	}
+	sub.Events = kinds
+	return nil
+}
+
+// eventsNote describes a subscription's events after what added or
+// changed it prints; empty without any.
+func eventsNote(sub watch.Subscription) string {
+	if len(sub.Events) == 0 {
+		return ""
+	}
+	return ", and events " + eventList(sub.Events)
+}
+
+// eventList is kinds comma-separated, as --events takes them.
+func eventList(kinds []watch.EventKind) string {
+	words := make([]string, len(kinds))
+	for i, k := range kinds {
+		words[i] = string(k)
+	}
+	return strings.Join(words, ",")
+}
+
 // waitNote describes a subscription's wait for articles after what added
 // it prints; empty without one.
 func waitNote(sub watch.Subscription) string {
@@ -80,6 +114,7 @@ type notifyAddWebhookCmd struct {
 	URL string `arg:"" name:"url" help:"The receiver: an absolute http or https URL."`
 	scope
 	articleWait
+	eventKinds
 }
 
 func (a *notifyAddWebhookCmd) Run(c *cli) error {
@@ -88,6 +123,9 @@ func (a *notifyAddWebhookCmd) Run(c *cli) error {
 		return err
 	}
 	if err := a.articleWait.apply(&sub); err != nil {
+		return err
+	}
+	if err := a.eventKinds.apply(&sub); err != nil {
 		return err
 	}
 	target, err := c.policy.CheckWebhook(c.ctx, a.URL)
@@ -99,7 +137,7 @@ func (a *notifyAddWebhookCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "subscription %d: webhook %s for %s%s\n", added.ID, added.Target, added.Scope(), waitNote(added))
+	fmt.Fprintf(c.stdout, "subscription %d: webhook %s for %s%s%s\n", added.ID, added.Target, added.Scope(), waitNote(added), eventsNote(added))
 	fmt.Fprintf(c.stdout, "signing secret (shown only now; keep it with the receiver): %s\n", added.Secret)
 	return nil
 }
@@ -109,6 +147,7 @@ type notifyAddEmailCmd struct {
 	Digest  string `default:"none" enum:"none,hourly,daily" help:"none: each check's updates at once; hourly or daily: one message per hour or day (UTC)."`
 	scope
 	articleWait
+	eventKinds
 }
 
 func (a *notifyAddEmailCmd) Run(c *cli) error {
@@ -123,6 +162,9 @@ func (a *notifyAddEmailCmd) Run(c *cli) error {
 	if err := a.articleWait.apply(&sub); err != nil {
 		return err
 	}
+	if err := a.eventKinds.apply(&sub); err != nil {
+		return err
+	}
 	if sub.Target, err = registration.CheckEmail(a.Address); err != nil {
 		return err
 	}
@@ -130,7 +172,8 @@ func (a *notifyAddEmailCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "subscription %d: e-mail to %s for %s, digest %s%s\n", added.ID, added.Target, added.Scope(), added.Digest, waitNote(added))
+	fmt.Fprintf(c.stdout, "subscription %d: e-mail to %s for %s, digest %s%s%s\n", added.ID, added.Target, added.Scope(), added.Digest,
+		waitNote(added), eventsNote(added))
 	if c.cfg.Senders.Email.URL == "" {
 		fmt.Fprintln(c.stdout, "note: PORTALWATCH_SMTP_URL is not set; the notifier cannot send e-mail until it is")
 	}
@@ -163,7 +206,7 @@ func (notifyListCmd) Run(c *cli) error {
 		return err
 	}
 	tw := newTable(c.stdout)
-	fmt.Fprintln(tw, "ID\tCHANNEL\tTARGET\tSCOPE\tDIGEST\tWAIT ARTICLE\tLAST DELIVERY\tSTATUS\tATTEMPTS\tCODE\tLAST ERROR\tPAUSED")
+	fmt.Fprintln(tw, "ID\tCHANNEL\tTARGET\tSCOPE\tDIGEST\tWAIT ARTICLE\tEVENTS\tLAST DELIVERY\tSTATUS\tATTEMPTS\tCODE\tLAST ERROR\tPAUSED")
 	for _, s := range subs {
 		last, status, attempts, code := "never", "-", "-", "-"
 		if !s.Last.LastAttemptAt.IsZero() {
@@ -181,8 +224,12 @@ func (notifyListCmd) Run(c *cli) error {
 		if s.WaitArticle > 0 {
 			wait = watch.FormatDuration(s.WaitArticle)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Channel, s.MaskedTarget(), s.Scope(), s.Digest,
-			wait, last, status, attempts, code, oneLine(s.Last.LastError), paused)
+		events := "-"
+		if len(s.Events) > 0 {
+			events = eventList(s.Events)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Channel, s.MaskedTarget(), s.Scope(), s.Digest,
+			wait, events, last, status, attempts, code, oneLine(s.Last.LastError), paused)
 	}
 	return tw.Flush()
 }
@@ -204,6 +251,37 @@ func notFound(err error, id int64) error {
 		return usagef("no subscription has id %d (see `watchctl notify list`)", id)
 	}
 	return err
+}
+
+type notifySetCmd struct {
+	notifyIDArg
+	Events string `required:"" placeholder:"KINDS" help:"The events to send besides updates, comma-separated, replacing the subscription's: link.rewritten, page.degraded, page.recovered; '' for none. Events of a kind added that were recorded since its last delivery are sent too."`
+}
+
+func (a *notifySetCmd) Run(c *cli) error {
+	id, err := a.id()
+	if err != nil {
+		return err
+	}
+	kinds, err := watch.ParseEventKinds(a.Events)
+	if err != nil {
+		return usagef("--events %s: %v", a.Events, err)
+	}
+	st, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	sub, err := st.SetSubscriptionEvents(c.ctx, id, kinds)
+	if err != nil {
+		return notFound(err, id)
+	}
+	events := "no events, updates only"
+	if len(sub.Events) > 0 {
+		events = "events " + eventList(sub.Events)
+	}
+	fmt.Fprintf(c.stdout, "subscription %d: %s for %s\n", sub.ID, events, sub.Scope())
+	return nil
 }
 
 type notifyRemoveCmd struct{ notifyIDArg }

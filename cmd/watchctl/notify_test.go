@@ -30,6 +30,8 @@ func TestNotifyCommands(t *testing.T) {
 		{"notify", "add", "email", "a@example.com", "--tag", "two words"},        // bad tag
 		{"notify", "add", "email", "a@example.com", "--wait-article", "11m"},     // over the maximum
 		{"notify", "add", "webhook", "https://example.com/", "--wait-article", "soon"},
+		{"notify", "add", "email", "a@example.com", "--events", "page.degraded,page.gone"}, // unknown kind
+		{"notify", "set", "7", "--events", "page.degraded"},                                // no such subscription
 		{"notify", "remove", "7"},
 		{"notify", "test", "abc"},
 	}
@@ -51,8 +53,9 @@ func TestNotifyCommands(t *testing.T) {
 	var hook, mail string
 	fmt.Sscanf(out, "subscription %s", &hook)
 	code, out, errOut = runCLI(t, e, "notify", "add", "email", "Desk <desk@example.com>", "--digest", "daily", "--tag", "ministries",
-		"--wait-article", "90s")
-	if code != exitOK || !strings.Contains(out, "desk@example.com for tag ministries, digest daily, waiting up to 1m30s for articles") {
+		"--wait-article", "90s", "--events", "page.recovered, page.degraded")
+	if code != exitOK || !strings.Contains(out, "desk@example.com for tag ministries, digest daily, waiting up to 1m30s for articles, "+
+		"and events page.degraded,page.recovered") {
 		t.Fatalf("add email: exit %d\n%s%s", code, out, errOut)
 	}
 	fmt.Sscanf(out, "subscription %s", &mail)
@@ -61,8 +64,15 @@ func TestNotifyCommands(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "/hook?token=xxxxx") || strings.Contains(out, "token=abc") || !strings.Contains(out, "all pages") || strings.Contains(out, "whsec_") {
 		t.Fatalf("list: exit %d, want both subscriptions, the receiver's token masked and no secret:\n%s", code, out)
 	}
-	if !strings.Contains(out, "WAIT ARTICLE") || !strings.Contains(out, " 1m30s ") {
-		t.Fatalf("list: want the e-mail subscription's wait for articles:\n%s", out)
+	if !strings.Contains(out, "WAIT ARTICLE") || !strings.Contains(out, " 1m30s ") || !strings.Contains(out, " page.degraded,page.recovered ") {
+		t.Fatalf("list: want the e-mail subscription's wait for articles and its events:\n%s", out)
+	}
+	code, out, errOut = runCLI(t, e, "notify", "set", hook, "--events", "link.rewritten")
+	if code != exitOK || !strings.Contains(out, "subscription "+hook+": events link.rewritten for all pages") {
+		t.Fatalf("set events: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut = runCLI(t, e, "notify", "set", hook, "--events", ""); code != exitOK || !strings.Contains(out, "no events, updates only") {
+		t.Fatalf("set no events: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, out, errOut := runCLI(t, e, "notify", "test", hook); code != exitOK || !strings.Contains(out, "delivered") {
 		t.Fatalf("test: exit %d\n%s%s", code, out, errOut)

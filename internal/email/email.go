@@ -116,8 +116,9 @@ func New(cfg Config) (*Sender, error) {
 
 // Send mails batch b to sub's address: for each page, its updates' texts
 // and links, each with the headline, date, authors and lead of its
-// article when that was read. A message of type watch.TypeTest says only
-// that the subscription works. A permanent refusal of the recipient (5xx to RCPT TO) counts as
+// article when that was read, then its events, each on a line that says
+// what happened (a message of one event says it in its subject too). A
+// message of type watch.TypeTest says only that the subscription works. A permanent refusal of the recipient (5xx to RCPT TO) counts as
 // gone and pauses the subscription.
 func (e *Sender) Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) watch.SendResult {
 	m, err := e.message(sub, typ, b)
@@ -226,9 +227,52 @@ func cut(s string, n int) string {
 	return strings.TrimRight(head, " ,;:.") + "…"
 }
 
+// mailEvent is one event of a mail: its page, what happened in a line,
+// and the link it is about (link.rewritten).
+type mailEvent struct {
+	Page watch.NotifiedPage
+	Says string
+	When string
+	URL  string
+}
+
+// eventOf returns what a mail says of e.
+func eventOf(e watch.Event, page watch.NotifiedPage) mailEvent {
+	me := mailEvent{Page: page, When: e.At.UTC().Format("2 January 2006 15:04 UTC")}
+	switch e.Kind {
+	case watch.LinkRewritten:
+		me.Says = fmt.Sprintf("headline rewritten from “%s” to “%s”", oneLine(e.OldText), oneLine(e.NewText))
+		me.URL = e.URL
+	case watch.PageDegraded:
+		me.Says = "the watch may be blind to the page (" + e.Reason.Words() + ")"
+		if d := oneLine(e.Detail); d != "" {
+			me.Says += ": " + d
+		}
+	case watch.PageRecovered:
+		me.Says = "the page is seen again: a healthy check ended its degraded run"
+	default:
+		me.Says = string(e.Kind)
+	}
+	return me
+}
+
+// eventSubject is the subject of a message of one event alone.
+func eventSubject(e watch.Event, page watch.NotifiedPage) string {
+	switch e.Kind {
+	case watch.LinkRewritten:
+		return fmt.Sprintf("portalwatch: headline rewritten on %s: %s", pageTitle(page), cut(oneLine(e.NewText), 80))
+	case watch.PageDegraded:
+		return fmt.Sprintf("portalwatch: %s may be out of sight (%s)", pageTitle(page), e.Reason.Words())
+	case watch.PageRecovered:
+		return fmt.Sprintf("portalwatch: %s is in sight again", pageTitle(page))
+	}
+	return fmt.Sprintf("portalwatch: %s on %s", e.Kind, pageTitle(page))
+}
+
 type mailData struct {
 	Test         bool
 	Groups       []pageGroup
+	Events       []mailEvent
 	Count        int
 	Subscription int64
 	Scope        string
@@ -236,6 +280,9 @@ type mailData struct {
 
 func (e *Sender) message(sub watch.Subscription, typ string, b watch.Batch) (*gomail.Msg, error) {
 	data := mailData{Test: typ == watch.TypeTest, Count: len(b.Updates), Subscription: sub.ID, Scope: sub.Scope()}
+	for _, ev := range b.Events {
+		data.Events = append(data.Events, eventOf(ev, b.Pages[ev.PageID]))
+	}
 	for _, u := range b.Updates {
 		i := slices.IndexFunc(data.Groups, func(g pageGroup) bool { return g.Page.ID == u.PageID })
 		if i < 0 {
@@ -258,13 +305,21 @@ func (e *Sender) message(sub watch.Subscription, typ string, b watch.Batch) (*go
 	if err := m.To(sub.Target); err != nil {
 		return nil, fmt.Errorf("recipient %q: %w", sub.Target, err)
 	}
+	var events string
+	if n := len(b.Events); n > 0 {
+		events = fmt.Sprintf(", %d %s", n, plural(n, "event", "events"))
+	}
 	switch {
 	case data.Test:
 		m.Subject("portalwatch: test message")
+	case len(b.Updates) == 0 && len(b.Events) == 1:
+		m.Subject(eventSubject(b.Events[0], b.Pages[b.Events[0].PageID]))
+	case len(b.Updates) == 0:
+		m.Subject(fmt.Sprintf("portalwatch: %d events", len(b.Events)))
 	case len(data.Groups) == 1:
-		m.Subject(fmt.Sprintf("portalwatch: %d new on %s", data.Count, pageTitle(data.Groups[0].Page)))
+		m.Subject(fmt.Sprintf("portalwatch: %d new on %s%s", data.Count, pageTitle(data.Groups[0].Page), events))
 	default:
-		m.Subject(fmt.Sprintf("portalwatch: %d new on %d pages", data.Count, len(data.Groups)))
+		m.Subject(fmt.Sprintf("portalwatch: %d new on %d pages%s", data.Count, len(data.Groups), events))
 	}
 	// Mail clients show an unsubscribe button for this header; the
 	// request reaches the sender's mailbox, whose operator runs
@@ -287,6 +342,13 @@ func pageTitle(p watch.NotifiedPage) string {
 	return p.URL
 }
 
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 var funcs = map[string]any{"title": pageTitle}
 
 var textMail = texttemplate.Must(texttemplate.New("text").Funcs(funcs).Parse(
@@ -298,7 +360,10 @@ var textMail = texttemplate.Must(texttemplate.New("text").Funcs(funcs).Parse(
 {{end}}{{with .Byline}}    {{.}}
 {{end}}{{with .Lead}}    {{.}}
 {{end}}{{end}}{{end}}
-{{end}}{{end}}
+{{end}}{{with .Events}}Events
+{{range .}}  - {{title .Page}}: {{.Says}}
+    {{.When}}{{with .URL}}, {{.}}{{end}}
+{{end}}{{end}}{{end}}
 --
 portalwatch subscription {{.Subscription}} ({{.Scope}}). To stop these messages, ask the operator to run
 watchctl notify remove {{.Subscription}}, or use your mail program's unsubscribe button.
@@ -315,6 +380,9 @@ var htmlMail = htmltemplate.Must(htmltemplate.New("html").Funcs(funcs).Parse(
 {{- with .Story}}{{with .Headline}}<p style="margin:0.2em 0"><strong>{{.}}</strong></p>{{end}}
 {{- with .Byline}}<p style="margin:0.2em 0;color:#666">{{.}}</p>{{end}}
 {{- with .Lead}}<p style="margin:0.2em 0">{{.}}</p>{{end}}{{end}}</li>{{end}}</ul>
+{{end}}{{with .Events}}<h2>Events</h2>
+<ul>{{range .}}<li><a href="{{.Page.URL}}">{{title .Page}}</a>: {{.Says}}
+<p style="margin:0.2em 0;color:#666">{{.When}}{{with .URL}}, <a href="{{.}}">{{.}}</a>{{end}}</p></li>{{end}}</ul>
 {{end}}{{end}}<hr><p style="color:#666">portalwatch subscription {{.Subscription}} ({{.Scope}}).
 To stop these messages, ask the operator to run <code>watchctl notify remove {{.Subscription}}</code>,
 or use your mail program's unsubscribe button.</p>

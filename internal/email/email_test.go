@@ -383,3 +383,76 @@ func TestEmailShowsTheArticleUnderItsLink(t *testing.T) {
 		t.Errorf("HTML items\n%q\nwant\n%q", items, wantItems)
 	}
 }
+
+// TestEmailSaysEachEvent sends each kind of event alone, as a message
+// without a digest does, and then with updates in a digest: each subject
+// and text says what happened, and a digest lists its events in a section
+// of their own after the updates.
+func TestEmailSaysEachEvent(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t)
+	e, err := email.New(email.Config{URL: "smtp://desk:s3cret@" + srv.addr, From: "watch@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.FixedZone("CET", 3600))
+	events := []watch.Event{
+		{ID: 21, PageID: 7, Kind: watch.LinkRewritten, At: at, URL: "https://ministry.example/a", OldText: "Fees up", NewText: "Fees <cut>"},
+		{ID: 22, PageID: 7, Kind: watch.PageDegraded, At: at, Reason: watch.Blocked, Detail: "the page answered 403 Forbidden"},
+		{ID: 23, PageID: 7, Kind: watch.PageRecovered, At: at},
+	}
+	want := []struct{ subject, text string }{
+		{"portalwatch: headline rewritten on Ministry: Fees <cut>", "Ministry: headline rewritten from “Fees up” to “Fees <cut>”\n    30 November 2026 08:00 UTC, https://ministry.example/a"},
+		{"portalwatch: Ministry may be out of sight (blocked)", "Ministry: the watch may be blind to the page (blocked): the page answered 403 Forbidden"},
+		{"portalwatch: Ministry is in sight again", "Ministry: the page is seen again"},
+	}
+	sub := watch.Subscription{ID: 4, Channel: watch.Email, Target: "desk@example.com", Digest: watch.DigestNone}
+	for i, ev := range events {
+		b := watch.Batch{ID: fmt.Sprintf("msg_4_900_%d", i), Events: []watch.Event{ev}, Pages: batch().Pages}
+		if res := e.Send(context.Background(), sub, b.Type(), b); res.Err != nil {
+			t.Fatalf("send %s: %+v", ev.Kind, res)
+		}
+	}
+	got := srv.messages()
+	if len(got) != len(events) {
+		t.Fatalf("server received %d messages, want %d", len(got), len(events))
+	}
+	for i, w := range want {
+		header, parts := mailParts(t, got[i].data)
+		if s := decodeSubject(t, header.Get("Subject")); s != w.subject {
+			t.Errorf("%s: subject %q, want %q", events[i].Kind, s, w.subject)
+		}
+		if !strings.Contains(strings.ReplaceAll(parts["text/plain"], "\r\n", "\n"), w.text) {
+			t.Errorf("%s: text part, want %q:\n%s", events[i].Kind, w.text, parts["text/plain"])
+		}
+		if !strings.Contains(parts["text/html"], "<h2>Events</h2>") || strings.Contains(parts["text/html"], "<cut>") {
+			t.Errorf("%s: html part, want an events section with texts escaped:\n%s", events[i].Kind, parts["text/html"])
+		}
+	}
+
+	sub.Digest = watch.DigestDaily
+	digest := batch()
+	digest.ID, digest.Events = "msg_4_901_0", events[1:]
+	if res := e.Send(context.Background(), sub, digest.Type(), digest); res.Err != nil {
+		t.Fatalf("send digest: %+v", res)
+	}
+	header, parts := mailParts(t, srv.messages()[len(events)].data)
+	if s := decodeSubject(t, header.Get("Subject")); s != "portalwatch: 2 new on Ministry, 2 events" {
+		t.Errorf("digest subject %q", s)
+	}
+	text := strings.ReplaceAll(parts["text/plain"], "\r\n", "\n")
+	if u, ev := strings.Index(text, "https://ministry.example/b"), strings.Index(text, "\nEvents\n"); u < 0 || ev < u ||
+		!strings.Contains(text[ev:], "blind to the page") || !strings.Contains(text[ev:], "seen again") {
+		t.Errorf("digest text, want its updates, then its events:\n%s", text)
+	}
+}
+
+// decodeSubject reads a header that may be MIME-encoded.
+func decodeSubject(t *testing.T, s string) string {
+	t.Helper()
+	d, err := new(mime.WordDecoder).DecodeHeader(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

@@ -1,6 +1,10 @@
 // Package notifier delivers updates to the people and programs that
 // subscribed to them: signed webhooks (Standard Webhooks) and e-mail, each
-// check's updates at once or as an hourly or daily digest.
+// check's updates at once or as an hourly or daily digest. A subscription
+// may ask for events too (link.rewritten, page.degraded, page.recovered):
+// they share updates' id sequence and transaction ids, so one cursor
+// orders both, and each event goes out as a message of its own type (or
+// in its digest) with the same guarantees.
 //
 // What to send is derived from the updates table itself, never from a
 // message published after a check's commit: each subscription keeps a
@@ -136,8 +140,9 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Sender sends one message of a type (watch.TypeUpdatesCreated, watch.TypeTest) with
-// batch b to a subscription's target. It must honour ctx.
+// Sender sends one message of a type (watch.TypeUpdatesCreated, an event
+// kind such as "page.degraded" for a batch of one event, watch.TypeTest)
+// with batch b to a subscription's target. It must honour ctx.
 type Sender interface {
 	Send(ctx context.Context, sub watch.Subscription, typ string, b watch.Batch) watch.SendResult
 }
@@ -174,6 +179,7 @@ type Service struct {
 
 	deliveries *prometheus.CounterVec
 	updates    prometheus.Counter
+	events     prometheus.Counter
 	latency    prometheus.Histogram
 }
 
@@ -192,13 +198,17 @@ func New(cfg Config, box Outbox, senders map[watch.Channel]Sender, log *slog.Log
 			Name: "portalwatch_notifier_updates_delivered_total",
 			Help: "Updates in delivered messages (repeats after a lost lease included).",
 		}),
+		events: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portalwatch_notifier_events_delivered_total",
+			Help: "Events (link.rewritten, page.degraded, page.recovered) in delivered messages (repeats after a lost lease included).",
+		}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "portalwatch_notifier_delivery_latency_seconds",
 			Help:    "From an update's discovered_at to the delivery of its message, per update.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
 		}),
 	}
-	reg.MustRegister(s.deliveries, s.updates, s.latency)
+	reg.MustRegister(s.deliveries, s.updates, s.events, s.latency)
 	return s
 }
 
@@ -325,11 +335,11 @@ func (s *Service) deliver(ctx context.Context, l watch.Lease) {
 		release("reading pending updates failed", err)
 		return
 	}
-	if len(b.Updates) == 0 {
+	if b.Empty() {
 		release("", nil)
 		return
 	}
-	log = log.With("message_id", b.ID, "updates", len(b.Updates))
+	log = log.With("message_id", b.ID, "updates", len(b.Updates), "events", len(b.Events))
 	if until, held := b.ArticleHold(sub.WaitArticle, s.now()); held {
 		// Looked at again within PollInterval, as an article may come any
 		// moment; never later than the wait's end.
@@ -367,6 +377,7 @@ func (s *Service) deliver(ctx context.Context, l watch.Lease) {
 		}
 		s.deliveries.WithLabelValues(string(sub.Channel), "delivered").Inc()
 		s.updates.Add(float64(len(b.Updates)))
+		s.events.Add(float64(len(b.Events)))
 		now := s.now()
 		for _, u := range b.Updates {
 			s.latency.Observe(now.Sub(u.DiscoveredAt).Seconds())
@@ -396,7 +407,7 @@ func (s *Service) send(ctx context.Context, sub watch.Subscription, b watch.Batc
 	if !ok {
 		return watch.SendResult{Err: fmt.Errorf("no %s sender is configured (for e-mail, set PORTALWATCH_SMTP_URL)", sub.Channel)}
 	}
-	return sender.Send(ctx, sub, watch.TypeUpdatesCreated, b)
+	return sender.Send(ctx, sub, b.Type(), b)
 }
 
 // SendTest sends a test message to sub through the sender of its channel,

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -29,13 +30,15 @@ import (
 func openStore(t testing.TB) (*store.Store, *pgxpool.Pool) { return systest.Store(t) }
 
 // receiver fails the first attempt of every message with 500 and records
-// what it accepted.
+// what it accepted: the ids of updates and events, and per path the order
+// they first came in.
 type receiver struct {
 	t        *testing.T
 	secret   string
 	mu       sync.Mutex
 	attempts map[string]int
 	got      map[int64]int
+	order    map[string][]int64
 	status   int // when set, every answer
 }
 
@@ -58,9 +61,55 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var b webhook.Body
 	json.Unmarshal(body, &b)
+	ids := make([]int64, 0, len(b.Updates)+1)
 	for _, u := range b.Updates {
-		rc.got[u.ID]++
+		ids = append(ids, u.ID)
 	}
+	if b.Event != nil {
+		if b.Type != string(b.Event.Kind) {
+			rc.t.Errorf("a message of type %s carries a %s event", b.Type, b.Event.Kind)
+		}
+		ids = append(ids, b.Event.ID)
+	}
+	for _, id := range ids {
+		rc.got[id]++
+		if rc.order != nil && !slices.Contains(rc.order[r.URL.Path], id) {
+			rc.order[r.URL.Path] = append(rc.order[r.URL.Path], id)
+		}
+	}
+}
+
+// insertEvent is the SQL of one event of page $1 of kind $2, with the
+// fields its kind needs, as a check writes it.
+const insertEvent = `INSERT INTO events (page_id, kind, at, link_key, url, old_text, new_text, reason, detail)
+	SELECT $1, $2, now(),
+		CASE WHEN $2 = 'link.rewritten' THEN 42 END,
+		CASE WHEN $2 = 'link.rewritten' THEN 'http://x.example/story' END,
+		CASE WHEN $2 = 'link.rewritten' THEN 'Fees up' END,
+		CASE WHEN $2 = 'link.rewritten' THEN 'Fees cut' END,
+		CASE WHEN $2 = 'page.degraded' THEN 'blocked' END,
+		CASE WHEN $2 = 'page.degraded' THEN 'the page answered 403 Forbidden' END`
+
+// truth returns the ids of the updates and the events a subscription is
+// sent, in (xact, id) order: of page (an id, or "" for every page), and
+// the events of kinds (an array, or "" for every kind).
+func truth(t *testing.T, pool *pgxpool.Pool, page, kinds string) []int64 {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `
+		SELECT id FROM (
+			SELECT id, xact, page_id FROM updates
+			UNION ALL
+			SELECT id, xact, page_id FROM events WHERE $2 = '' OR kind = ANY ($2::text[])
+		) s WHERE $1 = '' OR page_id = $1::bigint
+		ORDER BY xact, id`, page, kinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 func (rc *receiver) received() int {
@@ -85,11 +134,15 @@ func startService(t *testing.T, st *store.Store, cfg notifier.Config) (stop func
 	}
 }
 
+// TestServiceDeliversEveryUpdateAfterFailures: a receiver that fails the
+// first attempt of every message is sent every update and every event of
+// the kinds each subscription asked for, at least once and in the order
+// their checks committed, one message per check and one per event.
 func TestServiceDeliversEveryUpdateAfterFailures(t *testing.T) {
 	t.Parallel()
 	st, pool := openStore(t)
 	ctx := context.Background()
-	rc := &receiver{t: t, secret: watch.NewWebhookSecret(), attempts: map[string]int{}, got: map[int64]int{}}
+	rc := &receiver{t: t, secret: watch.NewWebhookSecret(), attempts: map[string]int{}, got: map[int64]int{}, order: map[string][]int64{}}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	var pages []int64
@@ -100,30 +153,56 @@ func TestServiceDeliversEveryUpdateAfterFailures(t *testing.T) {
 		}
 		pages = append(pages, p.ID)
 	}
-	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: rc.secret}); err != nil {
+	// Every page, with two kinds of event (not page.recovered); page a,
+	// with every kind.
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL + "/all", Secret: rc.secret,
+		Events: []watch.EventKind{watch.LinkRewritten, watch.PageDegraded}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL, Secret: rc.secret, PageID: pages[0]}); err != nil {
+	if _, err := st.AddSubscription(ctx, watch.Subscription{Channel: watch.Webhook, Target: srv.URL + "/page", Secret: rc.secret, PageID: pages[0],
+		Events: watch.EventKinds}); err != nil {
 		t.Fatal(err)
 	}
 	stop := startService(t, st, notifier.Config{Concurrency: 3, PollInterval: 20 * time.Millisecond, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond})
 	defer stop()
+	// Each check writes 3 updates and then an event, in one transaction;
+	// the kinds take turns every 3 checks, so page a has one of each.
 	const checks = 12
 	for i := range checks {
-		if _, err := pool.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key)
-			SELECT $1, 'http://x.example/' || $2 || '/' || g, 't', 'c', hashtext($2 || '/' || g) FROM generate_series(1, 3) g`,
-			pages[i%3], fmt.Sprint(i)); err != nil {
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO updates (page_id, url, text, code, link_key)
+				SELECT $1, 'http://x.example/' || $2 || '/' || g, 't', 'c', hashtext($2 || '/' || g) FROM generate_series(1, 3) g`,
+				pages[i%3], fmt.Sprint(i)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, insertEvent, pages[i%3], watch.EventKinds[(i/3)%3])
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	testsvc.Eventually(t, 3*time.Minute, "every update received", func() (bool, error) { return rc.received() == checks*3, nil })
+	want := map[string][]int64{"/all": truth(t, pool, "", "{link.rewritten,page.degraded}"), "/page": truth(t, pool, fmt.Sprint(pages[0]), "")}
+	if n := len(want["/all"]) + len(want["/page"]); n != checks*3+9+4*3+4 {
+		t.Fatalf("the checks wrote %d updates and events in the two scopes", n)
+	}
+	testsvc.Eventually(t, 3*time.Minute, "every update and event received", func() (bool, error) {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		return len(rc.order["/all"]) >= len(want["/all"]) && len(rc.order["/page"]) >= len(want["/page"]), nil
+	})
 	stop = func() {}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	// 12 checks for the all-pages subscription, 4 for page a's, each
-	// failed once first.
-	if len(rc.attempts) != checks+checks/3 {
-		t.Errorf("%d distinct messages, want %d (one per check and subscription)", len(rc.attempts), checks+checks/3)
+	for path, ids := range want {
+		if !slices.Equal(rc.order[path], ids) {
+			t.Errorf("%s received %v, want %v: each once at least, in the order of their checks", path, rc.order[path], ids)
+		}
+	}
+	// 12 checks and 9 events for the all-pages subscription, 4 checks and
+	// 4 events for page a's, each failed once first.
+	if want := checks + 9 + checks/3 + 4; len(rc.attempts) != want {
+		t.Errorf("%d distinct messages, want %d (one per check or event and subscription)", len(rc.attempts), want)
 	}
 	for id, n := range rc.attempts {
 		if n < 2 {

@@ -45,6 +45,23 @@ func ParseEventKinds(s string) ([]EventKind, error) {
 	return SortedEventKinds(kinds), nil
 }
 
+// EventKindsOf reads a list of event kinds, one a word, as the API takes
+// them; nil or empty is none. Kinds are kept in EventKinds' order, each
+// once. Its error names the first word that is not a kind and says what
+// each kind is, so that a person can pick one.
+func EventKindsOf(words []string) ([]EventKind, error) {
+	var kinds []EventKind
+	for _, w := range words {
+		k := EventKind(strings.TrimSpace(w))
+		if !slices.Contains(EventKinds, k) {
+			return nil, fmt.Errorf("%q is not a kind of event: want link.rewritten (a known link's headline changed), "+
+				"page.degraded (the watch may be blind to the page) or page.recovered (a healthy check after that)", w)
+		}
+		kinds = append(kinds, k)
+	}
+	return SortedEventKinds(kinds), nil
+}
+
 // SortedEventKinds returns kinds in EventKinds' order, each once.
 func SortedEventKinds(kinds []EventKind) []EventKind {
 	var sorted []EventKind
@@ -58,19 +75,28 @@ func SortedEventKinds(kinds []EventKind) []EventKind {
 
 // Event is one thing that happened to a watched page besides a new link,
 // recorded by the check that saw it.
+//
+// Its JSON is the event object of a webhook body: the fields of its kind
+// only, so a receiver tells the kinds apart by which fields it finds too.
 type Event struct {
-	ID     int64
-	PageID int64
-	Kind   EventKind
+	ID     int64     `json:"id"`
+	PageID int64     `json:"page_id"`
+	Kind   EventKind `json:"kind"`
 	// At is when the check that saw it fetched the page.
-	At time.Time
+	At time.Time `json:"at"`
 	// The link and its headline before and after, for LinkRewritten.
-	URL     string
-	OldText string
-	NewText string
+	URL     string `json:"url,omitempty"`
+	OldText string `json:"old_text,omitempty"`
+	NewText string `json:"new_text,omitempty"`
 	// Why the page is degraded, for PageDegraded.
-	Reason Degradation
-	Detail string
+	Reason Degradation `json:"reason,omitempty"`
+	Detail string      `json:"detail,omitempty"`
+}
+
+// Published returns e as it leaves portalwatch: its time in UTC.
+func (e Event) Published() Event {
+	e.At = e.At.UTC()
+	return e
 }
 
 // Revision is a headline rewrite as the API and feeds show it: an Event of

@@ -76,6 +76,9 @@ type Subscription struct {
 	// their headlines and leads; 0, the default, sends at once with the
 	// articles still pending. At most MaxWaitArticle.
 	WaitArticle time.Duration
+	// Events are the kinds of event it is sent besides updates, in
+	// EventKinds' order; none by default.
+	Events []EventKind
 }
 
 // MaxWaitArticle is the longest Subscription.WaitArticle. A message held
@@ -190,17 +193,57 @@ func TestBatch(sub Subscription, pages []Page, now time.Time) Batch {
 		Pages: map[int64]NotifiedPage{page.ID: page}}
 }
 
-// Batch is one message's worth of updates for one subscription: the
-// updates one check found or, for a digest, every pending update. ID is
-// stable: a batch computed again from the same cursor has the same ID and
-// the same updates, so receivers can drop a repeat.
+// Batch is one message's worth of updates and events for one
+// subscription: the updates one check found, or one event, or for a
+// digest every pending update and event. ID is stable: a batch computed
+// again from the same cursor has the same ID and the same contents, so
+// receivers can drop a repeat.
 type Batch struct {
 	ID      string
 	Updates []Update
-	// Pages holds every page Updates refer to, by id.
+	// Events are the events of the kinds the subscription asked for, in
+	// the order they were recorded: one, alone, without a digest.
+	Events []Event
+	// Pages holds every page Updates and Events refer to, by id.
 	Pages map[int64]NotifiedPage
 	// Next is the cursor after the batch; opaque outside the store.
 	Next string
+}
+
+// Empty reports whether b holds nothing to send.
+func (b Batch) Empty() bool { return len(b.Updates) == 0 && len(b.Events) == 0 }
+
+// Type is the type of the message that carries b: an event's kind when
+// b is one event alone, else TypeUpdatesCreated (a digest of events too,
+// which is about the updates first and lists its events after them).
+func (b Batch) Type() string {
+	if len(b.Updates) == 0 && len(b.Events) == 1 {
+		return string(b.Events[0].Kind)
+	}
+	return TypeUpdatesCreated
+}
+
+// IDRange returns the first and the last id that b holds, updates and
+// events alike (they share one sequence), as the delivery log keeps them.
+func (b Batch) IDRange() (first, last int64) {
+	for _, id := range b.ids() {
+		if first == 0 || id < first {
+			first = id
+		}
+		last = max(last, id)
+	}
+	return first, last
+}
+
+func (b Batch) ids() []int64 {
+	ids := make([]int64, 0, len(b.Updates)+len(b.Events))
+	for _, u := range b.Updates {
+		ids = append(ids, u.ID)
+	}
+	for _, e := range b.Events {
+		ids = append(ids, e.ID)
+	}
+	return ids
 }
 
 // DeliveryStatus is a message's state in the delivery log.

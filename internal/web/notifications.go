@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,10 +13,12 @@ import (
 
 // subscriptionForm is one of the web page's two add forms (webhook,
 // e-mail) as it was sent, and what was wrong with it, by field: url,
-// address, digest, page_id, tag, wait_article.
+// address, digest, page_id, tag, wait_article, events.
 type subscriptionForm struct {
 	URL, Address, Digest, PageID, Tag, WaitArticle string
-	Errors                                         map[string]string
+	// Events are the kinds of event ticked.
+	Events []string
+	Errors map[string]string
 }
 
 // scopeView is a form's page and tag fields; Prefix keeps their element
@@ -26,10 +29,35 @@ type scopeView struct {
 	Pages  []watch.Page
 }
 
+// eventChoice is one kind of event's checkbox in an add form.
+type eventChoice struct {
+	Kind    watch.EventKind
+	ID      string
+	Label   string
+	Checked bool
+}
+
+// eventLabels say what each kind of event is, beside its checkbox.
+var eventLabels = map[watch.EventKind]string{
+	watch.LinkRewritten: "a known link's headline is rewritten",
+	watch.PageDegraded:  "the watch may be blind to a page (no links, an empty region, blocked or challenged)",
+	watch.PageRecovered: "such a page is seen again",
+}
+
+// EventChoices are the form's checkboxes, one per kind, ticked as sent.
+func (v scopeView) EventChoices() []eventChoice {
+	choices := make([]eventChoice, 0, len(watch.EventKinds))
+	for _, k := range watch.EventKinds {
+		choices = append(choices, eventChoice{Kind: k, ID: v.Prefix + "-ev-" + strings.ReplaceAll(string(k), ".", "-"),
+			Label: eventLabels[k], Checked: slices.Contains(v.Form.Events, string(k))})
+	}
+	return choices
+}
+
 // formFields are the fields each add form shows a refusal beside.
 var formFields = map[watch.Channel]map[string]bool{
-	watch.Webhook: {"url": true, "digest": true, "page_id": true, "tag": true, "wait_article": true},
-	watch.Email:   {"address": true, "digest": true, "page_id": true, "tag": true, "wait_article": true},
+	watch.Webhook: {"url": true, "digest": true, "page_id": true, "tag": true, "wait_article": true, "events": true},
+	watch.Email:   {"address": true, "digest": true, "page_id": true, "tag": true, "wait_article": true, "events": true},
 }
 
 type notificationsView struct {
@@ -77,10 +105,10 @@ func (s *Server) uiAddSubscription(w http.ResponseWriter, r *http.Request) {
 	form := subscriptionForm{
 		URL: strings.TrimSpace(r.PostFormValue("url")), Address: strings.TrimSpace(r.PostFormValue("address")),
 		Digest: r.PostFormValue("digest"), PageID: r.PostFormValue("page_id"), Tag: strings.TrimSpace(r.PostFormValue("tag")),
-		WaitArticle: strings.TrimSpace(r.PostFormValue("wait_article")),
+		WaitArticle: strings.TrimSpace(r.PostFormValue("wait_article")), Events: r.PostForm["events"],
 	}
 	in := subscriptionInput{Channel: r.PostFormValue("channel"), URL: form.URL, Address: form.Address, Digest: form.Digest,
-		WaitArticle: form.WaitArticle}
+		WaitArticle: form.WaitArticle, Events: form.Events}
 	v := notificationsView{Email: subscriptionForm{Digest: string(watch.DigestNone)}}
 	var err error
 	if form.PageID != "" {

@@ -43,13 +43,18 @@ func TestNotificationsPageAddsTestsResumesAndRemoves(t *testing.T) {
 		t.Errorf("a read token opened the subscriptions: %d", resp.StatusCode)
 	}
 
+	for _, id := range []string{"wh-ev-link-rewritten", "wh-ev-page-degraded", "em-ev-page-recovered"} {
+		if !strings.Contains(body, `id="`+id+`" name="events"`) {
+			t.Errorf("the forms have no checkbox %s", id)
+		}
+	}
 	resp, body = e.form("/notifications", e.writeTk, url.Values{"channel": {"email"}, "address": {"desk@example.com"}, "digest": {"daily"},
-		"tag": {"ministry"}, "wait_article": {"45s"}})
+		"tag": {"ministry"}, "wait_article": {"45s"}, "events": {"page.recovered", "page.degraded"}})
 	if resp.StatusCode != 200 || secretShown.MatchString(body) || e.subscriptionCount() != 2 {
 		t.Fatalf("add e-mail: %d, %d subscriptions", resp.StatusCode, e.subscriptionCount())
 	}
-	if !strings.Contains(body, "daily, waits up to 45s for articles") {
-		t.Fatalf("the list does not show the e-mail subscription's wait for articles:\n%s", body)
+	if !strings.Contains(body, "daily, waits up to 45s for articles") || !strings.Contains(body, "and page.degraded, page.recovered") {
+		t.Fatalf("the list does not show the e-mail subscription's wait for articles and events:\n%s", body)
 	}
 
 	// A paused subscription shows why, and offers to resume.
@@ -113,6 +118,7 @@ func TestNotificationFormsShowRefusalsBesideTheFieldAndWriteNothing(t *testing.T
 		{url.Values{"channel": {"email"}, "address": {"a@example.com"}, "page_id": {fmt.Sprint(page)}, "tag": {"t"}}, "em-tag-error"},
 		{url.Values{"channel": {"email"}, "address": {"a@example.com"}, "wait_article": {"1h"}}, "em-wait-error"},
 		{url.Values{"channel": {"webhook"}, "url": {"http://127.0.0.1:9/h"}, "wait_article": {"soon"}}, "wh-wait-error"},
+		{url.Values{"channel": {"email"}, "address": {"a@example.com"}, "events": {"page.degraded", "page.lost"}}, "em-events-error"},
 	} {
 		resp, body := e.form("/notifications", e.writeTk, tt.values)
 		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `id="`+tt.fieldID+`"`) {
@@ -121,6 +127,9 @@ func TestNotificationFormsShowRefusalsBesideTheFieldAndWriteNothing(t *testing.T
 		// What was typed is kept for correction.
 		if v := tt.values.Get("address"); v != "" && !strings.Contains(body, `value="`+v+`"`) {
 			t.Errorf("%v: the form lost the address", tt.values)
+		}
+		if v := tt.values.Get("events"); v != "" && !strings.Contains(body, `value="`+v+`" checked`) {
+			t.Errorf("%v: the form lost the events ticked", tt.values)
 		}
 	}
 	// Hand-made posts refused on a field no form shows: the reason is

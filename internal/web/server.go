@@ -303,6 +303,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v1/removals", read, s.apiRemovals, true},
 		{"GET", "/api/v1/subscriptions", private, s.apiListSubscriptions, true},
 		{"POST", "/api/v1/subscriptions", write, s.apiCreateSubscription, true},
+		{"PATCH", "/api/v1/subscriptions/{id}", write, s.apiEditSubscription, true},
 		{"DELETE", "/api/v1/subscriptions/{id}", write, s.apiDeleteSubscription, true},
 		{"GET", "/api/v1/subscriptions/{id}/deliveries", private, s.apiDeliveries, true},
 		{"POST", "/api/v1/subscriptions/{id}/test", write, s.apiTestSubscription, true},

@@ -14,14 +14,16 @@ import (
 )
 
 // SubscriptionStore reads and writes notification subscriptions and their
-// delivery logs. Subscription, RemoveSubscription and ResumeSubscription
-// return watch.ErrSubscriptionNotFound for an unknown id; AddSubscription
+// delivery logs. Subscription, SetSubscriptionEvents, RemoveSubscription
+// and ResumeSubscription return watch.ErrSubscriptionNotFound for an
+// unknown id; AddSubscription
 // returns watch.ErrPageNotFound when PageID names no page. Its input has
 // passed registration already.
 type SubscriptionStore interface {
 	Subscriptions(ctx context.Context) ([]watch.SubscriptionStatus, error)
 	Subscription(ctx context.Context, id int64) (watch.Subscription, error)
 	AddSubscription(ctx context.Context, sub watch.Subscription) (watch.Subscription, error)
+	SetSubscriptionEvents(ctx context.Context, id int64, kinds []watch.EventKind) (watch.Subscription, error)
 	Deliveries(ctx context.Context, id int64, limit int) ([]watch.DeliveryLogEntry, error)
 	RemoveSubscription(ctx context.Context, id int64) error
 	ResumeSubscription(ctx context.Context, id int64) error
@@ -59,6 +61,9 @@ type subscriptionJSON struct {
 	// its updates, in the form of watch.FormatDuration; "0s": not at all.
 	WaitArticle        string  `json:"wait_article"`
 	WaitArticleSeconds float64 `json:"wait_article_seconds"`
+	// Events are the kinds of event it is sent besides updates; [] for
+	// none, never null.
+	Events []watch.EventKind `json:"events"`
 	// LastDelivery is the newest delivery log entry; absent until the
 	// notifier first tried to deliver.
 	LastDelivery *deliveryJSON `json:"last_delivery,omitempty"`
@@ -85,7 +90,8 @@ type deliveryJSON struct {
 func toSubscriptionJSON(sub watch.Subscription) subscriptionJSON {
 	out := subscriptionJSON{ID: sub.ID, Channel: sub.Channel, Target: sub.MaskedTarget(), Digest: sub.Digest, PageID: sub.PageID,
 		Tag: sub.Tag, Scope: sub.Scope(), CreatedAt: sub.CreatedAt.UTC(), Paused: !sub.PausedAt.IsZero(), PausedReason: sub.PausedReason,
-		WaitArticle: watch.FormatDuration(sub.WaitArticle), WaitArticleSeconds: sub.WaitArticle.Seconds()}
+		WaitArticle: watch.FormatDuration(sub.WaitArticle), WaitArticleSeconds: sub.WaitArticle.Seconds(),
+		Events: append([]watch.EventKind{}, sub.Events...)}
 	if out.Paused {
 		t := sub.PausedAt.UTC()
 		out.PausedAt = &t
@@ -109,6 +115,14 @@ type subscriptionInput struct {
 	Tag     *string `json:"tag"`
 	// WaitArticle is a duration such as "30s"; absent or "" is no wait.
 	WaitArticle string `json:"wait_article"`
+	// Events are the kinds of event to send besides updates.
+	Events []string `json:"events"`
+}
+
+// subscriptionEdit is what PATCH may change of a subscription; a field
+// absent stays as it is.
+type subscriptionEdit struct {
+	Events *[]string `json:"events"`
 }
 
 // refuse is a refusal of one input field, answered 422 beside it.
@@ -155,6 +169,9 @@ func (s *Server) checkSubscription(ctx context.Context, in subscriptionInput) (w
 		return sub, refuse("wait_article", "wait_article %q: %v", in.WaitArticle, err)
 	}
 	sub.WaitArticle = wait
+	if sub.Events, err = watch.EventKindsOf(in.Events); err != nil {
+		return sub, refuse("events", "events: %v", err)
+	}
 	if in.PageID != nil {
 		if *in.PageID <= 0 {
 			return sub, refuse("page_id", "page_id %d: want a page id (a positive whole number)", *in.PageID)
@@ -251,6 +268,37 @@ func (s *Server) apiCreateSubscription(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Location", fmt.Sprintf("/api/v1/subscriptions/%d", sub.ID))
 	w.Header().Set("Cache-Control", "no-store") // the secret
 	writeJSON(w, http.StatusCreated, createdSubscriptionJSON{subscriptionJSON: toSubscriptionJSON(sub), Secret: sub.Secret})
+}
+
+func (s *Server) apiEditSubscription(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.subscriptionID(w, r)
+	if !ok {
+		return
+	}
+	var in subscriptionEdit
+	if !s.decodeJSON(w, r, &in) {
+		return
+	}
+	var (
+		sub watch.Subscription
+		err error
+	)
+	if in.Events == nil {
+		// Nothing to change: the answer is the subscription as it is.
+		sub, err = s.deps.Subscriptions.Subscription(r.Context(), id)
+	} else {
+		var kinds []watch.EventKind
+		if kinds, err = watch.EventKindsOf(*in.Events); err != nil {
+			s.writeError(w, r, refuse("events", "events: %v", err))
+			return
+		}
+		sub, err = s.deps.Subscriptions.SetSubscriptionEvents(r.Context(), id, kinds)
+	}
+	if err != nil {
+		s.subscriptionError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toSubscriptionJSON(sub))
 }
 
 func (s *Server) apiDeliveries(w http.ResponseWriter, r *http.Request) {

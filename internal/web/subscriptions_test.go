@@ -99,18 +99,48 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		t.Fatalf("created webhook = %+v, Location %q", hook, resp.Header.Get("Location"))
 	}
 
-	if hook.WaitArticle != "0s" || hook.WaitArticleSeconds != 0 {
-		t.Fatalf("created webhook waits %q (%vs) for articles, want 0s", hook.WaitArticle, hook.WaitArticleSeconds)
+	if hook.WaitArticle != "0s" || hook.WaitArticleSeconds != 0 || hook.Events == nil || len(hook.Events) != 0 {
+		t.Fatalf("created webhook waits %q (%vs) for articles, events %v; want 0s and []", hook.WaitArticle, hook.WaitArticleSeconds, hook.Events)
 	}
 
-	resp, b = e.do("POST", "/api/v1/subscriptions", e.writeTk, `{"channel":"email","address":"Desk <desk@example.com>","digest":"hourly","tag":"ministry","wait_article":"90s"}`)
+	resp, b = e.do("POST", "/api/v1/subscriptions", e.writeTk, `{"channel":"email","address":"Desk <desk@example.com>","digest":"hourly","tag":"ministry","wait_article":"90s",
+		"events":["page.recovered","page.degraded"]}`)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create e-mail: %d %s", resp.StatusCode, b)
 	}
 	mail := decode[createdSubscriptionJSON](t, b)
 	if mail.Secret != "" || mail.Target != "desk@example.com" || mail.Tag != "ministry" || mail.Digest != watch.DigestHourly ||
-		mail.WaitArticle != "1m30s" || mail.WaitArticleSeconds != 90 {
+		mail.WaitArticle != "1m30s" || mail.WaitArticleSeconds != 90 || fmt.Sprint(mail.Events) != "[page.degraded page.recovered]" {
 		t.Fatalf("created e-mail = %+v", mail)
+	}
+	// PATCH changes the events, and only them; an unknown kind is refused
+	// with what would do, and changes nothing.
+	resp, b = e.do("PATCH", fmt.Sprintf("/api/v1/subscriptions/%d", hook.ID), e.writeTk, `{"events":["link.rewritten"]}`)
+	if resp.StatusCode != http.StatusOK || fmt.Sprint(decode[subscriptionJSON](t, b).Events) != "[link.rewritten]" {
+		t.Fatalf("patch events: %d %s", resp.StatusCode, b)
+	}
+	resp, b = e.do("PATCH", fmt.Sprintf("/api/v1/subscriptions/%d", hook.ID), e.writeTk, `{"events":["link.rewriten"]}`)
+	if p := decode[problemDetails](t, b); resp.StatusCode != http.StatusUnprocessableEntity || len(p.Errors) != 1 || p.Errors[0].Field != "events" ||
+		!strings.Contains(p.Detail, `"link.rewriten" is not a kind of event: want link.rewritten`) {
+		t.Fatalf("patch an unknown kind: %d %s", resp.StatusCode, b)
+	}
+	for _, c := range []struct {
+		path, body string
+		want       int
+	}{
+		{fmt.Sprintf("/api/v1/subscriptions/%d", hook.ID), `{"digest":"daily"}`, http.StatusBadRequest},
+		{"/api/v1/subscriptions/999999", `{"events":[]}`, http.StatusNotFound},
+	} {
+		if resp, b := e.do("PATCH", c.path, e.writeTk, c.body); resp.StatusCode != c.want {
+			t.Errorf("PATCH %s %s = %d %s, want %d", c.path, c.body, resp.StatusCode, b, c.want)
+		}
+	}
+	if sub, err := e.st.Subscription(context.Background(), hook.ID); err != nil || fmt.Sprint(sub.Events) != "[link.rewritten]" {
+		t.Fatalf("stored webhook %+v, %v; want its events [link.rewritten]", sub, err)
+	}
+	resp, b = e.do("PATCH", fmt.Sprintf("/api/v1/subscriptions/%d", hook.ID), e.writeTk, `{"events":[]}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"events":[]`) {
+		t.Fatalf("patch no events: %d %s", resp.StatusCode, b)
 	}
 	if sub, err := e.st.Subscription(context.Background(), mail.ID); err != nil || sub.WaitArticle != 90*time.Second {
 		t.Fatalf("stored e-mail subscription %+v, %v; want its wait of 90s", sub, err)
@@ -265,6 +295,9 @@ func TestCreateSubscriptionRefusesBadInput(t *testing.T) {
 		{`{"channel":"email","address":"a@example.com","tag":""}`, 422, "tag"},
 		{`{"channel":"email","address":"a@example.com","wait_article":"11m"}`, 422, "wait_article"},
 		{`{"channel":"webhook","url":"http://127.0.0.1:9/h","wait_article":"soon"}`, 422, "wait_article"},
+		{`{"channel":"email","address":"a@example.com","events":["page.degraded","page.gone"]}`, 422, "events"},
+		{`{"channel":"webhook","url":"http://127.0.0.1:9/h","events":["updates.created"]}`, 422, "events"},
+		{`{"channel":"email","address":"a@example.com","events":"page.degraded"}`, 400, ""},
 		{`{"channel":"email","address":"a@example.com","wait_article":30}`, 400, ""},
 		{`{"channel":"email","address":"a@example.com","secret":"whsec_x"}`, 400, ""},
 		{`{"channel":"email","address":"a@example.com","page_id":"1"}`, 400, ""},

@@ -101,18 +101,28 @@ const BodyVersion = 1
 
 // Body is a webhook's JSON body: the API's update objects (watch.Update,
 // the one definition of an update as it leaves portalwatch) of one check
-// of one page.
+// of one page, or one event of one page (type its kind, Event set,
+// Updates absent).
 type Body struct {
 	Version int                `json:"version"`
 	Type    string             `json:"type"`
 	Page    watch.NotifiedPage `json:"page"`
-	Updates []watch.Update     `json:"updates"`
+	Updates []watch.Update     `json:"updates,omitempty"`
+	// Event is the event of a message whose type is an event kind.
+	Event *watch.Event `json:"event,omitempty"`
 }
 
 // body returns the JSON of batch b, which holds one check's updates and so
-// one page, without HTML escaping.
+// one page, or one event, without HTML escaping.
 func body(typ string, b watch.Batch) ([]byte, error) {
-	msg := Body{Version: BodyVersion, Type: typ, Updates: make([]watch.Update, 0, len(b.Updates))}
+	msg := Body{Version: BodyVersion, Type: typ}
+	if len(b.Updates) == 0 && len(b.Events) > 0 {
+		// Webhooks get no digests, so a batch of events is one event.
+		e := b.Events[0].Published()
+		msg.Page, msg.Event = b.Pages[e.PageID], &e
+		return encode(msg)
+	}
+	msg.Updates = make([]watch.Update, 0, len(b.Updates))
 	if len(b.Updates) > 0 {
 		msg.Page = b.Pages[b.Updates[0].PageID]
 	}
@@ -123,6 +133,10 @@ func body(typ string, b watch.Batch) ([]byte, error) {
 		}
 		msg.Updates = append(msg.Updates, u)
 	}
+	return encode(msg)
+}
+
+func encode(msg Body) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -260,3 +260,67 @@ func TestBodyCarriesTheArticle(t *testing.T) {
 		t.Errorf("body\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestEventBodies holds the body of each kind of event message to its
+// exact form, in the shape of the updates body: its type the kind, the
+// page, and the event with the fields of its kind only. Each must match
+// openapi.json's WebhookBody too.
+func TestEventBodies(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi3.NewLoader().LoadFromFile("../web/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := doc.Components.Schemas["WebhookBody"]
+	secret := watch.NewWebhookSecret()
+	type received struct {
+		id   string
+		ok   bool
+		body []byte
+	}
+	got := make(chan received, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- received{r.Header.Get("webhook-id"), verify(secret, r.Header, body), body}
+	}))
+	defer srv.Close()
+	// Read from the database in the notifier's zone; sent in UTC.
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.FixedZone("CET", 3600))
+	page := `"page":{"id":7,"url":"https://ministry.example/","name":"Ministry"}`
+	for _, c := range []struct {
+		event watch.Event
+		want  string
+	}{
+		{watch.Event{ID: 21, PageID: 7, Kind: watch.LinkRewritten, At: at, URL: "https://ministry.example/a",
+			OldText: "Fees <up>", NewText: "Fees cut"},
+			`{"version":1,"type":"link.rewritten",` + page + `,"event":{"id":21,"page_id":7,"kind":"link.rewritten",` +
+				`"at":"2026-11-30T08:00:00Z","url":"https://ministry.example/a","old_text":"Fees <up>","new_text":"Fees cut"}}`},
+		{watch.Event{ID: 22, PageID: 7, Kind: watch.PageDegraded, At: at, Reason: watch.Blocked, Detail: "the page answered 403 Forbidden"},
+			`{"version":1,"type":"page.degraded",` + page + `,"event":{"id":22,"page_id":7,"kind":"page.degraded",` +
+				`"at":"2026-11-30T08:00:00Z","reason":"blocked","detail":"the page answered 403 Forbidden"}}`},
+		{watch.Event{ID: 23, PageID: 7, Kind: watch.PageRecovered, At: at},
+			`{"version":1,"type":"page.recovered",` + page + `,"event":{"id":23,"page_id":7,"kind":"page.recovered",` +
+				`"at":"2026-11-30T08:00:00Z"}}`},
+	} {
+		b := watch.Batch{ID: "msg_1_900_0", Events: []watch.Event{c.event},
+			Pages: map[int64]watch.NotifiedPage{7: {ID: 7, URL: "https://ministry.example/", Name: "Ministry"}}}
+		sub := watch.Subscription{ID: 1, Channel: watch.Webhook, Target: srv.URL, Secret: secret}
+		if res := webhook.New(webhook.Config{}).Send(context.Background(), sub, b.Type(), b); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		r := <-got
+		if !r.ok || r.id != b.ID {
+			t.Errorf("%s: webhook-id %q, signature verified %v", c.event.Kind, r.id, r.ok)
+		}
+		if string(r.body) != c.want {
+			t.Errorf("body\n%s\nwant\n%s", r.body, c.want)
+		}
+		var v any
+		if err := json.Unmarshal(r.body, &v); err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.Value.VisitJSON(v); err != nil {
+			t.Errorf("%s body does not match WebhookBody: %v", c.event.Kind, err)
+		}
+	}
+}
