@@ -239,7 +239,9 @@ func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 		s.metrics.tasks.WithLabelValues("malformed").Inc()
 		return watch.Permanent(err)
 	}
-	s.stale.flush(ctx, s.seen.Remove)
+	s.stale.flush(ctx, func(ctx context.Context, pageID int64, codes []uint64) error {
+		return s.seen.Remove(ctx, pageID, codes)
+	})
 	outcome, err := s.process(ctx, task)
 	s.metrics.tasks.WithLabelValues(outcome).Inc()
 	s.metrics.duration.Observe(time.Since(start).Seconds())
