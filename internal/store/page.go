@@ -310,6 +310,9 @@ func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageE
 		if err != nil {
 			return watch.Page{}, err
 		}
+		// A form sends every header back as shown: the same headers are
+		// no change, and keep the validators.
+		same := slices.Equal(merged, current)
 		if merged, err = s.seal(id, merged); err != nil {
 			return watch.Page{}, err
 		}
@@ -319,7 +322,7 @@ func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageE
 		if headers == nil {
 			headers = []watch.Header{} // stored as NULL below
 		}
-		headersTouched, headersRebase = true, visible
+		headersTouched, headersRebase = !same, visible
 	}
 	rebase := "baseline_at IS NOT NULL AND (" + admitsChanged(4, 5, 8, 9, 10, 11, 12, 13) + " OR $18)"
 	refetch := "(" + rebase + ") OR $17"

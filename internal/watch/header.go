@@ -260,14 +260,18 @@ func MergeHeaders(current, changes []Header, clear bool) ([]Header, bool, error)
 		if err := checkHeaderValue(c.Name, c.Value); err != nil {
 			return nil, false, Refused("headers", err)
 		}
+		same := func(h Header) bool { return textproto.CanonicalMIMEHeaderKey(h.Name) == c.Name }
 		if c.Secret() && c.Value == SecretShown {
-			// A page as shown, sent back: its secret stays as stored.
-			if !slices.ContainsFunc(out, func(h Header) bool { return textproto.CanonicalMIMEHeaderKey(h.Name) == c.Name }) {
+			// A page as shown, sent back (a form sends every header
+			// after a clear): its secret stays as stored.
+			i := slices.IndexFunc(current, same)
+			if i < 0 {
 				return nil, false, Refused("headers", fmt.Errorf("header %s: %s stands for a value stored already, and the page has none; give the value itself", c.Name, SecretShown))
 			}
+			out = append(slices.DeleteFunc(out, same), current[i])
 			continue
 		}
-		out = slices.DeleteFunc(out, func(h Header) bool { return textproto.CanonicalMIMEHeaderKey(h.Name) == c.Name })
+		out = slices.DeleteFunc(out, same)
 		if c.Value != "" {
 			out = append(out, c)
 		}
