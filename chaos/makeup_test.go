@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -55,6 +56,7 @@ func TestMakeUpAgainRestartsEverything(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(tree, "deploy/supervisor/run/environment"))
 		return string(b)
 	}
+	firstKey := ""
 	for i, args := range [][]string{
 		{"up", "PORTALWATCH_ALLOW_PRIVATE=true"},
 		{"up"},
@@ -74,6 +76,12 @@ func TestMakeUpAgainRestartsEverything(t *testing.T) {
 		if !strings.Contains(out, "PORTALWATCH_ALLOW_PRIVATE=true") {
 			t.Errorf("make up run %d does not say which settings apply:\n%s", i+1, out)
 		}
+		// A key for secret headers is made once, kept, and never shown.
+		key := regexp.MustCompile(`(?m)^PORTALWATCH_SECRETS_KEY=(.+)$`).FindStringSubmatch(recorded())
+		if key == nil || (firstKey != "" && key[1] != firstKey) || strings.Contains(out, key[1]) {
+			t.Fatalf("make up run %d: recorded key %q (first %q), shown in the output: %t", i+1, key, firstKey, key != nil && strings.Contains(out, key[1]))
+		}
+		firstKey = key[1]
 	}
 	if out, err := run("up", "UNSET=PORTALWATCH_ALLOW_PRIVATE"); err != nil || strings.Contains(recorded(), "PORTALWATCH_ALLOW_PRIVATE") {
 		t.Errorf("make up UNSET=PORTALWATCH_ALLOW_PRIVATE: %v\n%s\nrecorded:\n%s", err, out, recorded())

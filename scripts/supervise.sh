@@ -13,6 +13,9 @@
 # takes this shell's values over it, so PORTALWATCH_ALLOW_PRIVATE=true given
 # once stays; UNSET=NAME[,NAME...] drops recorded variables. The programs read
 # the file at their start (scripts/run-program.sh), and so does watchctl.
+# Without a PORTALWATCH_SECRETS_KEY (recorded, in this shell or in
+# deploy/portalwatch.env) one is made and recorded, so that pages can send a
+# cookie; machines of one installation must share it (README, Secrets).
 set -euo pipefail
 
 ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -50,7 +53,16 @@ stop() {
   return 1
 }
 
-redact() { sed -E 's#(://[^:/@]*:)[^@]*@#\1xxxxx@#g'; }
+redact() { sed -E -e 's#(://[^:/@]*:)[^@]*@#\1xxxxx@#g' -e 's#^(PORTALWATCH_SECRETS_KEY=).+#\1(set)#'; }
+
+# newKey prints 32 random bytes in base64, a PORTALWATCH_SECRETS_KEY.
+newKey() {
+  if command -v openssl >/dev/null 2>&1; then
+    openssl rand -base64 32
+  else
+    head -c 32 /dev/urandom | base64
+  fi
+}
 
 record() {
   mkdir -p "$SUP_DIR/run" "$SUP_DIR/logs"
@@ -79,7 +91,13 @@ record() {
     fi
     unset "value[$name]"
   done
-  # Readable by its owner only from its first byte: the URLs hold passwords.
+  if [ -z "${value[PORTALWATCH_SECRETS_KEY]:-}" ] &&
+    ! grep -qE '^[[:space:]]*(export[[:space:]]+)?PORTALWATCH_SECRETS_KEY=.' "$ROOT_DIR/deploy/portalwatch.env" 2>/dev/null; then
+    [ -n "${value[PORTALWATCH_SECRETS_KEY]+set}" ] || order+=(PORTALWATCH_SECRETS_KEY)
+    value[PORTALWATCH_SECRETS_KEY]=$(newKey)
+    echo "made a PORTALWATCH_SECRETS_KEY for the secret headers of pages (Cookie, Authorization); give the same key to every machine of this installation"
+  fi
+  # Readable by its owner only from its first byte: the URLs and the key hold secrets.
   (
     umask 077
     : >"$SETTINGS.new"

@@ -25,6 +25,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/ops"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/redisconn"
+	"github.com/portalwatch/portalwatch/internal/secrets"
 )
 
 func main() {
@@ -50,6 +51,9 @@ type settings struct {
 	Gate        hostgate.Config
 	Fetch       fetch.Config
 	Crawler     crawler.Config
+	// Secrets opens the sealed secret headers of pages (Cookie,
+	// Authorization) just before their fetch.
+	Secrets secrets.Config
 }
 
 func defaults() settings {
@@ -119,6 +123,9 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	crawlCfg := cfg.Crawler
 	crawlCfg.TaskQueue, crawlCfg.Gate, crawlCfg.Budget = cfg.Queues.Tasks, gate, gate
 	crawlCfg.HostSpacing, crawlCfg.MaxSlotWait = cfg.Fetch.MinHostSpacing, cfg.Fetch.MaxPoliteWait
+	if crawlCfg.Secrets, err = cfg.Secrets.Sealer(); err != nil {
+		return err
+	}
 	svc, err := crawler.New(crawlCfg, fetcher, pub, log, reg)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/registration"
+	"github.com/portalwatch/portalwatch/internal/secrets"
 	"github.com/portalwatch/portalwatch/internal/senders"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -74,6 +75,9 @@ type settings struct {
 	Broker       queue.Config
 	Queues       queue.Names
 	Senders      senders.Config
+	// Secrets seals the secret headers a page is given (Cookie,
+	// Authorization) before they are stored.
+	Secrets secrets.Config
 }
 
 func defaults() settings {
@@ -250,9 +254,16 @@ func goFlagStyle(root *kong.Node, args []string) []string {
 }
 
 func (c *cli) open() (*store.Store, error) {
+	sealer, err := c.cfg.Secrets.Sealer()
+	if err != nil {
+		return nil, err
+	}
 	st, err := store.Open(c.ctx, c.cfg.Database.URL)
 	if err != nil {
 		return nil, err
+	}
+	if sealer != nil {
+		st = st.WithSealer(sealer)
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
@@ -296,18 +307,46 @@ type addCmd struct {
 	Tag      []string       `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters: letters, digits, '-', '_' (repeatable)."`
 	// A pointer, as on set: --burst-detection=false, or the value as the
 	// next word, is what people type.
-	BurstDetection *bool `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
-	Articles       *bool `name:"articles" placeholder:"true|false" help:"Read each new link as an article: headline, date, authors, lead and body (default true)."`
+	BurstDetection *bool    `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
+	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article: headline, date, authors, lead and body (default true)."`
+	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"A request header for the page's checks, such as 'Accept-Language: de' or 'Cookie: session=…' (repeatable). Cookie and Authorization are stored sealed and never shown again; they need PORTALWATCH_SECRETS_KEY."`
 	optionFlags
+}
+
+// parseHeaders reads --header values.
+func parseHeaders(flags []string) ([]watch.Header, error) {
+	out := make([]watch.Header, 0, len(flags))
+	for _, f := range flags {
+		h, err := watch.ParseHeader(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// printHeaders says which headers a page sends, secrets as "(set)".
+func printHeaders(w io.Writer, p watch.Page) {
+	if len(p.Headers) == 0 {
+		fmt.Fprintf(w, "page %d: no request headers\n", p.ID)
+		return
+	}
+	fmt.Fprintf(w, "page %d: headers %s\n", p.ID, strings.Join(watch.ShownHeaders(p.Headers), "; "))
 }
 
 func (a *addCmd) Run(c *cli) error {
 	opts := a.options()
 	opts.SameSiteOnly, opts.Ignore = a.SameSite, a.Ignore
+	headers, err := parseHeaders(a.Header)
+	if err != nil {
+		return err
+	}
 	p, err := c.policy.CheckPage(c.ctx, watch.PageSpec{
 		URL: a.URL, Interval: time.Duration(a.Interval), Options: opts, Name: a.Name, Tags: a.Tag,
 		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection,
 		ArticlesOff:       a.Articles != nil && !*a.Articles,
+		Headers:           headers,
 	})
 	if err != nil {
 		return err
@@ -328,6 +367,9 @@ func (a *addCmd) Run(c *cli) error {
 		fmt.Fprintf(c.stdout, "restored page %d from the trash, with its history: %s every %s\n", page.ID, page.BaseURL, watch.FormatDuration(page.Interval))
 	} else {
 		fmt.Fprintf(c.stdout, "watching page %d: %s every %s\n", page.ID, page.BaseURL, watch.FormatDuration(page.Interval))
+	}
+	if len(page.Headers) > 0 {
+		printHeaders(c.stdout, page)
 	}
 	return nil
 }
@@ -394,6 +436,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
 		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
+		"headers": watch.ShownHeaderMap(p.Headers),
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -436,8 +479,10 @@ type setCmd struct {
 	Tag         []string        `sep:"none" placeholder:"TAG" help:"A tag for feeds and filters (repeatable; replaces the list)."`
 	ClearTags   bool            `name:"clear-tags" help:"Remove every tag."`
 	optionFlags
-	BurstDetection *bool `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
-	Articles       *bool `name:"articles" placeholder:"true|false" help:"Read each new link as an article (pages watched before articles existed have it off)."`
+	BurstDetection *bool    `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
+	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article (pages watched before articles existed have it off)."`
+	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"Set a request header, replacing one of the same name; 'NAME:' with no value removes it (repeatable; the others stay)."`
+	ClearHeaders   bool     `name:"clear-headers" help:"Remove every request header (before any --header)."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -456,12 +501,20 @@ func (s *setCmd) Run(c *cli) error {
 		list := s.Tag
 		change.Tags = &list
 	}
+	if len(s.Header) > 0 {
+		headers, err := parseHeaders(s.Header)
+		if err != nil {
+			return err
+		}
+		change.Headers = &headers
+	}
+	change.ClearHeaders = s.ClearHeaders
 	// Each setting on its own, before the database is asked.
 	if _, err = change.Normalize(); err != nil {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles or an option of regions and keyword rules")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
@@ -491,6 +544,9 @@ func (s *setCmd) Run(c *cli) error {
 	printOptions(c.stdout, page)
 	if s.Articles != nil {
 		fmt.Fprintf(c.stdout, "page %d: articles %t\n", page.ID, page.Articles)
+	}
+	if change.Headers != nil || change.ClearHeaders {
+		printHeaders(c.stdout, page)
 	}
 	if page.RebaselinePending && !reflect.DeepEqual(before.Options, page.Options) {
 		fmt.Fprintf(c.stdout, "page %d: its options changed what it admits; its next check re-baselines silently (the links now admitted are recorded, not reported as new)\n", page.ID)

@@ -28,6 +28,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/ops"
 	"github.com/portalwatch/portalwatch/internal/queue"
 	"github.com/portalwatch/portalwatch/internal/registration"
+	"github.com/portalwatch/portalwatch/internal/secrets"
 	"github.com/portalwatch/portalwatch/internal/senders"
 	"github.com/portalwatch/portalwatch/internal/store"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -63,6 +64,9 @@ type settings struct {
 	Queues  queue.Names
 	Web     web.Config
 	Senders senders.Config
+	// Secrets seals the secret headers a page is given (Cookie,
+	// Authorization) before they are stored.
+	Secrets secrets.Config
 }
 
 func defaults() settings {
@@ -106,11 +110,18 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Wri
 func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger) error {
 	defer ln.Close() // already closed when served; this is for the errors before
 	health, reg := ops.NewHealth(), ops.NewRegistry()
+	sealer, err := cfg.Secrets.Sealer()
+	if err != nil {
+		return err
+	}
 	st, err := store.Open(ctx, cfg.Database.URL, store.ApplicationName("portalwatch web"))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if sealer != nil {
+		st = st.WithSealer(sealer)
+	}
 	// The heavy reads (updates, removals, feeds, searches) have a pool of
 	// their own, on a replica when there is one: however many of them run
 	// at once, token checks, sign-ins and writes find a connection.

@@ -84,6 +84,11 @@ type Config struct {
 	// under RabbitMQ's 128 MiB message limit; default DefaultMaxTaskBytes,
 	// 4 MiB.
 	MaxTaskBytes int `env:"PORTALWATCH_MAX_TASK_BYTES"`
+	// Secrets opens the sealed values of the secret headers jobs carry
+	// (Cookie, Authorization…), just before the fetch; the program wires
+	// PORTALWATCH_SECRETS_KEY. Nil: the check of a page with a secret
+	// header fails, with an error that says to set the key.
+	Secrets watch.Sealer
 }
 
 // DefaultCheckTimeout is Config.CheckTimeout's default: the fetch's own 30s
@@ -289,8 +294,18 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 	start := time.Now()
 	log := s.log.With("page_id", job.ID, "url", job.BaseURL)
 	task := watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}}
+	headers, err := s.openHeaders(job)
+	if err != nil {
+		leave()
+		task.FetchedAt = time.Now().UTC()
+		task.Error = err.Error()
+		s.metrics.checks.WithLabelValues("headers_refused").Inc()
+		log.Warn("page headers not opened", "err", task.Error)
+		return task
+	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
-	req := watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified, DigestSalt: s.digestSalt, Slot: job.Slot}
+	req := watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified, DigestSalt: s.digestSalt, Slot: job.Slot,
+		Header: headers}
 	if job.LinksDigest != "" {
 		// A body digest vouches for the links only while their digest
 		// does: the store clears both when the set must be read again.
@@ -411,6 +426,32 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 	log.Debug("page checked", "links", len(links), "nodes", stats.Nodes, "charset", res.Charset,
 		"elapsed_ms", time.Since(start).Milliseconds())
 	return task
+}
+
+// openHeaders returns the headers of job in clear, the secrets opened
+// with Config.Secrets. Its error, for the page, names the header and what
+// to do; it never holds a value.
+func (s *Service) openHeaders(job watch.Job) ([]watch.Header, error) {
+	if len(job.Headers) == 0 {
+		return nil, nil
+	}
+	out := make([]watch.Header, 0, len(job.Headers))
+	for _, h := range job.Headers {
+		if h.Sealed == "" {
+			out = append(out, watch.Header{Name: h.Name, Value: h.Value})
+			continue
+		}
+		if s.cfg.Secrets == nil {
+			return nil, fmt.Errorf("the page sends a %s header, sealed, and this crawler has no PORTALWATCH_SECRETS_KEY to open it: "+
+				"give the crawlers the key web and watchctl seal with", h.Name)
+		}
+		value, err := s.cfg.Secrets.Open(job.ID, h.Name, h.Sealed)
+		if err != nil {
+			return nil, fmt.Errorf("the page's %s header: %w", h.Name, err)
+		}
+		out = append(out, watch.Header{Name: h.Name, Value: value})
+	}
+	return out, nil
 }
 
 // rankKept numbers the places of links, the ones kept of the walked links

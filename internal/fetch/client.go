@@ -208,6 +208,16 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if h, ok := req.Context().Value(hopKey{}).(*lastHop); ok && req.Response != nil {
 		h.status, h.url = req.Response.StatusCode, via[len(via)-1].URL
 	}
+	if originOf(req.URL) != originOf(via[0].URL) {
+		// A page's secrets are for its origin only. http.Client drops
+		// Cookie and Authorization on a hop to another domain, but keeps
+		// them on a subdomain and on a move from https to http.
+		for name := range req.Header {
+			if watch.IsSecretHeader(name) {
+				req.Header.Del(name)
+			}
+		}
+	}
 	if len(via) > c.cfg.MaxRedirects {
 		err := fmt.Errorf("stopped after %d redirects", c.cfg.MaxRedirects)
 		if c.cfg.MaxRedirects == 0 {
@@ -285,6 +295,11 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 	}
 	hreq.Header.Set("User-Agent", c.cfg.UserAgent)
 	hreq.Header.Set("Accept", acceptOf(req.Want))
+	for _, h := range req.Header {
+		// The page's own headers, its User-Agent over ours; the ones
+		// the fetch itself owns are set after, whatever a page says.
+		hreq.Header.Set(h.Name, h.Value)
+	}
 	hreq.Header.Set("Accept-Encoding", acceptEncoding)
 	conditional := req.ETag != "" || req.LastModified != ""
 	if req.ETag != "" {

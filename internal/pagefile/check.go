@@ -212,6 +212,7 @@ type packedPage struct {
 	ends     [10]uint32
 	interval time.Duration
 	flags    packedFlags
+	headers  []watch.Header // few and short: a list carries no secret
 }
 
 type packedFlags uint8
@@ -264,6 +265,10 @@ func pack(line int, s watch.PageSpec) packedPage {
 		p.ends[i+2] = uint32(b.Len())
 	}
 	p.text = b.String()
+	for _, h := range s.Headers {
+		// Strings of their own, as the text is.
+		p.headers = append(p.headers, watch.Header{Name: strings.Clone(h.Name), Value: strings.Clone(h.Value), Sealed: strings.Clone(h.Sealed)})
+	}
 	return p
 }
 
@@ -282,7 +287,7 @@ func (p packedPage) url() string { return p.part(0) }
 func (p packedPage) unpack() watch.PageSpec {
 	s := watch.PageSpec{URL: p.url(), Name: p.part(1), Interval: p.interval,
 		Paused: p.flags&packedPaused != 0, BurstDetectionOff: p.flags&packedBurstDetectionOff != 0,
-		ArticlesOff: p.flags&packedArticlesOff != 0}
+		ArticlesOff: p.flags&packedArticlesOff != 0, Headers: p.headers}
 	s.Options.SameSiteOnly = p.flags&packedSameSiteOnly != 0
 	for i, l := range listsOf(&s) {
 		if t := p.part(i + 2); t != "" {

@@ -33,6 +33,10 @@ func fillEvery(t *testing.T, v reflect.Value, n *int) {
 		case reflect.Int64: // time.Duration
 			f.SetInt(int64(*n) * int64(time.Minute))
 		case reflect.Slice:
+			if f.Type() == reflect.TypeFor[[]watch.Header]() {
+				f.Set(reflect.ValueOf([]watch.Header{{Name: fmt.Sprint("X-A", *n), Value: "1"}, {Name: fmt.Sprint("X-B", *n), Value: "2"}}))
+				break
+			}
 			f.Set(reflect.ValueOf([]string{fmt.Sprint("a", *n), fmt.Sprint("b", *n)}))
 		case reflect.Struct:
 			fillEvery(t, f, n)

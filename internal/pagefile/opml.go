@@ -207,6 +207,8 @@ func readOutline(attrs []xml.Attr) outlineAttrs {
 			dst = &a.IncludeURL
 		case "pwExcludeUrl":
 			dst = &a.ExcludeURL
+		case "pwHeaders":
+			dst = &a.Headers
 		default:
 			continue
 		}

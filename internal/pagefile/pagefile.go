@@ -94,9 +94,11 @@ const (
 // (inside the quoted cell). A list may leave out any column but url, and
 // older lists, written before regions and keyword rules, have none of them:
 // a missing column takes the default (no list; burst detection on;
-// articles on, as for any page registered now).
+// articles on, as for any page registered now). headers holds a page's
+// request headers, "Name: value" a line, never a secret one (Cookie,
+// Authorization…): a list is a file people pass on.
 var csvHeader = []string{"url", "name", "tags", "interval", "enabled", "same_site", "ignore",
-	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles"}
+	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles", "headers"}
 
 // FormatOf picks the format from a file name's extension (.csv; .opml or
 // .xml), or returns an error naming the choices.
@@ -278,6 +280,7 @@ func Read(r io.Reader, format string) ([]Row, error) {
 type settings struct {
 	Interval, Enabled, SameSite, BurstDetection, Articles                     string
 	Ignore, Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
+	Headers                                                                   string
 }
 
 func makeRow(line int, url, name string, tags []string, s settings) (Row, error) {
@@ -322,7 +325,32 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 		}
 		*l.dst = items
 	}
+	items, ok := splitUpTo(s.Headers, "\n", watch.MaxHeaders)
+	if !ok {
+		return Row{}, fmt.Errorf("headers holds more than %d: a page sends at most %d", watch.MaxHeaders, watch.MaxHeaders)
+	}
+	for _, item := range items {
+		h, err := watch.ParseHeader(item)
+		if err != nil {
+			return Row{}, err
+		}
+		if h.Secret() {
+			return Row{}, fmt.Errorf("header %s is a secret, which a list never carries: set it with `watchctl set ID --header` or the API once the page is added", h.Name)
+		}
+		row.Page.Headers = append(row.Page.Headers, h)
+	}
 	return row, nil
+}
+
+// headerLines are the headers of a page a list carries, "Name: value" a
+// line: those in clear, never a secret.
+func headerLines(hs []watch.Header) string {
+	public := watch.PublicHeaders(hs)
+	out := make([]string, len(public))
+	for i, h := range public {
+		out[i] = h.Name + ": " + h.Value
+	}
+	return strings.Join(out, "\n")
 }
 
 // splitUpTo splits s at sep into its items, trimmed, empty ones dropped, or

@@ -20,7 +20,12 @@ import (
 // watch.ErrDuplicatePage when the URL is already registered. A URL in the
 // trash is restored, with p's settings and its history (Page.Restored).
 func (s *Store) CreatePage(ctx context.Context, p watch.PageSpec) (watch.Page, error) {
-	page, err := createPage(ctx, s.pool, p)
+	var page watch.Page
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		page, err = s.createPage(ctx, tx, p)
+		return err
+	})
 	if err != nil {
 		return watch.Page{}, fmt.Errorf("add %s: %w", p.URL, err)
 	}
@@ -36,7 +41,7 @@ func (s *Store) CreatePages(ctx context.Context, ps []watch.PageSpec) ([]watch.P
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		pages = make([]watch.Page, 0, len(ps))
 		for i, p := range ps {
-			page, err := createPage(ctx, tx, p)
+			page, err := s.createPage(ctx, tx, p)
 			if err != nil {
 				return fmt.Errorf("row %d: %s: %w", i+1, p.URL, err)
 			}
@@ -62,7 +67,7 @@ func (s *Store) ImportPages(ctx context.Context, pages iter.Seq[watch.PageSpec])
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		ids = ids[:0]
 		for p := range pages {
-			page, err := createPage(ctx, tx, p)
+			page, err := s.createPage(ctx, tx, p)
 			if err != nil {
 				return fmt.Errorf("row %d: %s: %w", len(ids)+1, p.URL, err)
 			}
@@ -130,10 +135,73 @@ type rowQuerier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page, error) {
+// createPage inserts or restores p, then seals its secret headers for the
+// id it got; q must be a transaction, so that no claim sees the page
+// without them.
+func (s *Store) createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page, error) {
 	if p.Interval == 0 {
 		p.Interval = watch.DefaultInterval
 	}
+	secrets := slices.ContainsFunc(p.Headers, watch.Header.Secret)
+	if secrets && s.sealer == nil {
+		return watch.Page{}, watch.Refused("headers", watch.ErrNoSecretsKey)
+	}
+	page, err := insertPage(ctx, q, p)
+	if err != nil || len(p.Headers) == 0 {
+		return page, err
+	}
+	headers, err := s.seal(page.ID, p.Headers)
+	if err != nil {
+		return watch.Page{}, err
+	}
+	return s.setHeaders(ctx, q, page.ID, headers)
+}
+
+// seal returns hs with the values of secrets sealed for page id; the ones
+// sealed already stay as they are.
+func (s *Store) seal(id int64, hs []watch.Header) ([]watch.Header, error) {
+	out := make([]watch.Header, len(hs))
+	for i, h := range hs {
+		out[i] = h
+		if !h.Secret() || h.Value == "" {
+			continue
+		}
+		if s.sealer == nil {
+			return nil, watch.Refused("headers", watch.ErrNoSecretsKey)
+		}
+		sealed, err := s.sealer.Seal(id, h.Name, h.Value)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = watch.Header{Name: h.Name, Sealed: sealed}
+	}
+	return out, nil
+}
+
+// setHeaders stores the headers of page id, secrets sealed; none is NULL.
+func (s *Store) setHeaders(ctx context.Context, q rowQuerier, id int64, hs []watch.Header) (watch.Page, error) {
+	arg, err := headersArg(hs)
+	if err != nil {
+		return watch.Page{}, err
+	}
+	return scanPage(q.QueryRow(ctx, `UPDATE pages SET headers = $2 WHERE id = $1 RETURNING `+pageColumns, id, arg))
+}
+
+// headersArg is the value of pages.headers for hs: NULL for none.
+func headersArg(hs []watch.Header) (any, error) {
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	for _, h := range hs {
+		if h.Secret() && h.Value != "" {
+			// A bug, not an input: a secret never reaches the database in clear.
+			return nil, fmt.Errorf("store header %s of a page: its value is not sealed", h.Name)
+		}
+	}
+	return hs, nil
+}
+
+func insertPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page, error) {
 	args := append(append([]any{p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused},
 		optionArgs(p.Options)...), p.BurstDetectionOff, p.ArticlesOff)
 	// A URL in the trash comes back with its history and the settings
@@ -145,6 +213,7 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 			deleted_at = NULL, check_interval = $2 * interval '1 millisecond', next_check_at = now(),
 			same_site_only = $3, ignore_patterns = $4, name = $5, tags = $6, enabled = NOT $7,
 			(`+optionColumns+`) = ($8, $9, $10, $11, $12, $13), burst_detection = NOT $14, articles = NOT $15,
+			headers = NULL,
 			rebaseline    = rebaseline OR (`+rebase+`),
 			etag          = CASE WHEN `+rebase+` THEN NULL ELSE etag END,
 			last_modified = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
@@ -187,6 +256,29 @@ func createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 // one interval after the last, or now, when that is before the check
 // already scheduled.
 func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch.Page, error) {
+	var page watch.Page
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		page, err = s.editPage(ctx, tx, id, e)
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return watch.Page{}, fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
+	}
+	if err != nil {
+		return watch.Page{}, fmt.Errorf("change page %d: %w", id, err)
+	}
+	return page, nil
+}
+
+// editPage is EditPage in tx. A change of headers merges them with those
+// of the page (watch.MergeHeaders) under the lock of its row, seals the
+// secrets it brings, and clears the validators and digests: another header may be
+// answered with another page. A change of a header other than a secret
+// re-baselines a page that has a baseline, as a change of options does (a
+// new Accept-Language is the page in another language, not news); a new
+// Cookie does not.
+func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageEdit) (watch.Page, error) {
 	var intervalMS *int64
 	if e.Interval != nil {
 		ms := e.Interval.Milliseconds()
@@ -199,8 +291,42 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 	if e.Tags != nil {
 		tags = nonNil(*e.Tags)
 	}
-	rebase := "baseline_at IS NOT NULL AND " + admitsChanged(4, 5, 8, 9, 10, 11, 12, 13)
-	page, err := scanPage(s.pool.QueryRow(ctx, `
+	var (
+		headers        any // NULL keeps the column
+		headersTouched bool
+		headersRebase  bool
+	)
+	if e.Headers != nil || e.ClearHeaders {
+		var current []watch.Header
+		err := tx.QueryRow(ctx, `SELECT coalesce(headers, '[]') FROM pages WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`, id).Scan(&current)
+		if err != nil {
+			return watch.Page{}, err
+		}
+		var changes []watch.Header
+		if e.Headers != nil {
+			changes = *e.Headers
+		}
+		merged, visible, err := watch.MergeHeaders(current, changes, e.ClearHeaders)
+		if err != nil {
+			return watch.Page{}, err
+		}
+		// A form sends every header back as shown: the same headers are
+		// no change, and keep the validators.
+		same := slices.Equal(merged, current)
+		if merged, err = s.seal(id, merged); err != nil {
+			return watch.Page{}, err
+		}
+		if headers, err = headersArg(merged); err != nil {
+			return watch.Page{}, err
+		}
+		if headers == nil {
+			headers = []watch.Header{} // stored as NULL below
+		}
+		headersTouched, headersRebase = !same, visible
+	}
+	rebase := "baseline_at IS NOT NULL AND (" + admitsChanged(4, 5, 8, 9, 10, 11, 12, 13) + " OR $18)"
+	refetch := "(" + rebase + ") OR $17"
+	return scanPage(tx.QueryRow(ctx, `
 		UPDATE pages SET
 			check_interval  = coalesce($2 * interval '1 millisecond', check_interval),
 			next_check_at   = CASE WHEN $2 IS NULL THEN next_check_at ELSE least(next_check_at,
@@ -218,23 +344,18 @@ func (s *Store) EditPage(ctx context.Context, id int64, e watch.PageEdit) (watch
 			exclude_url       = coalesce($13, exclude_url),
 			burst_detection   = coalesce($14, burst_detection),
 			articles          = coalesce($15, articles),
+			headers           = CASE WHEN $17 THEN nullif($16::jsonb, '[]') ELSE headers END,
 			rebaseline        = rebaseline OR (`+rebase+`),
-			etag              = CASE WHEN `+rebase+` THEN NULL ELSE etag END,
-			last_modified     = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
-			links_digest      = CASE WHEN `+rebase+` THEN NULL ELSE links_digest END,
-			body_digest       = CASE WHEN `+rebase+` THEN NULL ELSE body_digest END,
+			etag              = CASE WHEN `+refetch+` THEN NULL ELSE etag END,
+			last_modified     = CASE WHEN `+refetch+` THEN NULL ELSE last_modified END,
+			links_digest      = CASE WHEN `+refetch+` THEN NULL ELSE links_digest END,
+			body_digest       = CASE WHEN `+refetch+` THEN NULL ELSE body_digest END,
 			kept_counts       = CASE WHEN `+rebase+` THEN '{}' ELSE kept_counts END,
 			changed_at      = now()
 		WHERE id = $1 AND deleted_at IS NULL
 		RETURNING `+pageColumns,
-		append(append([]any{id, intervalMS, e.Enabled, e.SameSiteOnly, ignore, e.Name, tags}, optionEditArgs(e)...), e.BurstDetection, e.Articles)...))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return watch.Page{}, fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
-	}
-	if err != nil {
-		return watch.Page{}, fmt.Errorf("change page %d: %w", id, err)
-	}
-	return page, nil
+		append(append(append([]any{id, intervalMS, e.Enabled, e.SameSiteOnly, ignore, e.Name, tags}, optionEditArgs(e)...), e.BurstDetection, e.Articles),
+			headers, headersTouched, headersRebase)...))
 }
 
 // CheckNow makes the page due now, so that the next round of the scheduler
@@ -288,7 +409,8 @@ const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::
 	last_checked_at, coalesce(last_status, 0), coalesce(last_error, ''), consecutive_failures, baseline_at,
 	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
 	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
-	rebaseline, burst_detection, articles, deleted_at, coalesce(degraded, ''), coalesce(degraded_detail, ''), degraded_since`
+	rebaseline, burst_detection, articles, deleted_at, coalesce(degraded, ''), coalesce(degraded_detail, ''), degraded_since,
+	coalesce(headers, '[]')`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -304,9 +426,12 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
 		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
 		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted,
-		&p.Health.Reason, &p.Health.Detail, &since)
+		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers)
 	if err != nil {
 		return watch.Page{}, err
+	}
+	if len(p.Headers) == 0 {
+		p.Headers = nil
 	}
 	p.Interval = time.Duration(intervalMS) * time.Millisecond
 	if checked != nil {

@@ -26,6 +26,18 @@ import (
 // query that fails on a dead connection returns an error the caller retries.
 type Store struct {
 	pool *pgxpool.Pool
+	// sealer seals the secret headers of pages as they are stored; nil
+	// refuses them (watch.ErrNoSecretsKey).
+	sealer watch.Sealer
+}
+
+// WithSealer returns a Store on the same pool that seals the secret
+// headers of the pages it creates and edits with k. Closing either closes
+// the pool.
+func (s *Store) WithSealer(k watch.Sealer) *Store {
+	c := *s
+	c.sealer = k
+	return &c
 }
 
 // DefaultConnectTimeout bounds the dial and startup of one database

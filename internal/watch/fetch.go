@@ -34,6 +34,12 @@ type FetchRequest struct {
 	// booking one, unless the origin's Crawl-delay asks for more than the
 	// slot's spacing.
 	Slot *Slot
+	// Header holds headers to send besides those of the fetcher, in
+	// clear (the headers of a page, its secrets opened): a User-Agent here
+	// replaces the fetcher's. Cookie and Authorization go only to the
+	// origin of URL: a redirect to another origin drops them. Never sent
+	// with robots.txt.
+	Header []Header
 }
 
 // FetchResult is the outcome of one fetch. A fetcher returns it filled as far

@@ -68,6 +68,10 @@ type Job struct {
 	// Followed is the page's following state (removals) when the job was
 	// scheduled; the crawler passes it on in a task with links.
 	Followed *Followed `json:"followed,omitempty"`
+	// Headers are the page's request headers, secrets sealed as stored
+	// (the scheduler holds no key): the crawler opens them just before
+	// the fetch. A crawler older than headers ignores them.
+	Headers []Header `json:"headers,omitempty"`
 }
 
 // Task carries the result of one check of a page from a crawler to the

@@ -76,6 +76,9 @@ type Page struct {
 	// Health says whether the checks of the page say its watch may be
 	// blind, and why (Degradation).
 	Health Health
+	// Headers are sent with every fetch of the page, secrets sealed (see
+	// Header); nil for none.
+	Headers []Header
 }
 
 // TrashRetention is how long a deleted page stays in the trash, restorable,
@@ -167,6 +170,9 @@ type PageSpec struct {
 	// ArticlesOff registers the page with its new links not read as
 	// articles (Page.Articles false); the zero value reads them.
 	ArticlesOff bool
+	// Headers are sent with the page's fetches, values in clear: the
+	// store seals the secrets once it knows the page id.
+	Headers []Header
 }
 
 // PageEdit changes a registered page; a nil field stays as it is. Check it
@@ -187,6 +193,11 @@ type PageEdit struct {
 	BurstDetection *bool
 	// Articles turns the reading of new links as articles on or off.
 	Articles *bool
+	// Headers set the headers of their names, values in clear, or
+	// remove them (an empty value); ClearHeaders removes every header
+	// first. See MergeHeaders.
+	Headers      *[]Header
+	ClearHeaders bool
 }
 
 // Apply returns o with the lists e changes replaced.
@@ -223,7 +234,13 @@ func (s PageSpec) Normalize() (PageSpec, error) {
 	var nameErr, tagsErr error
 	s.Name, nameErr = NormalizeName(s.Name)
 	s.Tags, tagsErr = NormalizeTags(s.Tags)
-	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr)); err != nil {
+	headers, headersErr := NormalizeHeaders(s.Headers)
+	if len(headers) > 0 {
+		s.Headers = headers
+	} else {
+		s.Headers = nil
+	}
+	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr); err != nil {
 		return PageSpec{}, err
 	}
 	return s, nil
@@ -254,6 +271,11 @@ func (e PageEdit) Normalize() (PageEdit, error) {
 		tags, err := NormalizeTags(*e.Tags)
 		errs = append(errs, Refused("tags", err))
 		e.Tags = &tags
+	}
+	if e.Headers != nil {
+		// The caps of the headers as stored are for the store to judge,
+		// which holds the other headers of the page.
+		errs = append(errs, checkHeaderChanges(*e.Headers))
 	}
 	if err := JoinRefused(errs...); err != nil {
 		return PageEdit{}, err

@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,9 @@ type pageJSON struct {
 	CreatedAt     time.Time `json:"created_at"`
 	// Health says whether the watch may be blind to the page.
 	Health healthJSON `json:"health"`
+	// Headers are the request headers the checks of the page send, by
+	// name; the value of a secret (Cookie, Authorization…) shows as "(set)".
+	Headers map[string]string `json:"headers"`
 	// Restored marks the answer to an add that brought the page back
 	// from the trash; DeletedAt and PurgeAt are a trashed page's.
 	Restored  bool       `json:"restored,omitempty"`
@@ -105,6 +109,7 @@ func toPageJSON(p watch.Page) pageJSON {
 		LastTruncated: p.LastTruncated, LastCut: p.LastCut, pageOptionsJSON: toPageOptionsJSON(p.Options),
 		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(), Health: toHealthJSON(p.Health),
+		Headers: watch.ShownHeaderMap(p.Headers),
 	}
 	if !p.LastCheckedAt.IsZero() {
 		t := p.LastCheckedAt.UTC()
@@ -115,6 +120,21 @@ func toPageJSON(p watch.Page) pageJSON {
 		deleted, purge := p.DeletedAt.UTC(), p.PurgeAt().UTC()
 		out.DeletedAt, out.PurgeAt = &deleted, &purge
 	}
+	return out
+}
+
+// headerList is an object of headers as a list, sorted by name so that
+// a page sends them in a stable order.
+func headerList(m map[string]*string) []watch.Header {
+	out := make([]watch.Header, 0, len(m))
+	for name, v := range m {
+		h := watch.Header{Name: name}
+		if v != nil {
+			h.Value = *v
+		}
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b watch.Header) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -219,6 +239,9 @@ type createPageJSON struct {
 	pageOptionsJSON
 	BurstDetection *bool `json:"burst_detection"`
 	Articles       *bool `json:"articles"`
+	// Headers are sent with the page's fetches, values in clear here:
+	// the secrets are stored sealed and never shown again.
+	Headers map[string]*string `json:"headers"`
 }
 
 // decodeJSON reads a JSON body into v: one object, known fields only, at
@@ -273,6 +296,7 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 		Paused:            in.Enabled != nil && !*in.Enabled,
 		BurstDetectionOff: in.BurstDetection != nil && !*in.BurstDetection,
 		ArticlesOff:       in.Articles != nil && !*in.Articles,
+		Headers:           headerList(in.Headers),
 	})
 	if err != nil {
 		return watch.Page{}, err
@@ -290,6 +314,11 @@ type editPageJSON struct {
 	editOptionsJSON
 	BurstDetection *bool `json:"burst_detection"`
 	Articles       *bool `json:"articles"`
+	// Headers are merged by name: a value sets the header, "" or null
+	// removes it, and "(set)" keeps a secret as stored. ClearHeaders
+	// removes every header first.
+	Headers      map[string]*string `json:"headers"`
+	ClearHeaders bool               `json:"clear_headers"`
 }
 
 func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
@@ -304,13 +333,18 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 	edit := watch.PageEdit{Enabled: in.Enabled, SameSiteOnly: in.SameSiteOnly, Ignore: in.Ignore, Name: in.Name, Tags: in.Tags,
 		BurstDetection: in.BurstDetection, Articles: in.Articles}
 	in.editOptionsJSON.apply(&edit)
+	if in.Headers != nil {
+		list := headerList(in.Headers)
+		edit.Headers = &list
+	}
+	edit.ClearHeaders = in.ClearHeaders
 	if in.Interval != nil {
 		d := time.Duration(*in.Interval)
 		edit.Interval = &d
 	}
 	if edit.IsZero() {
 		s.problem(w, r, http.StatusBadRequest, "give at least one of interval, enabled, same_site_only, ignore, name, tags, "+
-			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles")
+			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles, headers, clear_headers")
 		return
 	}
 	p, err := s.editPage(r, id, edit)

@@ -26,6 +26,9 @@ type pageForm struct {
 	// Regions and keyword rules, one selector or pattern a line.
 	Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
 	SameSite, Enabled, BurstDetection, Articles                       bool
+	// Headers are the request headers, "Name: value" a line, secrets
+	// as "Name: (set)".
+	Headers string
 	// Errors holds the refusals by watch.RefusedError's Field (url,
 	// interval, name, tags, ignore, within, exclude, includeText,
 	// excludeText, includeUrl, excludeUrl, options), each shown beside
@@ -77,7 +80,7 @@ func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
 		IncludeText: r.PostFormValue("include_text"), ExcludeText: r.PostFormValue("exclude_text"),
 		IncludeURL: r.PostFormValue("include_url"), ExcludeURL: r.PostFormValue("exclude_url"),
 		SameSite: r.PostFormValue("same_site") == "on", BurstDetection: r.PostFormValue("burst_detection") == "on",
-		Articles: r.PostFormValue("articles") == "on",
+		Articles: r.PostFormValue("articles") == "on", Headers: r.PostFormValue("headers"),
 	}
 	o := watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore), Within: splitLines(f.Within),
 		Exclude: splitLines(f.Exclude), IncludeText: splitLines(f.IncludeText), ExcludeText: splitLines(f.ExcludeText),
@@ -95,6 +98,19 @@ func formInterval(typed string, def time.Duration) (time.Duration, error) {
 		return 0, &watch.RefusedError{Field: "interval", Err: err}
 	}
 	return d, nil
+}
+
+// formHeaders reads the headers textarea, "Name: value" a line.
+func formHeaders(typed string) ([]watch.Header, error) {
+	var out []watch.Header
+	for _, line := range splitLines(typed) {
+		h, err := watch.ParseHeader(line)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 func splitTags(s string) []string {
@@ -215,9 +231,10 @@ func formPage(r *http.Request) (pageForm, watch.PageSpec, error) {
 	f.URL, f.Enabled = strings.TrimSpace(r.PostFormValue("url")), true
 	p := watch.PageSpec{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options, BurstDetectionOff: !f.BurstDetection,
 		ArticlesOff: !f.Articles}
-	var err error
-	p.Interval, err = formInterval(f.Interval, watch.DefaultInterval)
-	return f, p, err
+	interval, intervalErr := formInterval(f.Interval, watch.DefaultInterval)
+	headers, headersErr := formHeaders(f.Headers)
+	p.Interval, p.Headers = interval, headers
+	return f, p, watch.JoinRefused(intervalErr, headersErr)
 }
 
 func (s *Server) uiAddPage(w http.ResponseWriter, r *http.Request) {
@@ -289,7 +306,8 @@ func editFormOf(p watch.Page) pageForm {
 	return pageForm{URL: p.BaseURL, Name: p.Name, Tags: strings.Join(p.Tags, " "), Interval: watch.FormatDuration(p.Interval),
 		Ignore: lines(o.Ignore), Within: lines(o.Within), Exclude: lines(o.Exclude), IncludeText: lines(o.IncludeText),
 		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
-		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection, Articles: p.Articles}
+		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection, Articles: p.Articles,
+		Headers: lines(watch.ShownHeaders(p.Headers))}
 }
 
 func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p watch.Page, form pageForm) {
@@ -365,6 +383,13 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	if intervalErr == nil {
 		edit.Interval = &d
 	}
+	// The form shows every header, secrets as (set), so it sends them
+	// whole: a line deleted removes its header.
+	headers, headersErr := formHeaders(form.Headers)
+	if headersErr == nil {
+		edit.Headers, edit.ClearHeaders = &headers, true
+	}
+	intervalErr = watch.JoinRefused(intervalErr, headersErr)
 	before, err := s.deps.Pages.Page(r.Context(), id)
 	if err == nil {
 		var after watch.Page
