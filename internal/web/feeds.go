@@ -80,14 +80,7 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, scope watch.F
 	}
 	etag := feedETag(scope, format, full, stamp)
 	lastMod := stamp.LastModified().UTC().Truncate(time.Second)
-	h := w.Header()
-	h.Set("ETag", etag)
-	if !lastMod.IsZero() {
-		h.Set("Last-Modified", lastMod.Format(http.TimeFormat))
-	}
-	h.Set("Cache-Control", "private, no-cache")
-	if notModified(r, etag, lastMod) {
-		w.WriteHeader(http.StatusNotModified)
+	if answeredNotModified(w, r, etag, lastMod) {
 		return
 	}
 	var (
@@ -129,7 +122,7 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, scope watch.F
 		s.fail(w, r, fmt.Errorf("write %s feed: %w", format, err))
 		return
 	}
-	h.Set("Content-Type", ctype)
+	w.Header().Set("Content-Type", ctype)
 	w.Write(buf.Bytes())
 }
 
@@ -158,6 +151,23 @@ func notModified(r *http.Request, etag string, lastMod time.Time) bool {
 		if t, err := http.ParseTime(ims); err == nil && !lastMod.After(t) {
 			return true
 		}
+	}
+	return false
+}
+
+// answeredNotModified sets a feed's validators (ETag, Last-Modified when
+// lastMod is known) and Cache-Control, and answers 304 when the request
+// holds that version already; it reports whether it did.
+func answeredNotModified(w http.ResponseWriter, r *http.Request, etag string, lastMod time.Time) bool {
+	h := w.Header()
+	h.Set("ETag", etag)
+	if !lastMod.IsZero() {
+		h.Set("Last-Modified", lastMod.Format(http.TimeFormat))
+	}
+	h.Set("Cache-Control", "private, no-cache")
+	if notModified(r, etag, lastMod) {
+		w.WriteHeader(http.StatusNotModified)
+		return true
 	}
 	return false
 }

@@ -168,14 +168,7 @@ func (s *Server) feedPageRevisions(w http.ResponseWriter, r *http.Request) {
 	if len(revs) > 0 {
 		lastMod = revs[0].At.UTC().Truncate(time.Second)
 	}
-	h := w.Header()
-	h.Set("ETag", etag)
-	if !lastMod.IsZero() {
-		h.Set("Last-Modified", lastMod.Format(http.TimeFormat))
-	}
-	h.Set("Cache-Control", "private, no-cache")
-	if notModified(r, etag, lastMod) {
-		w.WriteHeader(http.StatusNotModified)
+	if answeredNotModified(w, r, etag, lastMod) {
 		return
 	}
 	base := s.baseURL(r)
@@ -199,7 +192,7 @@ func (s *Server) feedPageRevisions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("write %s revisions feed: %w", format, err))
 		return
 	}
-	h.Set("Content-Type", ctype)
+	w.Header().Set("Content-Type", ctype)
 	w.Write(buf.Bytes())
 }
 
