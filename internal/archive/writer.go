@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/rand"
 	"crypto/sha1" //nolint:gosec // WARC payload digests are SHA-1 by custom, for dedup, not security
 	"encoding/base32"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -90,21 +88,16 @@ type Check struct {
 	Original *watch.SnapshotOriginal
 }
 
-// NewCheckID returns a random check id, a UUID (version 4).
-func NewCheckID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
 // PayloadDigest returns the WARC-Payload-Digest of payload: SHA-1 in
 // base32, the form WARC tools compare for revisits.
 func PayloadDigest(payload []byte) string {
 	sum := sha1.Sum(payload) //nolint:gosec // see the import
 	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
+}
+
+// Archive is Write for a crawler, which names no type of this package.
+func (w *Writer) Archive(ctx context.Context, pageID int64, checkID string, cp watch.Capture, original *watch.SnapshotOriginal) (watch.SnapshotRef, error) {
+	return w.Write(ctx, Check{PageID: pageID, CheckID: checkID, Capture: cp, Original: original})
 }
 
 // Write writes c's request, response (or revisit) and metadata records,

@@ -20,6 +20,10 @@ const (
 // ErrPageNotFound is returned when a page id names no registered page.
 var ErrPageNotFound = errors.New("page not found")
 
+// ErrSnapshotNotFound is returned when a snapshot id names no snapshot of
+// a page that is not in the trash.
+var ErrSnapshotNotFound = errors.New("snapshot not found")
+
 // ErrDuplicatePage is returned when a page with the same base URL is already
 // registered.
 var ErrDuplicatePage = errors.New("page already registered")

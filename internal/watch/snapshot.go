@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
 	"time"
 )
@@ -93,3 +95,14 @@ type Snapshot struct {
 
 // Revisit reports whether the snapshot's record is a revisit.
 func (s Snapshot) Revisit() bool { return s.Ref.RevisitOf != "" }
+
+// NewCheckID returns a random check id, a UUID (version 4), which names a
+// check in its archived metadata record and in the snapshot index.
+func NewCheckID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
