@@ -99,9 +99,9 @@ func indexSnapshot(ctx context.Context, tx pgx.Tx, c watch.Check, rec watch.Reco
 // snapshotColumns are the columns scanSnapshot reads, of snapshots s and
 // its original o (LEFT JOIN snapshots o ON o.id = s.revisit_of).
 const snapshotColumns = `s.id, s.page_id, s.check_id::text, s.fetched_at, s.file, s.file_offset, s.length, s.record_id,
-	s.payload_digest, s.target_uri, s.status, s.content_type, s.payload_bytes, s.created_at,
+	s.payload_digest, s.target_uri, s.status, s.content_type, s.payload_bytes, s.fetched_at,
 	s.baseline, s.updates, s.revisions, s.removals,
-	o.file, o.file_offset, o.length, o.record_id, o.payload_digest, o.target_uri, o.status, o.content_type, o.payload_bytes, o.created_at`
+	o.file, o.file_offset, o.length, o.record_id, o.payload_digest, o.target_uri, o.status, o.content_type, o.payload_bytes, o.fetched_at`
 
 func scanSnapshot(row pgx.Row) (watch.Snapshot, error) {
 	var (
