@@ -197,3 +197,25 @@ func compact(ctx context.Context, store Store, index Index, f FileInfo, now time
 	}
 	return f.Size - kept - int64(len(head)), nil
 }
+
+// RunSweeps sweeps store every cfg.SweepInterval until ctx ends, the first
+// time one interval after it starts. A failed sweep is logged and tried
+// again at the next; it never stops the program.
+func RunSweeps(ctx context.Context, store Store, index Index, cfg Config, log *slog.Logger) error {
+	t := time.NewTicker(cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			res, err := Sweep(ctx, store, index, cfg.Sweep(), now, log)
+			if err != nil {
+				log.Warn("archive sweep failed; the next one tries again", "err", err)
+				continue
+			}
+			log.Info("archive swept", "expired", res.Expired, "evicted", res.Evicted, "sealed", res.Sealed,
+				"removed", res.Removed, "compacted", res.Compacted, "freed_bytes", res.FreedBytes, "bytes", res.Bytes)
+		}
+	}
+}
