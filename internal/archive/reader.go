@@ -131,7 +131,7 @@ func responseOf(rec gowarc.WarcRecord, ref watch.SnapshotRef, max int64) (Respon
 }
 
 // ErrTooLarge is returned for a payload over the reader's cap.
-var ErrTooLarge = errors.New("stored body over the byte cap")
+var ErrTooLarge = watch.ErrSnapshotTooLarge
 
 func readCapped(r io.Reader, max int64) ([]byte, error) {
 	if max <= 0 {
@@ -182,4 +182,25 @@ func (r Response) Decoded(max int64) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("decode stored %s body: %w", enc, err)
 	}
 	return b, "", nil
+}
+
+// Bodies reads the bodies of snapshots from a Store for the API.
+type Bodies struct {
+	Store Store
+	// Max caps a body, stored and decoded (Config.ServeBytes).
+	Max int64
+}
+
+// MaxBytes is b.Max.
+func (b Bodies) MaxBytes() int64 { return b.Max }
+
+// Body returns the body snapshot s stored, its content coding undone, at
+// most max bytes (an error wrapping ErrTooLarge past it).
+func (b Bodies) Body(ctx context.Context, s watch.Snapshot, max int64) ([]byte, error) {
+	res, err := ReadResponse(ctx, b.Store, s, max)
+	if err != nil {
+		return nil, err
+	}
+	body, _, err := res.Decoded(max)
+	return body, err
 }

@@ -24,6 +24,10 @@ var ErrPageNotFound = errors.New("page not found")
 // a page that is not in the trash.
 var ErrSnapshotNotFound = errors.New("snapshot not found")
 
+// ErrSnapshotTooLarge is returned for a stored body over the cap a reader
+// set (PORTALWATCH_SNAPSHOT_MAX_BYTES for the API).
+var ErrSnapshotTooLarge = errors.New("stored body over the byte cap")
+
 // ErrDuplicatePage is returned when a page with the same base URL is already
 // registered.
 var ErrDuplicatePage = errors.New("page already registered")
