@@ -67,7 +67,9 @@ func readRange(ctx context.Context, store Store, ref watch.SnapshotRef, max int6
 		return Response{}, err
 	}
 	defer rc.Close()
+	gowarcOptions.Lock()
 	wr, err := gowarc.NewWarcFileReaderFromStream(rc, ref.Offset, gowarc.WithStrictValidation())
+	gowarcOptions.Unlock()
 	if err != nil {
 		return Response{}, fmt.Errorf("%w: %s at %d: %v", ErrCorrupt, ref.File, ref.Offset, err)
 	}

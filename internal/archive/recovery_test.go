@@ -12,6 +12,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/testkit/systest"
 	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
+	"github.com/portalwatch/portalwatch/internal/testkit/warcread"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -149,7 +150,7 @@ func TestCrashBetweenWriteAndIndexRecovers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range readWARC(t, data) {
+		for _, r := range warcread.Read(t, data) {
 			if typ := r.Header.Get("WARC-Type"); typ == "response" || typ == "revisit" {
 				stored = append(stored, strings.Trim(r.Header.Get("WARC-Record-ID"), "<>"))
 			}

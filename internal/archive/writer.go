@@ -178,12 +178,27 @@ func (w *Writer) Close(ctx context.Context) error {
 	return err
 }
 
+// gowarcOptions serialises the calls of gowarc that make its options:
+// each one sets a package variable of github.com/google/uuid
+// (EnableRandPool), a data race between concurrent checks otherwise. The
+// record ids are our own (recordOptions), so uuid is not read meanwhile.
+// It guards the third-party package state, so it is package state too.
+var gowarcOptions sync.Mutex
+
+// newBuilder is gowarc.NewRecordBuilder with recordOptions, serialised.
+func newBuilder(t gowarc.RecordType) gowarc.WarcRecordBuilder {
+	gowarcOptions.Lock()
+	defer gowarcOptions.Unlock()
+	return gowarc.NewRecordBuilder(t, recordOptions()...)
+}
+
 // recordOptions are the options every record is built with: WARC/1.1,
 // digests and lengths computed, a spec violation fails the build.
 func recordOptions() []gowarc.WarcRecordOption {
 	return []gowarc.WarcRecordOption{
 		gowarc.WithVersion(gowarc.V1_1),
 		gowarc.WithAddMissingRecordId(true),
+		gowarc.WithRecordIdFunc(func() (string, error) { return "urn:uuid:" + watch.NewCheckID(), nil }),
 		gowarc.WithAddMissingContentLength(true),
 		gowarc.WithAddMissingDigest(true),
 		gowarc.WithDefaultDigestAlgorithm("sha1"),
@@ -194,7 +209,7 @@ func recordOptions() []gowarc.WarcRecordOption {
 }
 
 func warcinfo(name, software string, now time.Time) (gowarc.WarcRecord, error) {
-	b := gowarc.NewRecordBuilder(gowarc.Warcinfo, recordOptions()...)
+	b := newBuilder(gowarc.Warcinfo)
 	b.AddWarcHeader(gowarc.WarcFilename, name)
 	b.AddWarcHeaderTime(gowarc.WarcDate, now)
 	b.AddWarcHeader(gowarc.ContentType, gowarc.ApplicationWarcFields)
@@ -224,7 +239,7 @@ func buildCheck(c Check, now time.Time) ([]gowarc.WarcRecord, watch.SnapshotRef,
 	ref := watch.SnapshotRef{CheckID: c.CheckID, TargetURI: cp.URL, Status: status, PayloadDigest: digest,
 		PayloadBytes: int64(len(cp.Body)), ContentType: cp.Header.Get("Content-Type")}
 
-	resp := gowarc.NewRecordBuilder(gowarc.Response, recordOptions()...)
+	resp := newBuilder(gowarc.Response)
 	resp.AddWarcHeader(gowarc.WarcTargetURI, cp.URL)
 	resp.AddWarcHeaderTime(gowarc.WarcDate, at)
 	resp.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
@@ -249,7 +264,7 @@ func buildCheck(c Check, now time.Time) ([]gowarc.WarcRecord, watch.SnapshotRef,
 	}
 	ref.RecordID = response.RecordId()
 
-	req := gowarc.NewRecordBuilder(gowarc.Request, recordOptions()...)
+	req := newBuilder(gowarc.Request)
 	req.AddWarcHeader(gowarc.WarcTargetURI, cp.URL)
 	req.AddWarcHeaderTime(gowarc.WarcDate, at)
 	req.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=request")
@@ -260,7 +275,7 @@ func buildCheck(c Check, now time.Time) ([]gowarc.WarcRecord, watch.SnapshotRef,
 		return nil, ref, fmt.Errorf("request record: %w", err)
 	}
 
-	meta := gowarc.NewRecordBuilder(gowarc.Metadata, recordOptions()...)
+	meta := newBuilder(gowarc.Metadata)
 	meta.AddWarcHeader(gowarc.WarcTargetURI, cp.URL)
 	meta.AddWarcHeaderTime(gowarc.WarcDate, at)
 	meta.AddWarcHeader(gowarc.ContentType, gowarc.ApplicationWarcFields)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/archive"
+	"github.com/portalwatch/portalwatch/internal/testkit/warcread"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -65,7 +66,7 @@ func TestWriterRecordsReadBackIndependently(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sealed file: %v", err)
 	}
-	recs := readWARC(t, data)
+	recs := warcread.Read(t, data)
 	var types []string
 	for _, r := range recs {
 		types = append(types, r.Header.Get("WARC-Type"))
@@ -80,11 +81,11 @@ func TestWriterRecordsReadBackIndependently(t *testing.T) {
 	if resp.Offset != first.Offset-0 && recs[1].Offset != first.Offset {
 		t.Fatalf("the ref's offset %d is not its request's %d", first.Offset, recs[1].Offset)
 	}
-	line, h, err := httpHead(resp.Block)
+	line, h, err := warcread.HTTPHead(resp.Block)
 	if err != nil || line != "HTTP/1.1 200 OK" || h.Get("Content-Encoding") != "gzip" || h.Get("Transfer-Encoding") != "" {
 		t.Fatalf("response head %q %v %v", line, h, err)
 	}
-	_, reqH, err := httpHead(recs[1].Block)
+	_, reqH, err := warcread.HTTPHead(recs[1].Block)
 	if err != nil || strings.Contains(string(recs[1].Block), "secret-value") || reqH.Get("Host") != "portal.test" {
 		t.Fatalf("request record keeps a secret or lacks its host: %q", recs[1].Block)
 	}

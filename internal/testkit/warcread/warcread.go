@@ -1,4 +1,7 @@
-package archive_test
+// Package warcread reads gzip WARC files for tests without the library
+// that wrote them, so that a test proves the files are WARC, not merely
+// what that library reads back.
+package warcread
 
 import (
 	"bufio"
@@ -14,21 +17,21 @@ import (
 	"testing"
 )
 
-// warcRecord is a record as the independent reader below sees it.
-type warcRecord struct {
+// Record is a record as Read sees it.
+type Record struct {
 	Header  textproto.MIMEHeader
 	Block   []byte
 	Payload []byte // the HTTP entity of a response, nil otherwise
 	Offset  int64  // of its gzip member in the file
 }
 
-// readWARC reads a gzip WARC file without the library that wrote it: one
+// Read reads a gzip WARC file without the library that wrote it: one
 // gzip member per record, WARC/1.1 headers, Content-Length, the block and
 // payload digests checked, each record ended by two CRLFs. It fails t on
 // anything a WARC tool would refuse.
-func readWARC(t *testing.T, data []byte) []warcRecord {
+func Read(t testing.TB, data []byte) []Record {
 	t.Helper()
-	var recs []warcRecord
+	var recs []Record
 	br := bytes.NewReader(data)
 	for br.Len() > 0 {
 		off := int64(len(data) - br.Len())
@@ -48,7 +51,7 @@ func readWARC(t *testing.T, data []byte) []warcRecord {
 	return recs
 }
 
-func parseRecord(t *testing.T, member []byte) warcRecord {
+func parseRecord(t testing.TB, member []byte) Record {
 	t.Helper()
 	r := bufio.NewReader(bytes.NewReader(member))
 	version, _ := r.ReadString('\n')
@@ -75,9 +78,9 @@ func parseRecord(t *testing.T, member []byte) warcRecord {
 	if tail, _ := io.ReadAll(r); string(tail) != "\r\n\r\n" {
 		t.Fatalf("record ends %q, not CRLF CRLF", tail)
 	}
-	rec := warcRecord{Header: h, Block: block}
-	if d := h.Get("WARC-Block-Digest"); d != sha1Digest(block) {
-		t.Fatalf("%s record %s: block digest %s, computed %s", h.Get("WARC-Type"), h.Get("WARC-Record-ID"), d, sha1Digest(block))
+	rec := Record{Header: h, Block: block}
+	if d := h.Get("WARC-Block-Digest"); d != Digest(block) {
+		t.Fatalf("%s record %s: block digest %s, computed %s", h.Get("WARC-Type"), h.Get("WARC-Record-ID"), d, Digest(block))
 	}
 	if h.Get("WARC-Type") == "response" || h.Get("WARC-Type") == "revisit" {
 		i := bytes.Index(block, []byte("\r\n\r\n"))
@@ -86,22 +89,23 @@ func parseRecord(t *testing.T, member []byte) warcRecord {
 		}
 		if h.Get("WARC-Type") == "response" {
 			rec.Payload = block[i+4:]
-			if d := h.Get("WARC-Payload-Digest"); d != sha1Digest(rec.Payload) {
-				t.Fatalf("payload digest %s, computed %s", d, sha1Digest(rec.Payload))
+			if d := h.Get("WARC-Payload-Digest"); d != Digest(rec.Payload) {
+				t.Fatalf("payload digest %s, computed %s", d, Digest(rec.Payload))
 			}
 		}
 	}
 	return rec
 }
 
-func sha1Digest(b []byte) string {
+// Digest is the WARC digest of b: sha1: and base32.
+func Digest(b []byte) string {
 	sum := sha1.Sum(b) //nolint:gosec // WARC digests
 	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
 }
 
-// httpHead returns the start line and the header of a block holding an
+// HTTPHead returns the start line and the header of a block holding an
 // HTTP message.
-func httpHead(block []byte) (string, textproto.MIMEHeader, error) {
+func HTTPHead(block []byte) (string, textproto.MIMEHeader, error) {
 	r := textproto.NewReader(bufio.NewReader(bytes.NewReader(block)))
 	line, err := r.ReadLine()
 	if err != nil {
