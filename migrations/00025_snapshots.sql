@@ -7,7 +7,10 @@
 -- while a row names them.
 CREATE TABLE snapshots (
     id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    page_id        bigint NOT NULL REFERENCES pages (id) ON DELETE CASCADE,
+    -- A homepage's check, or an article fetch of the extractor: one of
+    -- the two.
+    page_id        bigint REFERENCES pages (id) ON DELETE CASCADE,
+    article_id     bigint REFERENCES articles (id) ON DELETE CASCADE,
     -- The check's id, also in the metadata record.
     check_id       uuid NOT NULL,
     fetched_at     timestamptz NOT NULL,
@@ -32,9 +35,11 @@ CREATE TABLE snapshots (
     baseline       boolean NOT NULL DEFAULT false,
     updates        int NOT NULL DEFAULT 0,
     revisions      int NOT NULL DEFAULT 0,
-    removals       int NOT NULL DEFAULT 0
+    removals       int NOT NULL DEFAULT 0,
+    CHECK ((page_id IS NULL) <> (article_id IS NULL))
 );
 CREATE INDEX snapshots_page ON snapshots (page_id, fetched_at DESC);
+CREATE INDEX snapshots_article ON snapshots (article_id) WHERE article_id IS NOT NULL;
 CREATE INDEX snapshots_file ON snapshots (file);
 CREATE INDEX snapshots_revisit_of ON snapshots (revisit_of) WHERE revisit_of IS NOT NULL;
 

@@ -22,8 +22,9 @@ type archiveCmd struct {
 const maxSnapshots = 100_000
 
 type archiveListCmd struct {
-	ID    string `arg:"" name:"page-id" help:"The page's id (see watchctl list)."`
-	Limit int    `default:"100" help:"Print at most this many."`
+	ID      string `arg:"" name:"page-id" help:"The page's id (see watchctl list), or an article's with --article."`
+	Limit   int    `default:"100" help:"Print at most this many."`
+	Article bool   `help:"The id is an article's (see watchctl article): list the snapshots of its page's fetches."`
 }
 
 // Run prints a page's snapshots.
@@ -35,9 +36,13 @@ func (v *archiveListCmd) Run(c *cli) error {
 	if v.Limit <= 0 || v.Limit > maxSnapshots {
 		return usagef("--limit %d: want 1 to %d", v.Limit, maxSnapshots)
 	}
-	snaps, err := c.snapshots(id, v.Limit)
+	snaps, err := c.snapshots(id, v.Article, v.Limit)
 	if err != nil {
 		return err
+	}
+	if len(snaps) == 0 && v.Article {
+		fmt.Fprintf(c.stdout, "article %d has no archived snapshot: article pages are archived with PORTALWATCH_ARCHIVE on for the extractor\n", id)
+		return nil
 	}
 	if len(snaps) == 0 {
 		fmt.Fprintf(c.stdout, "page %d has no archived snapshot: a check is archived when it finds something, with PORTALWATCH_ARCHIVE on\n", id)
@@ -64,14 +69,23 @@ func found(s watch.Snapshot) string {
 	return fmt.Sprintf("%d new, %d revised, %d removed", s.Updates, s.Revisions, s.Removals)
 }
 
-// snapshots returns the page's snapshots, newest first, or a usage error
-// for a page that does not exist.
-func (c *cli) snapshots(id int64, limit int) ([]watch.Snapshot, error) {
+// snapshots returns the snapshots of page id (or article id), newest
+// first, or a usage error for one that does not exist.
+func (c *cli) snapshots(id int64, isArticle bool, limit int) ([]watch.Snapshot, error) {
 	st, err := c.open()
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
+	if isArticle {
+		if _, err := st.Article(c.ctx, id); errors.Is(err, watch.ErrArticleNotFound) {
+			return nil, usagef("no article has id %d (see `watchctl updates --json`)", id)
+		} else if err != nil {
+			return nil, err
+		}
+		snaps, err := st.ArticleSnapshots(c.ctx, id)
+		return snaps[:min(len(snaps), limit)], err
+	}
 	if _, err := st.Page(c.ctx, id); errors.Is(err, watch.ErrPageNotFound) {
 		return nil, usagef("no watched page has id %d (see `watchctl list`)", id)
 	} else if err != nil {
@@ -81,8 +95,9 @@ func (c *cli) snapshots(id int64, limit int) ([]watch.Snapshot, error) {
 }
 
 type archiveExportCmd struct {
-	ID   string `arg:"" name:"page-id" help:"The page's id (see watchctl list)."`
-	File string `arg:"" name:"file" help:"The WARC file to write, such as page-7.warc.gz; it must not exist yet."`
+	ID      string `arg:"" name:"page-id" help:"The page's id (see watchctl list), or an article's with --article."`
+	File    string `arg:"" name:"file" help:"The WARC file to write, such as page-7.warc.gz; it must not exist yet."`
+	Article bool   `help:"The id is an article's: export the snapshots of its page's fetches."`
 }
 
 // Run writes every snapshot of a page, oldest first, into one WARC file.
@@ -91,12 +106,12 @@ func (v *archiveExportCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	snaps, err := c.snapshots(id, maxSnapshots)
+	snaps, err := c.snapshots(id, v.Article, maxSnapshots)
 	if err != nil {
 		return err
 	}
 	if len(snaps) == 0 {
-		return usagef("page %d has no archived snapshot to export", id)
+		return usagef("%s %d has no archived snapshot to export", kindOf(v.Article), id)
 	}
 	for i, j := 0, len(snaps)-1; i < j; i, j = i+1, j-1 {
 		snaps[i], snaps[j] = snaps[j], snaps[i]
@@ -120,7 +135,7 @@ func (v *archiveExportCmd) Run(c *cli) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	fmt.Fprintf(c.stdout, "wrote %d snapshots of page %d to %s\n", len(snaps), id, v.File)
+	fmt.Fprintf(c.stdout, "wrote %d snapshots of %s %d to %s\n", len(snaps), kindOf(v.Article), id, v.File)
 	return nil
 }
 
@@ -144,4 +159,12 @@ func (v *archiveSweepCmd) Run(c *cli) error {
 	fmt.Fprintf(c.stdout, "archive %s: %d snapshots past retention and %d over the cap deleted; %d files sealed, %d removed, %d compacted; %d bytes freed, %d bytes before\n",
 		c.cfg.Archive.Directory(), res.Expired, res.Evicted, res.Sealed, res.Removed, res.Compacted, res.FreedBytes, res.Bytes)
 	return nil
+}
+
+// kindOf names what an archive command's id is.
+func kindOf(isArticle bool) string {
+	if isArticle {
+		return "article"
+	}
+	return "page"
 }

@@ -96,9 +96,41 @@ func indexSnapshot(ctx context.Context, tx pgx.Tx, c watch.Check, rec watch.Reco
 	return id, nil
 }
 
+// indexArticleSnapshot inserts the index row of the snapshot of article
+// id's fetch, in the transaction that stores the article.
+func indexArticleSnapshot(ctx context.Context, tx pgx.Tx, id int64, ref *watch.SnapshotRef, fetchedAt time.Time) error {
+	_, err := tx.Exec(ctx, `
+		INSERT INTO snapshots (article_id, check_id, fetched_at, file, file_offset, length, record_id, payload_digest,
+			target_uri, status, content_type, payload_bytes)
+		VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (record_id) DO NOTHING`,
+		id, ref.CheckID, fetchedAt, ref.File, ref.Offset, ref.Length, ref.RecordID, ref.PayloadDigest,
+		ref.TargetURI, ref.Status, ref.ContentType, ref.PayloadBytes)
+	if err != nil {
+		return fmt.Errorf("index the snapshot of article %d: %w", id, err)
+	}
+	return nil
+}
+
+// ArticleSnapshots returns the snapshots of article id's fetches, newest
+// first.
+func (s *Store) ArticleSnapshots(ctx context.Context, id int64) ([]watch.Snapshot, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+snapshotColumns+`
+		FROM snapshots s LEFT JOIN snapshots o ON o.id = s.revisit_of
+		WHERE s.article_id = $1 ORDER BY s.fetched_at DESC, s.id DESC LIMIT 100`, id)
+	if err != nil {
+		return nil, fmt.Errorf("snapshots of article %d: %w", id, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Snapshot, error) { return scanSnapshot(r) })
+	if err != nil {
+		return nil, fmt.Errorf("snapshots of article %d: %w", id, err)
+	}
+	return out, nil
+}
+
 // snapshotColumns are the columns scanSnapshot reads, of snapshots s and
 // its original o (LEFT JOIN snapshots o ON o.id = s.revisit_of).
-const snapshotColumns = `s.id, s.page_id, s.check_id::text, s.fetched_at, s.file, s.file_offset, s.length, s.record_id,
+const snapshotColumns = `s.id, coalesce(s.page_id, 0), coalesce(s.article_id, 0), s.check_id::text, s.fetched_at, s.file, s.file_offset, s.length, s.record_id,
 	s.payload_digest, s.target_uri, s.status, s.content_type, s.payload_bytes, s.fetched_at,
 	s.baseline, s.updates, s.revisions, s.removals,
 	o.file, o.file_offset, o.length, o.record_id, o.payload_digest, o.target_uri, o.status, o.content_type, o.payload_bytes, o.fetched_at`
@@ -118,7 +150,7 @@ func scanSnapshot(row pgx.Row) (watch.Snapshot, error) {
 		oAt  *time.Time
 		oF   *string
 	)
-	err := row.Scan(&s.ID, &s.PageID, &s.CheckID, &s.FetchedAt, &s.Ref.File, &s.Ref.Offset, &s.Ref.Length, &s.Ref.RecordID,
+	err := row.Scan(&s.ID, &s.PageID, &s.ArticleID, &s.CheckID, &s.FetchedAt, &s.Ref.File, &s.Ref.Offset, &s.Ref.Length, &s.Ref.RecordID,
 		&s.Ref.PayloadDigest, &s.Ref.TargetURI, &s.Ref.Status, &s.Ref.ContentType, &s.Ref.PayloadBytes, &s.Ref.WrittenAt,
 		&s.Baseline, &s.Updates, &s.Revisions, &s.Removals,
 		&oF, &oOff, &oLen, &oID, &oDig, &oURI, &oSt, &oCT, &oPB, &oAt)
@@ -154,8 +186,8 @@ func (s *Store) Snapshots(ctx context.Context, pageID int64, limit int) ([]watch
 // none or its page is in the trash.
 func (s *Store) Snapshot(ctx context.Context, id int64) (watch.Snapshot, error) {
 	snap, err := scanSnapshot(s.pool.QueryRow(ctx, `SELECT `+snapshotColumns+`
-		FROM snapshots s LEFT JOIN snapshots o ON o.id = s.revisit_of JOIN pages p ON p.id = s.page_id
-		WHERE s.id = $1 AND p.deleted_at IS NULL`, id))
+		FROM snapshots s LEFT JOIN snapshots o ON o.id = s.revisit_of LEFT JOIN pages p ON p.id = s.page_id
+		WHERE s.id = $1 AND (s.page_id IS NULL OR p.deleted_at IS NULL)`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return snap, fmt.Errorf("snapshot %d: %w", id, watch.ErrSnapshotNotFound)
 	}

@@ -77,8 +77,11 @@ type SnapshotOriginal struct {
 
 // Snapshot is one indexed snapshot of a page, as readers list it.
 type Snapshot struct {
-	ID        int64
+	ID int64
+	// PageID is the page of a homepage check; ArticleID the article of an
+	// article fetch instead (PageID 0).
 	PageID    int64
+	ArticleID int64
 	CheckID   string
 	FetchedAt time.Time
 	Ref       SnapshotRef
