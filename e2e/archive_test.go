@@ -11,14 +11,17 @@ import (
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/testkit/systest"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/testkit/warcread"
 )
 
 // TestArchiveKeepsWhatTheFarmSent runs the real programs over a farm whose
-// pages gain links every round, then exports each page's snapshots with
-// watchctl and reads the WARC file with an independent reader: a
-// baseline and one snapshot per round, every digest right, every payload
-// byte for byte a body the farm sent to that page.
+// pages gain links every round, kills the crawler (SIGKILL) once the first
+// snapshots are indexed and starts another, then exports each page's
+// snapshots with watchctl and reads the WARC file with an independent
+// reader: a baseline and one snapshot per round, every digest right,
+// every payload byte for byte a body the farm sent to that page. The
+// killed crawler's file stays open, for the sweep.
 func TestArchiveKeepsWhatTheFarmSent(t *testing.T) {
 	t.Parallel()
 	const rounds = 3
@@ -30,12 +33,30 @@ func TestArchiveKeepsWhatTheFarmSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys.start("scheduler")
-	sys.start("crawler")
+	crawler := sys.start("crawler")
 	sys.start("processor")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := farm.Drive(ctx, sys.System, ids, rounds, 300*time.Millisecond, 30*time.Second, t.Logf); err != nil {
+	driven := make(chan error, 1)
+	go func() {
+		driven <- farm.Drive(ctx, sys.System, ids, rounds, 300*time.Millisecond, 30*time.Second, t.Logf)
+	}()
+	err = testsvc.Poll(ctx, time.Minute, 20*time.Millisecond, func() (bool, string, error) {
+		var n int
+		err := sys.db.QueryRow(ctx, `SELECT count(*) FROM snapshots`).Scan(&n)
+		return n > 0, "no snapshot yet", err
+	})
+	if err != nil {
+		t.Fatalf("waiting for the first snapshot: %v", err)
+	}
+	crawler.Kill()
+	sys.start("crawler")
+	if err := <-driven; err != nil {
 		t.Fatal(err)
+	}
+	open, err := filepath.Glob(filepath.Join(sys.DataDir, "archive", "*.warc.gz.open"))
+	if err != nil || len(open) == 0 {
+		t.Fatalf("no open file left by the killed crawler in %s (%v)", sys.DataDir, err)
 	}
 	for i, id := range ids {
 		var n, found int

@@ -106,12 +106,17 @@ func (s *FS) Append(_ context.Context, name string, p []byte) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("archive file %s: %w", name, err)
 	}
-	if _, err := f.Write(p); err != nil {
-		// A torn tail is never referenced: the ref is only returned whole.
-		return 0, fmt.Errorf("write archive file %s: %w", name, err)
+	_, err = f.Write(p)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("sync archive file %s: %w", name, err)
+	if err != nil {
+		// A torn tail is never referenced: the ref is only returned
+		// whole. The writer moves to a new file; this one stays open
+		// until a sweep seals it.
+		delete(s.open, name)
+		f.Close()
+		return 0, fmt.Errorf("write archive file %s: %w", name, err)
 	}
 	return st.Size(), nil
 }
