@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 
@@ -452,10 +453,12 @@ func pageJSON(p watch.Page) map[string]any {
 	return m
 }
 
+// oneLine folds s onto one line of at most 80 characters for a table,
+// cutting between characters, never inside one.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 80 {
-		return s[:77] + "..."
+	if utf8.RuneCountInString(s) > 80 {
+		return string([]rune(s)[:77]) + "..."
 	}
 	return s
 }
