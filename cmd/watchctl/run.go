@@ -529,7 +529,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	// The caps that span the lists need the options as they will be stored.
-	if change, err = registration.CheckEdit(change, before.Options); err != nil {
+	if change, err = c.policy.CheckEdit(change, before.Options); err != nil {
 		return err
 	}
 	page, err := st.EditPage(c.ctx, id, change)

@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/portalwatch/portalwatch/internal/pagefile"
-	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -368,7 +367,7 @@ func (s *Server) editPage(r *http.Request, id int64, edit watch.PageEdit) (watch
 	if err != nil {
 		return watch.Page{}, err
 	}
-	if edit, err = registration.CheckEdit(edit, current.Options); err != nil {
+	if edit, err = s.cfg.Policy.CheckEdit(edit, current.Options); err != nil {
 		return watch.Page{}, err
 	}
 	return s.deps.Writer.EditPage(r.Context(), id, edit)
