@@ -46,8 +46,8 @@ type Client struct {
 	proxies    map[string]*route
 	proxyNames []string
 	robots     *robotsCache
-	pacer     Pacer
-	agent     string // robots.txt product token
+	pacer      Pacer
+	agent      string // robots.txt product token
 
 	// now and sleep are the client's clock; tests replace them so that
 	// they never wait for real time.
