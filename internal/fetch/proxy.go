@@ -248,7 +248,7 @@ func (c *Client) routeOf(raw, name string) (*route, error) {
 		known = "it names " + strings.Join(c.proxyNames, ", ")
 	}
 	return nil, &Error{Kind: watch.FetchProxy, URL: raw,
-		Err: fmt.Errorf("proxy %s is not in this fetcher's PORTALWATCH_PROXIES (%s): give every crawler and extractor the list web and watchctl register pages with", name, known)}
+		Err: fmt.Errorf("proxy %s is not in this program's PORTALWATCH_PROXIES (%s): give every crawler and extractor the list web and watchctl register pages with", name, known)}
 }
 
 // checkTarget applies the URL rules to raw before it is sent along rt.

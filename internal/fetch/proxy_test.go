@@ -251,7 +251,7 @@ func TestFetchThroughSOCKS5(t *testing.T) {
 func TestFetchWithAnUnknownProxy(t *testing.T) {
 	site := newProxiedSite(t, false, htmlHandler("x"))
 	for list, want := range map[string]string{
-		"corp=http://127.0.0.1:9,eu=http://127.0.0.1:9": "proxy us is not in this fetcher's PORTALWATCH_PROXIES (it names corp, eu)",
+		"corp=http://127.0.0.1:9,eu=http://127.0.0.1:9": "proxy us is not in this program's PORTALWATCH_PROXIES (it names corp, eu)",
 		"": "PORTALWATCH_PROXIES is empty here",
 	} {
 		c := newClient(t, Config{Proxies: ProxyConfig{List: list}, AllowPrivate: true, IgnoreRobots: true})
