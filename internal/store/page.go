@@ -363,7 +363,8 @@ func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageE
 }
 
 // proxyChanged is the SQL condition that parameter n, a proxy name or NULL
-// for no change (” for none), names another proxy than the row's.
+// for no change (an empty name for direct), names another proxy than the
+// row holds.
 func proxyChanged(n int) string {
 	return fmt.Sprintf("($%[1]d::text IS NOT NULL AND nullif($%[1]d::text, '') IS DISTINCT FROM proxy)", n)
 }
