@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"golang.org/x/net/proxy"
 
@@ -165,7 +166,7 @@ func (r *route) robotsKey(origin string) string {
 // socks5 the dial resolves the target itself, refuses a non-public answer
 // as the direct dialer does, and sends the proxy the address it checked.
 func (c *Client) newProxyRoute(p Proxy, direct *http.Transport) (*route, error) {
-	toProxy := &net.Dialer{Timeout: c.cfg.DialTimeout, KeepAlive: direct.IdleConnTimeout}
+	toProxy := &net.Dialer{Timeout: c.cfg.DialTimeout, KeepAlive: 30 * time.Second}
 	t := direct.Clone()
 	t.DialContext = toProxy.DialContext
 	t.Proxy = http.ProxyURL(p.URL)
