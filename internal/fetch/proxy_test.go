@@ -265,3 +265,23 @@ func TestFetchWithAnUnknownProxy(t *testing.T) {
 		t.Fatal("the site was fetched")
 	}
 }
+
+// A proxy that is down fails the fetch as a network failure, naming
+// neither the proxy's password nor fetching direct.
+func TestFetchThroughADeadProxy(t *testing.T) {
+	site := newProxiedSite(t, false, htmlHandler("x"))
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadAddr := strings.TrimPrefix(dead.URL, "http://")
+	dead.Close()
+	c := newClient(t, Config{Proxies: ProxyConfig{List: "corp=http://crawler:hunter2@" + deadAddr + ",tor=socks5h://" + deadAddr},
+		Resolver: public, IgnoreRobots: true})
+	for _, name := range []string{"corp", "tor"} {
+		_, err := c.Fetch(context.Background(), Request{URL: "http://news.example:" + site.port + "/", Proxy: name})
+		if fe := wantKind(t, err, KindNetwork); fe != nil && strings.Contains(fe.Error(), "hunter2") {
+			t.Errorf("%s: the error shows the password: %v", name, fe)
+		}
+	}
+	if via, direct := site.seen(); len(via)+len(direct) != 0 {
+		t.Fatal("the site was fetched around the dead proxy")
+	}
+}

@@ -92,6 +92,14 @@ func TestFormChoosesAProxy(t *testing.T) {
 		t.Fatalf("after choosing direct: %q, %v", p.Proxy, err)
 	}
 
+	// A proxy dropped from the list since is shown as such, still chosen.
+	if _, err := e.pool.Exec(context.Background(), `UPDATE pages SET proxy = 'gone' WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, body = e.get("/pages/1", w); !strings.Contains(body, `<option value="gone" selected>gone (not in PORTALWATCH_PROXIES)</option>`) {
+		t.Fatalf("the page form hides the unlisted proxy:\n%s", body)
+	}
+
 	bare := newEnv(t)
 	if _, body := bare.get("/pages", bare.writeTk); strings.Contains(body, `name="proxy"`) {
 		t.Fatal("a deployment without proxies shows a choice of them")
