@@ -285,3 +285,20 @@ func TestFetchThroughADeadProxy(t *testing.T) {
 		t.Fatal("the site was fetched around the dead proxy")
 	}
 }
+
+// An https proxy is reached over TLS; the page behind it is plain http.
+func TestFetchThroughAnHTTPSProxy(t *testing.T) {
+	proxy, roots := testsvc.StartForwardProxyTLS(t)
+	site := newProxiedSite(t, false, htmlHandler(`<a href="/s">S</a>`))
+	c := newClient(t, Config{Proxies: ProxyConfig{List: "secure=" + proxy.URL}, Resolver: public, IgnoreRobots: true})
+	c.proxies["secure"].transport.TLSClientConfig = &tls.Config{RootCAs: roots}
+	if _, err := c.Fetch(context.Background(), Request{URL: "http://news.example:" + site.port + "/", Proxy: "secure"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := proxy.Requests(); len(got) != 1 || got[0] != "http://news.example:"+site.port+"/" {
+		t.Fatalf("the proxy forwarded %v", got)
+	}
+	if via, _ := site.seen(); len(via) != 1 {
+		t.Fatalf("the site saw %v through the proxy", via)
+	}
+}

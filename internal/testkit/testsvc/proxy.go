@@ -2,12 +2,14 @@ package testsvc
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -71,6 +73,30 @@ func StartForwardProxy(t testing.TB) *ForwardProxy {
 		<-done
 	})
 	return p
+}
+
+// StartForwardProxyTLS starts a ForwardProxy that clients reach over TLS
+// (an https:// proxy URL), with a certificate for 127.0.0.1 that roots
+// trusts; it stops when the test ends.
+func StartForwardProxyTLS(t testing.TB) (p *ForwardProxy, roots *x509.CertPool) {
+	t.Helper()
+	p = &ForwardProxy{open: map[net.Conn]bool{}}
+	p.transport = &http.Transport{DialContext: dialLoopback, Proxy: nil}
+	srv := httptest.NewUnstartedServer(p)
+	srv.StartTLS()
+	p.URL = srv.URL
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		p.mu.Lock()
+		for c := range p.open {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.tunnels.Wait()
+		srv.Close()
+		p.transport.CloseIdleConnections()
+	})
+	return p, srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 }
 
 // dialLoopback connects to 127.0.0.1 on addr's port, whatever its host.
