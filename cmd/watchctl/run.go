@@ -504,7 +504,7 @@ type setCmd struct {
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article (pages watched before articles existed have it off)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"Set a request header, replacing one of the same name; 'NAME:' with no value removes it (repeatable; the others stay)."`
 	ClearHeaders   bool     `name:"clear-headers" help:"Remove every request header (before any --header)."`
-	Proxy          *string  `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES; --proxy '' fetches direct again."`
+	Proxy          *string  `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES; --proxy \"\" fetches direct again."`
 }
 
 func (s *setCmd) Run(c *cli) error {
