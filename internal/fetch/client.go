@@ -274,8 +274,12 @@ func (c *Client) checkRedirect(rt *route, req *http.Request, via []*http.Request
 
 // Fetch fetches req.URL and returns the page decoded to UTF-8.
 //
-// It refuses URLs that CheckURL would refuse without DNS (KindBadURL,
-// KindBlocked), then, unless Config.IgnoreRobots, consults the host's
+// With req.Proxy it goes through that proxy of Config.Proxies, robots.txt
+// and redirects included, and fails with watch.FetchProxy, sending nothing, for a
+// name not there; the URL and every redirect target are then checked with
+// the name resolved (see checkTarget), since the dial guard sees only the
+// proxy. It refuses URLs that CheckURL would refuse without DNS
+// (KindBadURL, KindBlocked), then, unless Config.IgnoreRobots, consults the host's
 // robots.txt (KindDisallowed, also for every redirect target), and waits for the origin's next slot after
 // its Crawl-delay or Config.MinHostSpacing (or for req.Slot, booked
 // already); those waits end with ctx, and a slot further than
