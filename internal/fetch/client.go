@@ -275,7 +275,7 @@ func (c *Client) checkRedirect(rt *route, req *http.Request, via []*http.Request
 // Fetch fetches req.URL and returns the page decoded to UTF-8.
 //
 // With req.Proxy it goes through that proxy of Config.Proxies, robots.txt
-// and redirects included, and fails with watch.FetchProxy, sending nothing, for a
+// and redirects included, and fails with KindProxy, sending nothing, for a
 // name not there; the URL and every redirect target are then checked with
 // the name resolved (see checkTarget), since the dial guard sees only the
 // proxy. It refuses URLs that CheckURL would refuse without DNS

@@ -248,7 +248,7 @@ func (c *Client) routeOf(raw, name string) (*route, error) {
 	if len(c.proxyNames) > 0 {
 		known = "it names " + strings.Join(c.proxyNames, ", ")
 	}
-	return nil, &Error{Kind: watch.FetchProxy, URL: raw,
+	return nil, &Error{Kind: KindProxy, URL: raw,
 		Err: fmt.Errorf("proxy %s is not in this program's PORTALWATCH_PROXIES (%s): give every crawler and extractor the list web and watchctl register pages with", name, known)}
 }
 
