@@ -19,10 +19,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/archive"
-
 	"golang.org/x/sync/errgroup"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/extractor"
 	"github.com/portalwatch/portalwatch/internal/fetch"
@@ -155,6 +154,10 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	svc, err := extractor.New(extractCfg, st, fetcher, gate, log, reg)
 	if err != nil {
 		return err
+	}
+	if names := cfg.Fetch.Proxies.Names(); len(names) > 0 {
+		// Names only: a proxy URL may carry credentials.
+		log.Info("pages may be fetched through proxies", "proxies", names)
 	}
 	if cfg.Fetch.AllowPrivate {
 		log.Warn("PORTALWATCH_ALLOW_PRIVATE=true: the extractor may connect to loopback and private addresses")

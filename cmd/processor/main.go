@@ -15,10 +15,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/portalwatch/portalwatch/internal/archive"
-
 	"golang.org/x/sync/errgroup"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/ops"

@@ -13,11 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/portalwatch/portalwatch/internal/archive"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/queue"
@@ -84,6 +84,9 @@ type settings struct {
 	// Archive is where the pages as fetched are kept, read by the archive
 	// commands.
 	Archive archive.Config
+	// Proxies are the crawlers' list: a page may name only one of them.
+	// Unset, a page given a proxy is refused, with a message saying so.
+	Proxies fetch.ProxyConfig
 }
 
 func defaults() settings {
@@ -176,7 +179,7 @@ func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, s
 		return exitUsage
 	}
 	c := &cli{ctx: ctx, cfg: cfg, stdin: os.Stdin, stdout: stdout,
-		policy: registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, resolver)}}
+		policy: registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, resolver), Proxies: cfg.Proxies.Names()}}
 	if err := kctx.Run(c); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", kctx.Selected().FullPath(), err)
 		var ue usageError
@@ -317,6 +320,7 @@ type addCmd struct {
 	BurstDetection *bool    `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article: headline, date, authors, lead and body (default true)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"A request header for the page's checks, such as 'Accept-Language: de' or 'Cookie: session=…' (repeatable). Cookie and Authorization are stored sealed and never shown again; they need PORTALWATCH_SECRETS_KEY."`
+	Proxy          string   `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES (default: direct)."`
 	optionFlags
 }
 
@@ -354,6 +358,7 @@ func (a *addCmd) Run(c *cli) error {
 		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection,
 		ArticlesOff:       a.Articles != nil && !*a.Articles,
 		Headers:           headers,
+		Proxy:             a.Proxy,
 	})
 	if err != nil {
 		return err
@@ -378,7 +383,19 @@ func (a *addCmd) Run(c *cli) error {
 	if len(page.Headers) > 0 {
 		printHeaders(c.stdout, page)
 	}
+	if page.Proxy != "" {
+		printProxy(c.stdout, page)
+	}
 	return nil
+}
+
+// printProxy says how a page is fetched.
+func printProxy(w io.Writer, p watch.Page) {
+	if p.Proxy == "" {
+		fmt.Fprintf(w, "page %d: fetched direct (no proxy)\n", p.ID)
+		return
+	}
+	fmt.Fprintf(w, "page %d: fetched through proxy %s\n", p.ID, p.Proxy)
 }
 
 type listCmd struct {
@@ -405,7 +422,7 @@ func (l *listCmd) Run(c *cli) error {
 		return nil
 	}
 	tw := newTable(c.stdout)
-	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tLAST CHECK\tSTATUS\tHEALTH\tURL\tERROR")
+	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tLAST CHECK\tSTATUS\tHEALTH\tPROXY\tURL\tERROR")
 	for _, p := range pages {
 		last, status := "never", "-"
 		if !p.LastCheckedAt.IsZero() {
@@ -428,7 +445,11 @@ func (l *listCmd) Run(c *cli) error {
 				problem = p.Health.Detail
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled, last, status, health, p.BaseURL, oneLine(problem))
+		proxy := p.Proxy
+		if proxy == "" {
+			proxy = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled, last, status, health, proxy, p.BaseURL, oneLine(problem))
 	}
 	return tw.Flush()
 }
@@ -443,7 +464,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
 		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
-		"headers": watch.ShownHeaderMap(p.Headers),
+		"headers": watch.ShownHeaderMap(p.Headers), "proxy": p.Proxy,
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -459,10 +480,12 @@ func pageJSON(p watch.Page) map[string]any {
 	return m
 }
 
+// oneLine folds s onto one line of at most 80 characters for a table,
+// cutting between characters, never inside one.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 80 {
-		return s[:77] + "..."
+	if utf8.RuneCountInString(s) > 80 {
+		return string([]rune(s)[:77]) + "..."
 	}
 	return s
 }
@@ -490,6 +513,7 @@ type setCmd struct {
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article (pages watched before articles existed have it off)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"Set a request header, replacing one of the same name; 'NAME:' with no value removes it (repeatable; the others stay)."`
 	ClearHeaders   bool     `name:"clear-headers" help:"Remove every request header (before any --header)."`
+	Proxy          *string  `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES; --proxy \"\" fetches direct again."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -516,12 +540,13 @@ func (s *setCmd) Run(c *cli) error {
 		change.Headers = &headers
 	}
 	change.ClearHeaders = s.ClearHeaders
+	change.Proxy = s.Proxy
 	// Each setting on its own, before the database is asked.
 	if _, err = change.Normalize(); err != nil {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers or an option of regions and keyword rules")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --proxy or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
@@ -536,7 +561,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	// The caps that span the lists need the options as they will be stored.
-	if change, err = registration.CheckEdit(change, before.Options); err != nil {
+	if change, err = c.policy.CheckEdit(change, before.Options); err != nil {
 		return err
 	}
 	page, err := st.EditPage(c.ctx, id, change)
@@ -554,6 +579,9 @@ func (s *setCmd) Run(c *cli) error {
 	}
 	if change.Headers != nil || change.ClearHeaders {
 		printHeaders(c.stdout, page)
+	}
+	if change.Proxy != nil {
+		printProxy(c.stdout, page)
 	}
 	if page.RebaselinePending && !reflect.DeepEqual(before.Options, page.Options) {
 		fmt.Fprintf(c.stdout, "page %d: its options changed what it admits; its next check re-baselines silently (the links now admitted are recorded, not reported as new)\n", page.ID)

@@ -18,11 +18,10 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/portalwatch/portalwatch/internal/archive"
-
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/discover"
 	"github.com/portalwatch/portalwatch/internal/fetch"
@@ -72,6 +71,9 @@ type settings struct {
 	// Archive is where the pages as fetched are kept, which the API and
 	// the page view serve as downloads.
 	Archive archive.Config
+	// Proxies are the crawlers' list: a page may name only one of them.
+	// Unset, a page given a proxy is refused, with a message saying so.
+	Proxies fetch.ProxyConfig
 }
 
 func defaults() settings {
@@ -166,7 +168,7 @@ func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger)
 
 	webCfg := cfg.Web
 	webCfg.ListenAddr = ln.Addr().String()
-	webCfg.Policy = registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, nil)}
+	webCfg.Policy = registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, nil), Proxies: cfg.Proxies.Names()}
 	// Anyone may ask the web program's /healthz: it names what it waits
 	// for, and the log says why.
 	webCfg.Health = health.Summary()

@@ -44,6 +44,10 @@ type FetchRequest struct {
 	// the archive; an HTML page whose body is the request's BodyDigest
 	// has none.
 	Capture bool
+	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
+	// the fetch, robots.txt and every redirect go through; empty goes
+	// direct. A name the fetcher does not know fails with FetchProxy.
+	Proxy string
 }
 
 // FetchResult is the outcome of one fetch. A fetcher returns it filled as far
@@ -144,6 +148,10 @@ const (
 	// further away than the fetcher's MaxPoliteWait. Error.RetryAt says when to
 	// come back. The page is not at fault.
 	FetchDeferred
+	// FetchProxy: nothing was sent; the request names a proxy that is not
+	// in the fetcher's list (PORTALWATCH_PROXIES). The deployment, not the
+	// page, is at fault.
+	FetchProxy
 )
 
 var kindNames = [...]string{
@@ -161,6 +169,7 @@ var kindNames = [...]string{
 	FetchNotHTML:          "not_html",
 	FetchBadResponse:      "bad_response",
 	FetchDeferred:         "deferred",
+	FetchProxy:            "proxy",
 }
 
 // String returns the kind's stable snake_case name, suitable as a metric

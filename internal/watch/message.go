@@ -76,6 +76,10 @@ type Job struct {
 	// archives a body with its digest writes a revisit record. Nil when
 	// the page has none.
 	Snapshot *SnapshotOriginal `json:"snapshot,omitempty"`
+	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
+	// the page is fetched through; empty goes direct. A crawler older than
+	// proxies ignores it and fetches direct.
+	Proxy string `json:"proxy,omitempty"`
 }
 
 // Task carries the result of one check of a page from a crawler to the

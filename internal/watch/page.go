@@ -87,6 +87,9 @@ type Page struct {
 	// Headers are sent with every fetch of the page, secrets sealed (see
 	// Header); nil for none.
 	Headers []Header
+	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
+	// the page and its articles are fetched through; "" goes direct.
+	Proxy string
 }
 
 // TrashRetention is how long a deleted page stays in the trash, restorable,
@@ -181,6 +184,9 @@ type PageSpec struct {
 	// Headers are sent with the page's fetches, values in clear: the
 	// store seals the secrets once it knows the page id.
 	Headers []Header
+	// Proxy names the proxy the page is fetched through (Page.Proxy);
+	// "" goes direct.
+	Proxy string
 }
 
 // PageEdit changes a registered page; a nil field stays as it is. Check it
@@ -206,6 +212,9 @@ type PageEdit struct {
 	// first. See MergeHeaders.
 	Headers      *[]Header
 	ClearHeaders bool
+	// Proxy sets the proxy the page is fetched through; "" goes direct
+	// again.
+	Proxy *string
 }
 
 // Apply returns o with the lists e changes replaced.
@@ -248,7 +257,8 @@ func (s PageSpec) Normalize() (PageSpec, error) {
 	} else {
 		s.Headers = nil
 	}
-	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr); err != nil {
+	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr,
+		Refused("proxy", CheckProxyName(s.Proxy))); err != nil {
 		return PageSpec{}, err
 	}
 	return s, nil
@@ -284,6 +294,9 @@ func (e PageEdit) Normalize() (PageEdit, error) {
 		// The caps of the headers as stored are for the store to judge,
 		// which holds the other headers of the page.
 		errs = append(errs, checkHeaderChanges(*e.Headers))
+	}
+	if e.Proxy != nil {
+		errs = append(errs, Refused("proxy", CheckProxyName(*e.Proxy)))
 	}
 	if err := JoinRefused(errs...); err != nil {
 		return PageEdit{}, err

@@ -12,14 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/portalwatch/portalwatch/internal/archive"
-
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/store"

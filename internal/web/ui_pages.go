@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,12 @@ type pageForm struct {
 	// Headers are the request headers, "Name: value" a line, secrets
 	// as "Name: (set)".
 	Headers string
+	// Proxy is the proxy chosen, "" for direct; Proxies the names to
+	// choose from (PORTALWATCH_PROXIES), and ProxyUnlisted says that
+	// Proxy is not one of them (the list changed since it was chosen).
+	Proxy         string
+	Proxies       []string
+	ProxyUnlisted bool
 	// Errors holds the refusals by watch.RefusedError's Field (url,
 	// interval, name, tags, ignore, within, exclude, includeText,
 	// excludeText, includeUrl, excludeUrl, options), each shown beside
@@ -81,6 +88,7 @@ func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
 		IncludeURL: r.PostFormValue("include_url"), ExcludeURL: r.PostFormValue("exclude_url"),
 		SameSite: r.PostFormValue("same_site") == "on", BurstDetection: r.PostFormValue("burst_detection") == "on",
 		Articles: r.PostFormValue("articles") == "on", Headers: r.PostFormValue("headers"),
+		Proxy: strings.TrimSpace(r.PostFormValue("proxy")),
 	}
 	o := watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore), Within: splitLines(f.Within),
 		Exclude: splitLines(f.Exclude), IncludeText: splitLines(f.IncludeText), ExcludeText: splitLines(f.ExcludeText),
@@ -166,7 +174,7 @@ func pageQueryOf(q url.Values) (watch.PageQuery, error) {
 }
 
 func (s *Server) showPages(w http.ResponseWriter, r *http.Request, status int, form pageForm) {
-	v := pagesView{view: s.viewOf(r, "Watched pages", "pages"), Form: form, Statuses: watch.PageStatuses}
+	v := pagesView{view: s.viewOf(r, "Watched pages", "pages"), Form: s.withProxies(form), Statuses: watch.PageStatuses}
 	var err error
 	v.Query, err = pageQueryOf(r.URL.Query())
 	if err == nil {
@@ -230,7 +238,7 @@ func formPage(r *http.Request) (pageForm, watch.PageSpec, error) {
 	f, options := formSettings(r)
 	f.URL, f.Enabled = strings.TrimSpace(r.PostFormValue("url")), true
 	p := watch.PageSpec{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options, BurstDetectionOff: !f.BurstDetection,
-		ArticlesOff: !f.Articles}
+		ArticlesOff: !f.Articles, Proxy: f.Proxy}
 	interval, intervalErr := formInterval(f.Interval, watch.DefaultInterval)
 	headers, headersErr := formHeaders(f.Headers)
 	p.Interval, p.Headers = interval, headers
@@ -310,7 +318,14 @@ func editFormOf(p watch.Page) pageForm {
 		Ignore: lines(o.Ignore), Within: lines(o.Within), Exclude: lines(o.Exclude), IncludeText: lines(o.IncludeText),
 		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
 		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection, Articles: p.Articles,
-		Headers: lines(watch.ShownHeaders(p.Headers))}
+		Headers: lines(watch.ShownHeaders(p.Headers)), Proxy: p.Proxy}
+}
+
+// withProxies gives form the proxies to choose from.
+func (s *Server) withProxies(form pageForm) pageForm {
+	form.Proxies = s.cfg.Policy.Proxies
+	form.ProxyUnlisted = form.Proxy != "" && !slices.Contains(form.Proxies, form.Proxy)
+	return form
 }
 
 func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p watch.Page, form pageForm) {
@@ -333,7 +348,7 @@ func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p 
 		s.fail(w, r, err)
 		return
 	}
-	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: form,
+	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: s.withProxies(form),
 		Revisions: revs}
 	if v.SignedIn && s.deps.Snapshots != nil {
 		if v.Snapshots, err = s.deps.Snapshots.Snapshots(r.Context(), p.ID, pageSnapshots); err != nil {
@@ -398,6 +413,7 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	if headersErr == nil {
 		edit.Headers, edit.ClearHeaders = &headers, true
 	}
+	edit.Proxy = &form.Proxy
 	intervalErr = watch.JoinRefused(intervalErr, headersErr)
 	before, err := s.deps.Pages.Page(r.Context(), id)
 	if err == nil {
