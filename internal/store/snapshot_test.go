@@ -64,3 +64,56 @@ func TestSnapshotIndexedWithChecksThatFindSomething(t *testing.T) {
 		t.Fatalf("revisit of an unindexed record: %+v %v; want the update recorded, no snapshot", r, err)
 	}
 }
+
+// TestSnapshotRetentionKeepsWhatIsReferred expires and evicts snapshots:
+// the oldest go first, but never an original a revisit refers to, nor the
+// page's current original (a job in flight may carry it).
+func TestSnapshotRetentionKeepsWhatIsReferred(t *testing.T) {
+	t.Parallel()
+	st, _ := openStore(t)
+	ctx := context.Background()
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://news.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	// 1 baseline (original), 2 a new link (original), 3 a new link, a
+	// revisit of 2, 4 a new link (original, the page's current one).
+	for n := 1; n <= 4; n++ {
+		ref := snapshotRef(n)
+		if n == 3 {
+			ref.RevisitOf = "urn:uuid:rec-2"
+		}
+		urls := []string{"https://news.example/a"}
+		for i := 2; i <= n; i++ {
+			urls = append(urls, fmt.Sprintf("https://news.example/%d", i))
+		}
+		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: old.Add(time.Duration(n) * time.Hour), Status: 200,
+			FullSet: true, Snapshot: ref}, links(urls...))
+		if err != nil || rec.Snapshot == 0 {
+			t.Fatalf("check %d: %+v %v", n, rec, err)
+		}
+	}
+	ids := func() []string {
+		snaps, err := st.Snapshots(ctx, page.ID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range snaps {
+			out = append(out, s.Ref.RecordID[len("urn:uuid:"):])
+		}
+		return out
+	}
+	// Everything is past a retention of a day: 1 goes; 2 stays for its
+	// revisit 3, which goes; 4 stays, the page's original.
+	n, err := st.ExpireSnapshots(ctx, time.Now().Add(-24*time.Hour), 100)
+	if got := fmt.Sprint(ids()); err != nil || n != 2 || got != "[rec-4 rec-2]" {
+		t.Fatalf("expired %d (%v), left %s; want rec-1 and rec-3 gone", n, err, got)
+	}
+	// With its revisit gone, 2 can go too under a cap of one snapshot.
+	n, err = st.EvictSnapshots(ctx, 900, 100)
+	if got := fmt.Sprint(ids()); err != nil || n != 1 || got != "[rec-4]" {
+		t.Fatalf("evicted %d (%v), left %s; want rec-4 alone", n, err, got)
+	}
+}
