@@ -15,9 +15,11 @@ require (
 	github.com/goccy/go-json v0.12.0
 	github.com/gorilla/feeds v1.2.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/markusmobius/go-htmldate v1.9.1
 	github.com/markusmobius/go-trafilatura v1.12.2
 	github.com/mattn/go-runewidth v0.0.31
 	github.com/mmcdole/gofeed v1.4.2
+	github.com/nlnwa/gowarc/v3 v3.1.0
 	github.com/pressly/goose/v3 v3.30.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
@@ -60,13 +62,11 @@ require (
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/markusmobius/go-dateparser v1.2.3 // indirect
 	github.com/markusmobius/go-domdistiller v0.0.0-20240926050704-25b8d046ffb4 // indirect
-	github.com/markusmobius/go-htmldate v1.9.1 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/mfridman/interpolate v0.0.2 // indirect
 	github.com/mmcdole/goxpp/v2 v2.0.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/nlnwa/gowarc/v3 v3.1.0 // indirect
 	github.com/nlnwa/whatwg-url v0.6.2 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.23.0 // indirect
