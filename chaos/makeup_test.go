@@ -35,7 +35,9 @@ func TestMakeUpAgainRestartsEverything(t *testing.T) {
 		"LOCAL_SERVICES=no", "CRAWLERS=1",
 		"DATABASE_URL="+testsvc.Postgres(t), "AMQP_URL="+testsvc.AMQPURL(), "REDIS_URL="+redisURL,
 		"PORTALWATCH_JOB_QUEUE="+jobs, "PORTALWATCH_TASK_QUEUE="+tasks, "PORTALWATCH_REDIS_PREFIX="+prefix,
-		"PORTALWATCH_HTTP_ADDR=off", "PORTALWATCH_WEB_ADDR="+freeAddr(t))
+		"PORTALWATCH_HTTP_ADDR=off", "PORTALWATCH_WEB_ADDR="+freeAddr(t),
+		// The archive in the test's own directory, not the machine's.
+		"PORTALWATCH_DATA_DIR="+t.TempDir())
 	run := func(extra ...string) (string, error) {
 		t.Helper()
 		cmd := exec.Command("make", append([]string{"--no-print-directory"}, extra...)...)

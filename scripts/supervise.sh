@@ -16,6 +16,9 @@
 # Without a PORTALWATCH_SECRETS_KEY (recorded, in this shell or in
 # deploy/portalwatch.env) one is made and recorded, so that pages can send a
 # cookie; machines of one installation must share it (README, Secrets).
+# Without a PORTALWATCH_DATA_DIR one is chosen (/var/lib/portalwatch for
+# root, ~/.local/share/portalwatch otherwise), recorded and created, with
+# the archive directory in it.
 set -euo pipefail
 
 ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -96,6 +99,22 @@ record() {
     [ -n "${value[PORTALWATCH_SECRETS_KEY]+set}" ] || order+=(PORTALWATCH_SECRETS_KEY)
     value[PORTALWATCH_SECRETS_KEY]=$(newKey)
     echo "made a PORTALWATCH_SECRETS_KEY for the secret headers of pages (Cookie, Authorization); give the same key to every machine of this installation"
+  fi
+  # A persistent data directory (the archive of pages as fetched is in
+  # it), never a temporary one: recorded once, so every later make up and
+  # every program use the same.
+  if [ -z "${value[PORTALWATCH_DATA_DIR]:-}" ]; then
+    [ -n "${value[PORTALWATCH_DATA_DIR]+set}" ] || order+=(PORTALWATCH_DATA_DIR)
+    if [ "$(id -u)" = 0 ]; then
+      value[PORTALWATCH_DATA_DIR]=/var/lib/portalwatch
+    else
+      value[PORTALWATCH_DATA_DIR]=${XDG_DATA_HOME:-$HOME/.local/share}/portalwatch
+    fi
+  fi
+  local archive_dir=${value[PORTALWATCH_ARCHIVE_DIR]:-${value[PORTALWATCH_DATA_DIR]}/archive}
+  if ! mkdir -p "${value[PORTALWATCH_DATA_DIR]}" "$archive_dir"; then
+    echo "cannot create the data directory ${value[PORTALWATCH_DATA_DIR]} or the archive $archive_dir: set PORTALWATCH_DATA_DIR (or PORTALWATCH_ARCHIVE_DIR) to a directory this user may write" >&2
+    return 1
   fi
   # Readable by its owner only from its first byte: the URLs and the key hold secrets.
   (

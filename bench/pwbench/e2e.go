@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -579,6 +580,9 @@ func (r *e2eRun) drain(ctx context.Context, res *e2eResult) error {
 		}
 		r.logf("articles: %d updates with their article, %d links waiting", res.withArticle, res.workLeft)
 	}
+	if err := r.archiveFigures(ctx, res); err != nil {
+		return err
+	}
 	res.rss = map[string]float64{}
 	for _, p := range r.procs {
 		if p.Exited() {
@@ -769,5 +773,30 @@ func (e *envList) Set(v string) error {
 		return fmt.Errorf("want NAME=VALUE, got %q", v)
 	}
 	*e = append(*e, v)
+	return nil
+}
+
+// archiveFigures measures the archive (PORTALWATCH_ARCHIVE, on unless -env
+// says otherwise): the bytes of its files, the snapshots indexed, and the
+// bytes per successful check, which is what an archive costs the disk.
+func (r *e2eRun) archiveFigures(ctx context.Context, res *e2eResult) error {
+	if err := r.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM snapshots), (SELECT coalesce(sum(ok_checks), 0) FROM pages)`).
+		Scan(&res.archiveSnapshots, &res.okChecks); err != nil {
+		return fmt.Errorf("archive figures: %w", err)
+	}
+	err := filepath.WalkDir(filepath.Join(r.h.sb.DataDir, "archive"), func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			res.archiveBytes += info.Size()
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("archive figures: %w", err)
+	}
+	r.logf("archive: %d bytes, %d snapshots, %d successful checks", res.archiveBytes, res.archiveSnapshots, res.okChecks)
 	return nil
 }

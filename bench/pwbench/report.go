@@ -103,11 +103,15 @@ type e2eResult struct {
 	// withArticle and workLeft are, with -articles, the updates given their
 	// article and the links still waiting when the queues have drained.
 	withArticle, workLeft int
-	runLinks, runKeys     int
-	runRedisPerLink       float64
-	redis                 *redisMemory
-	parse                 ceiling
-	profiles              map[string][]string
+	// archiveBytes, archiveSnapshots and okChecks are the archive's files,
+	// its index rows and the run's successful checks.
+	archiveBytes               int64
+	archiveSnapshots, okChecks int64
+	runLinks, runKeys          int
+	runRedisPerLink            float64
+	redis                      *redisMemory
+	parse                      ceiling
+	profiles                   map[string][]string
 }
 
 func (r *e2eResult) ratio() float64 { return r.saturation.pagesPerSec / r.parse.pagesPerSec.median }
@@ -216,6 +220,11 @@ func (r *e2eResult) summary() map[string]any {
 		"missing":                   r.missing,
 		"extra":                     r.extra,
 		"duplicates":                r.duplicates,
+	}
+	out["archive_bytes"] = r.archiveBytes
+	out["archive_snapshots"] = r.archiveSnapshots
+	if r.okChecks > 0 {
+		out["archive_bytes_per_check"] = round3(float64(r.archiveBytes) / float64(r.okChecks))
 	}
 	if r.cfg.articles {
 		out["updates_with_article"] = r.withArticle

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/fetch"
@@ -54,6 +55,9 @@ type settings struct {
 	// Secrets opens the sealed secret headers of pages (Cookie,
 	// Authorization) just before their fetch.
 	Secrets secrets.Config
+	// Archive keeps the page as fetched for the checks that find
+	// something (PORTALWATCH_ARCHIVE=false: off).
+	Archive archive.Config
 }
 
 func defaults() settings {
@@ -70,6 +74,7 @@ func defaults() settings {
 			MinHostSpacing: fetch.DefaultMinHostSpacing,
 		}.WithDefaults(),
 		Crawler: crawler.Config{}.WithDefaults(),
+		Archive: archive.Defaults(),
 	}
 }
 
@@ -125,6 +130,26 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	crawlCfg.HostSpacing, crawlCfg.MaxSlotWait = cfg.Fetch.MinHostSpacing, cfg.Fetch.MaxPoliteWait
 	if crawlCfg.Secrets, err = cfg.Secrets.Sealer(); err != nil {
 		return err
+	}
+	if cfg.Archive.Enabled {
+		files, err := archive.NewFS(cfg.Archive.Directory())
+		if err != nil {
+			return err
+		}
+		defer files.Close()
+		// A file is sealed well within the grace, so a sweep never seals one
+		// its writer still holds.
+		writer := archive.NewWriter(files, archive.WriterConfig{FileBytes: cfg.Archive.FileBytes, FileAge: min(archive.DefaultFileAge, cfg.Archive.Grace/2),
+			Software: "portalwatch crawler"})
+		// Sealed after the consumer stopped (deferred calls run last
+		// first), so no write of a check in flight is cut off.
+		defer func() {
+			if err := writer.Close(context.WithoutCancel(ctx)); err != nil {
+				log.Warn("archive file not sealed; the sweep seals it after its grace", "err", err)
+			}
+		}()
+		crawlCfg.Archive = writer
+		log.Info("archiving checks that find something", "dir", cfg.Archive.Directory())
 	}
 	svc, err := crawler.New(crawlCfg, fetcher, pub, log, reg)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/extractor"
 	"github.com/portalwatch/portalwatch/internal/fetch"
@@ -51,6 +52,9 @@ type settings struct {
 	Gate      hostgate.Config
 	Fetch     fetch.Config
 	Extractor extractor.Config
+	// Archive keeps each article page as fetched, as the crawlers keep
+	// homepages (PORTALWATCH_ARCHIVE=false: off).
+	Archive archive.Config
 }
 
 func defaults() settings {
@@ -66,6 +70,7 @@ func defaults() settings {
 			MinHostSpacing: fetch.DefaultMinHostSpacing,
 		}.WithDefaults(),
 		Extractor: extractor.Config{PerOriginDay: extractor.DefaultPerOriginDay}.WithDefaults(),
+		Archive:   archive.Defaults(),
 	}
 }
 
@@ -129,7 +134,24 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	svc, err := extractor.New(cfg.Extractor, st, fetcher, gate, log, reg)
+	extractCfg := cfg.Extractor
+	if cfg.Archive.Enabled {
+		files, err := archive.NewFS(cfg.Archive.Directory())
+		if err != nil {
+			return err
+		}
+		defer files.Close()
+		writer := archive.NewWriter(files, archive.WriterConfig{Prefix: "portalwatch-articles", FileBytes: cfg.Archive.FileBytes,
+			FileAge: min(archive.DefaultFileAge, cfg.Archive.Grace/2), Software: "portalwatch extractor"})
+		// Sealed after the service stopped (deferred calls run last first).
+		defer func() {
+			if err := writer.Close(context.WithoutCancel(ctx)); err != nil {
+				log.Warn("archive file not sealed; the sweep seals it after its grace", "err", err)
+			}
+		}()
+		extractCfg.Archive = writer
+	}
+	svc, err := extractor.New(extractCfg, st, fetcher, gate, log, reg)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/backoff"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/ops"
@@ -53,6 +54,9 @@ type settings struct {
 	Seen      seen.Config
 	Processor processor.Config
 	Retention processor.RetentionConfig
+	// Archive is where the crawlers keep the pages as fetched: the
+	// processor indexes their snapshots and sweeps the archive.
+	Archive archive.Config
 }
 
 // prefetchPerWorker keeps each worker's next tasks at hand while it
@@ -77,6 +81,7 @@ func defaults() settings {
 			Articles:      true,
 		}.WithDefaults(),
 		Retention: processor.RetentionConfig{Links: processor.DefaultLinksRetention}.WithDefaults(),
+		Archive:   archive.Defaults(),
 	}
 }
 
@@ -120,6 +125,7 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	}
 	procCfg := cfg.Processor
 	procCfg.LinkRefresh = processor.LinkRefreshFor(cfg.Retention.Links)
+	procCfg.ArchiveGrace = cfg.Archive.Grace
 	prefetch := cfg.Prefetch
 	if prefetch == 0 {
 		prefetch = min(prefetchPerWorker*cfg.Concurrency, 2000)
@@ -128,6 +134,15 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ops.Serve(ctx, cfg.Listen.Addr, health, reg, log) })
 	g.Go(func() error { return pruner.Run(ctx) })
+	if cfg.Archive.Enabled {
+		// The sweep needs the crawlers' files: on several hosts, the
+		// archive directory is a shared volume (README).
+		files, err := archive.NewFS(cfg.Archive.Directory())
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return archive.RunSweeps(ctx, files, st, cfg.Archive, log) })
+	}
 	g.Go(func() error {
 		if err := st.WaitReady(ctx, store.Migrated, log, health.Track("postgres", st.HealthCheck)); err != nil {
 			return nil // stopped while waiting

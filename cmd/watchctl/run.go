@@ -17,6 +17,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/queue"
@@ -64,6 +65,7 @@ type commandLine struct {
 	Extract   extractCmd   `cmd:"" help:"Print the article of one saved page (headline, dates, authors, lead, body) as JSON."`
 	Discover  discoverCmd  `cmd:"" help:"List the feeds a page links and the sitemaps its robots.txt names (news sitemaps, indexes)."`
 	Article   articleCmd   `cmd:"" help:"Print an article read from a new link, with every update that links it."`
+	Archive   archiveCmd   `cmd:"" help:"List a page's archived snapshots (the page as fetched, WARC), export them as one WARC file, or sweep the archive."`
 }
 
 // settings are every variable watchctl reads, each in the config of the
@@ -79,6 +81,9 @@ type settings struct {
 	// Secrets seals the secret headers a page is given (Cookie,
 	// Authorization) before they are stored.
 	Secrets secrets.Config
+	// Archive is where the pages as fetched are kept, read by the archive
+	// commands.
+	Archive archive.Config
 	// Proxies are the crawlers' list: a page may name only one of them.
 	// Unset, a page given a proxy is refused, with a message saying so.
 	Proxies fetch.ProxyConfig
@@ -90,6 +95,7 @@ func defaults() settings {
 		Broker:   queue.Config{}.WithDefaults(),
 		Queues:   queue.Names{}.WithDefaults(),
 		Senders:  senders.Config{Webhook: webhook.Config{UserAgent: fetch.DefaultUserAgent}}.WithDefaults(),
+		Archive:  archive.Defaults(),
 	}
 }
 

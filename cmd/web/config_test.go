@@ -11,7 +11,15 @@ import (
 func settingsFrom(t *testing.T, env map[string]string) settings {
 	t.Helper()
 	cfg := defaults()
-	if err := config.Load(func(k string) string { return env[k] }, &cfg); err != nil {
+	// The archive in a directory of the test's own, never the default.
+	dataDir := t.TempDir()
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok || k != "PORTALWATCH_DATA_DIR" {
+			return v
+		}
+		return dataDir
+	}
+	if err := config.Load(getenv, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

@@ -264,7 +264,7 @@ func TestImportPeakMemoryIsBounded(t *testing.T) {
 				"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 				"DATABASE_URL=" + pool.Config().ConnString(), "AMQP_URL=" + testsvc.AMQPURL(),
 				"PORTALWATCH_JOB_QUEUE=" + jobs, "PORTALWATCH_TASK_QUEUE=" + jobs + "_tasks",
-				"PORTALWATCH_ALLOW_PRIVATE=true", "PORTALWATCH_WEB_ADDR=" + addr,
+				"PORTALWATCH_ALLOW_PRIVATE=true", "PORTALWATCH_WEB_ADDR=" + addr, "PORTALWATCH_DATA_DIR=" + t.TempDir(),
 			})
 			if err != nil {
 				t.Fatal(err)

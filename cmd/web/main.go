@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/discover"
 	"github.com/portalwatch/portalwatch/internal/fetch"
@@ -67,6 +68,9 @@ type settings struct {
 	// Secrets seals the secret headers a page is given (Cookie,
 	// Authorization) before they are stored.
 	Secrets secrets.Config
+	// Archive is where the pages as fetched are kept, which the API and
+	// the page view serve as downloads.
+	Archive archive.Config
 	// Proxies are the crawlers' list: a page may name only one of them.
 	// Unset, a page given a proxy is refused, with a message saying so.
 	Proxies fetch.ProxyConfig
@@ -80,6 +84,7 @@ func defaults() settings {
 		Broker:   queue.Config{}.WithDefaults(),
 		Queues:   queue.Names{}.WithDefaults(),
 		Senders:  senders.Config{Webhook: webhook.Config{UserAgent: fetch.DefaultUserAgent}}.WithDefaults(),
+		Archive:  archive.Defaults(),
 	}
 }
 
@@ -169,11 +174,19 @@ func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger)
 	webCfg.Health = health.Summary()
 	webCfg.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	webCfg.Registerer = reg
-	srv, err := web.New(webCfg, web.Deps{
+	deps := web.Deps{
 		Pages: st, Writer: st, Importer: st, Updates: reads, Reading: st, Tokens: st, Sessions: st, Removals: reads, Links: reads,
 		Revisions: reads, Subscriptions: st, Tester: testSender(senders), Discoverer: discover.Discoverer{Fetcher: client, Limits: discover.DefaultLimits},
 		Dead: newDeadLetters(dead, []string{cfg.Queues.Jobs, cfg.Queues.Tasks}),
-	}, log)
+	}
+	if cfg.Archive.Enabled {
+		files, err := archive.NewFS(cfg.Archive.Directory())
+		if err != nil {
+			return err
+		}
+		deps.Snapshots, deps.SnapshotBodies = reads, archive.Bodies{Store: files, Max: cfg.Archive.ServeBytes}
+	}
+	srv, err := web.New(webCfg, deps, log)
 	if err != nil {
 		return err
 	}

@@ -89,6 +89,15 @@ type Config struct {
 	// PORTALWATCH_SECRETS_KEY. Nil: the check of a page with a secret
 	// header fails, with an error that says to set the key.
 	Secrets watch.Sealer
+	// Archive, when set, keeps the page as fetched for every check that
+	// read a new body and sends links (docs/archive.md); the task carries
+	// where (Task.Snapshot). Nil: nothing is archived.
+	Archive Archiver
+}
+
+// Archiver writes the WARC records of one check and says where they are.
+type Archiver interface {
+	Archive(ctx context.Context, pageID int64, checkID string, cp watch.Capture, original *watch.SnapshotOriginal) (watch.SnapshotRef, error)
 }
 
 // DefaultCheckTimeout is Config.CheckTimeout's default: the fetch's own 30s
@@ -169,6 +178,7 @@ type metrics struct {
 	duration prometheus.Histogram
 	links    prometheus.Histogram
 	held     *prometheus.CounterVec
+	archived *prometheus.CounterVec
 }
 
 // New returns a crawler with cfg's defaults applied (Config.WithDefaults).
@@ -196,7 +206,11 @@ func New(cfg Config, f Fetcher, pub Publisher, log *slog.Logger, reg prometheus.
 			Help: "Jobs handed back to wait without a worker, by reason: their booked slot was ahead, or their origin was busy.",
 		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.checks, m.duration, m.links, m.held)
+	m.archived = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "portalwatch_crawler_archived_total",
+		Help: "Checks whose page was archived as WARC records, by outcome: stored, revisit (an identical payload referred to), failed.",
+	}, []string{"outcome"})
+	reg.MustRegister(m.checks, m.duration, m.links, m.held, m.archived)
 	return &Service{cfg: cfg, parsing: newParseGate(cfg.ParseMemory, cfg.ParseConcurrency), fetcher: f, pub: pub, log: log, metrics: m,
 		patterns: newPatternCache(reg), digestSalt: digestSalt(cfg)}, nil
 }
@@ -308,7 +322,7 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
 	req := watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified, DigestSalt: s.digestSalt, Slot: job.Slot,
-		Header: headers, Proxy: job.Proxy}
+		Header: headers, Proxy: job.Proxy, Capture: s.cfg.Archive != nil}
 	if job.LinksDigest != "" {
 		// A body digest vouches for the links only while their digest
 		// does: the store clears both when the set must be read again.
@@ -424,11 +438,34 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 		return task
 	}
 	task.Context = links
+	task.Snapshot = s.archive(ctx, log, job, res.Capture)
 	s.metrics.checks.WithLabelValues("ok").Inc()
 	s.metrics.links.Observe(float64(len(links)))
 	log.Debug("page checked", "links", len(links), "nodes", stats.Nodes, "charset", res.Charset,
 		"elapsed_ms", time.Since(start).Milliseconds())
 	return task
+}
+
+// archive writes the check's exchange into the archive and returns its
+// ref, nil when archiving is off or failed: a check is worth more than its
+// snapshot, so a full or broken archive costs the evidence, logged, never
+// the check.
+func (s *Service) archive(ctx context.Context, log *slog.Logger, job watch.Job, cp *watch.Capture) *watch.SnapshotRef {
+	if s.cfg.Archive == nil || cp == nil {
+		return nil
+	}
+	ref, err := s.cfg.Archive.Archive(ctx, job.ID, watch.NewCheckID(), *cp, job.Snapshot)
+	if err != nil {
+		s.metrics.archived.WithLabelValues("failed").Inc()
+		log.Warn("page not archived", "err", err)
+		return nil
+	}
+	outcome := "stored"
+	if ref.RevisitOf != "" {
+		outcome = "revisit"
+	}
+	s.metrics.archived.WithLabelValues(outcome).Inc()
+	return &ref
 }
 
 // openHeaders returns the headers of job in clear, the secrets opened

@@ -84,6 +84,15 @@ type Config struct {
 	// BusyDelay is how long a link whose origin has the most fetches in
 	// flight waits before it asks again. Default 2s.
 	BusyDelay time.Duration
+	// Archive, when set, keeps each article page as fetched, as the
+	// crawler keeps homepages (docs/archive.md); the store indexes it with
+	// the article. Nil: nothing is archived.
+	Archive Archiver
+}
+
+// Archiver writes the WARC records of one fetch and says where they are.
+type Archiver interface {
+	Archive(ctx context.Context, pageID int64, checkID string, cp watch.Capture, original *watch.SnapshotOriginal) (watch.SnapshotRef, error)
 }
 
 // Defaults of Config.
@@ -370,7 +379,7 @@ func (s *Service) readOne(ctx context.Context, w watch.ArticleWork, log *slog.Lo
 			fmt.Sprintf("%s had %d article fetches today already (PORTALWATCH_ARTICLES_PER_ORIGIN_DAY)", origin, s.cfg.PerOriginDay)))
 	}
 	start := time.Now()
-	res, err := s.fetcher.Fetch(ctx, watch.FetchRequest{URL: w.URL, Proxy: w.Proxy})
+	res, err := s.fetcher.Fetch(ctx, watch.FetchRequest{URL: w.URL, Proxy: w.Proxy, Capture: s.cfg.Archive != nil})
 	leave()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -398,8 +407,24 @@ func (s *Service) readOne(ctx context.Context, w watch.ArticleWork, log *slog.Lo
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	o.Snapshot = s.archive(ctx, log, w, res.Capture)
 	s.metrics.duration.Observe(time.Since(start).Seconds())
 	return s.record(ctx, w, o)
+}
+
+// archive writes the article page as fetched into the archive and
+// returns its ref; nil when archiving is off or failed (logged: the
+// article is worth more than its copy).
+func (s *Service) archive(ctx context.Context, log *slog.Logger, w watch.ArticleWork, cp *watch.Capture) *watch.SnapshotRef {
+	if s.cfg.Archive == nil || cp == nil {
+		return nil
+	}
+	ref, err := s.cfg.Archive.Archive(ctx, w.PageID, watch.NewCheckID(), *cp, nil)
+	if err != nil {
+		log.Warn("article page not archived", "err", err)
+		return nil
+	}
+	return &ref
 }
 
 // extract reads the fetched page as an article.

@@ -394,6 +394,11 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 	if enc := resp.Header.Get("Content-Encoding"); (enc == "" || strings.EqualFold(enc, "identity")) && resp.ContentLength > 0 {
 		sizeHint = resp.ContentLength
 	}
+	var raw *rawTee
+	if req.Capture {
+		raw = &rawTee{r: resp.Body, max: c.cfg.MaxBodyBytes}
+		resp.Body = raw
+	}
 	body, err := readBody(resp.Body, resp.Header.Get("Content-Encoding"), c.cfg.MaxBodyBytes, false, sizeHint)
 	if err != nil {
 		return res, c.classifyBody(ctx, fctx, req.URL, start, resp.StatusCode, err)
@@ -415,6 +420,7 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 		return res, nil
 	}
 	res.HTML, res.Charset = DecodeHTML(body, contentType)
+	res.Capture = raw.capture(resp, start)
 	return res, nil
 }
 

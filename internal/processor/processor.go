@@ -75,7 +75,15 @@ type Config struct {
 	// read as an article by the extractor: the update is recorded with its
 	// work. The programs default to true; false reads no page's articles.
 	Articles bool `env:"PORTALWATCH_ARTICLES"`
+	// ArchiveGrace is the archive sweep's grace (archive.SweepConfig.Grace):
+	// a snapshot written more than half of it ago is not indexed, since the
+	// sweep may have reclaimed its file by the time the check commits.
+	// Default DefaultArchiveGrace, 24h.
+	ArchiveGrace time.Duration
 }
+
+// DefaultArchiveGrace is Config.ArchiveGrace's default, the sweep's.
+const DefaultArchiveGrace = 24 * time.Hour
 
 // Limits and defaults of Config.
 const (
@@ -114,6 +122,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RemovalSweep == 0 {
 		c.RemovalSweep = DefaultRemovalSweep
+	}
+	if c.ArchiveGrace == 0 {
+		c.ArchiveGrace = DefaultArchiveGrace
 	}
 	return c
 }
@@ -171,6 +182,7 @@ type metrics struct {
 	recomputed prometheus.Counter
 	health     *prometheus.CounterVec
 	duration   prometheus.Histogram
+	snapshots  *prometheus.CounterVec
 }
 
 // New returns a processor with cfg's defaults applied (Config.WithDefaults).
@@ -223,7 +235,12 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}
-	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.removals, m.revisions, m.retitled, m.recomputed, m.health, m.duration)
+	m.snapshots = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "portalwatch_processor_snapshots_total",
+		Help: "Archived snapshots of checks, by outcome: indexed with a check that recorded something, unindexed (it recorded nothing), late or malformed (not indexed).",
+	}, []string{"outcome"})
+	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.removals, m.revisions, m.retitled, m.recomputed, m.health, m.duration,
+		m.snapshots)
 	return &Service{cfg: cfg, store: st, seen: seen, log: log, metrics: m}, nil
 }
 
@@ -289,6 +306,9 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		check.FetchedAt = time.Now()
 	}
 	log := s.log.With("page_id", task.ID, "url", task.BaseURL)
+	if check.FullSet {
+		check.Snapshot = s.snapshotOf(log, task)
+	}
 
 	var (
 		links []watch.NewLink
@@ -329,6 +349,13 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 
 	if rec.Recomputed {
 		s.metrics.recomputed.Inc()
+	}
+	if check.Snapshot != nil {
+		outcome := "unindexed"
+		if rec.Snapshot > 0 {
+			outcome = "indexed"
+		}
+		s.metrics.snapshots.WithLabelValues(outcome).Inc()
 	}
 	s.healthChanged(log, rec)
 

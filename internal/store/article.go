@@ -104,6 +104,9 @@ func (s *Store) RecordArticle(ctx context.Context, w watch.ArticleWork, o watch.
 			ON CONFLICT (url) DO UPDATE SET article_id = $2`, o.LinkURL, id); err != nil {
 			return fmt.Errorf("remember the article of %s: %w", o.LinkURL, err)
 		}
+		if o.Snapshot != nil {
+			return indexArticleSnapshot(ctx, tx, id, o.Snapshot, a.FetchedAt)
+		}
 		return nil
 	})
 	if err != nil {

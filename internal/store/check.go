@@ -34,6 +34,9 @@ func budget(n int) int32 {
 // links must hold every link of the check that the caller cannot prove is
 // already recorded; for a failed check it is ignored.
 func (s *Store) RecordCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
+	if c.Snapshot != nil && c.Error == "" {
+		return s.recordArchivedCheck(ctx, c, links)
+	}
 	var (
 		rec watch.Recorded
 		err error

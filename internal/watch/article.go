@@ -105,6 +105,9 @@ type ArticleOutcome struct {
 	// LinkURL is the work's URL, remembered as leading to the article so
 	// that other pages' links to it need no fetch.
 	LinkURL string
+	// Snapshot is where the extractor archived the article page as
+	// fetched; the store indexes it with the article. Nil: none.
+	Snapshot *SnapshotRef
 }
 
 // ErrArticleNotFound is returned for an article id that is not stored.

@@ -51,6 +51,10 @@ type Check struct {
 	Challenge string
 	// Revisions caps the headline revisions this check records.
 	Revisions RevisionCaps
+	// Snapshot is where the crawler archived the page as fetched
+	// (Task.Snapshot); the store indexes it with the check when the check
+	// records something (Recorded.Snapshot). Nil: nothing to index.
+	Snapshot *SnapshotRef
 }
 
 // Burst says when a check's new links are a redesign flood rather than news:
@@ -141,6 +145,12 @@ type Recorded struct {
 	// RevisionCaps.PerLink.
 	Retitled  []Retitled
 	Revisions int
+	// Snapshot is the id of the snapshot indexed with the check, 0 when
+	// none was (no Check.Snapshot, or the check recorded nothing).
+	Snapshot int64
+	// Due counts the absences this check made due as removals, when it
+	// carried the page's whole link set and Check.Snapshot.
+	Due int
 }
 
 // Retitled is a known link whose headline a check found changed: its key

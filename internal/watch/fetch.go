@@ -40,6 +40,10 @@ type FetchRequest struct {
 	// origin of URL: a redirect to another origin drops them. Never sent
 	// with robots.txt.
 	Header []Header
+	// Capture asks for the exchange as received (FetchResult.Capture), for
+	// the archive; an HTML page whose body is the request's BodyDigest
+	// has none.
+	Capture bool
 	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
 	// the fetch, robots.txt and every redirect go through; empty goes
 	// direct. A name the fetcher does not know fails with FetchProxy.
@@ -77,6 +81,9 @@ type FetchResult struct {
 	// FetchedAt is when the request was sent, after any wait for robots.txt
 	// or Crawl-delay.
 	FetchedAt time.Time
+	// Capture is the exchange as received when the request asked for it
+	// and a body was read; nil otherwise.
+	Capture *Capture
 }
 
 // ContentKind is the kind of content a fetch asks for, which decides the

@@ -72,6 +72,10 @@ type Job struct {
 	// (the scheduler holds no key): the crawler opens them just before
 	// the fetch. A crawler older than headers ignores them.
 	Headers []Header `json:"headers,omitempty"`
+	// Snapshot is the page's newest archived payload: a crawler that
+	// archives a body with its digest writes a revisit record. Nil when
+	// the page has none.
+	Snapshot *SnapshotOriginal `json:"snapshot,omitempty"`
 	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
 	// the page is fetched through; empty goes direct. A crawler older than
 	// proxies ignores it and fetches direct.
@@ -128,6 +132,10 @@ type Task struct {
 	// with instead of the page ("Cloudflare", "DataDome"…); such a check
 	// fails, and Error says why.
 	Challenge string `json:"challenge,omitempty"`
+	// Snapshot locates the WARC records the crawler archived of this
+	// check (a task with links only); the processor indexes them with the
+	// check when it records something. Nil when nothing was archived.
+	Snapshot *SnapshotRef `json:"snapshot,omitempty"`
 }
 
 // Reading returns what the check saw of the page for its health, nil when

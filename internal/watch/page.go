@@ -20,6 +20,14 @@ const (
 // ErrPageNotFound is returned when a page id names no registered page.
 var ErrPageNotFound = errors.New("page not found")
 
+// ErrSnapshotNotFound is returned when a snapshot id names no snapshot of
+// a page that is not in the trash.
+var ErrSnapshotNotFound = errors.New("snapshot not found")
+
+// ErrSnapshotTooLarge is returned for a stored body over the cap a reader
+// set (PORTALWATCH_SNAPSHOT_MAX_BYTES for the API).
+var ErrSnapshotTooLarge = errors.New("stored body over the byte cap")
+
 // ErrDuplicatePage is returned when a page with the same base URL is already
 // registered.
 var ErrDuplicatePage = errors.New("page already registered")

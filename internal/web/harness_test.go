@@ -18,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/store"
@@ -38,6 +39,8 @@ type env struct {
 	writeTk string // a write token
 	// sessions are the sign-ins made by session, by token secret.
 	sessions map[string]string
+	// archive is the archive the server reads snapshots from.
+	archive *archive.FS
 }
 
 // countingUpdates counts the reads of updates rows, so a test can prove a
@@ -72,7 +75,11 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	ctx := context.Background()
 	st, pool := systest.Store(t)
 	dsn := pool.Config().ConnString()
-	e := &env{t: t, dsn: dsn, st: st, pool: pool, readTok: "pw_read_secret", writeTk: "pw_write_secret"}
+	files, err := archive.NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, dsn: dsn, st: st, pool: pool, readTok: "pw_read_secret", writeTk: "pw_write_secret", archive: files}
 	if _, err := st.CreateToken(ctx, "reader", e.readTok, false); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +98,8 @@ func (e *env) serve(st *store.Store, opts ...envOption) *httptest.Server {
 	}
 	e.reads = &countingUpdates{UpdateReader: st}
 	s, err := New(cfg, Deps{Pages: st, Writer: st, Importer: st, Updates: e.reads, Reading: st, Tokens: st, Sessions: st, Dead: fakeDead{}, Removals: st, Links: st, Revisions: st,
-		Subscriptions: st, Tester: webhookTester(), Discoverer: e.discoverer()}, testsvc.Logger(e.t))
+		Subscriptions: st, Tester: webhookTester(), Discoverer: e.discoverer(),
+		Snapshots: st, SnapshotBodies: archive.Bodies{Store: e.archive, Max: 1 << 20}}, testsvc.Logger(e.t))
 	if err != nil {
 		e.t.Fatal(err)
 	}

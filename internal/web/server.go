@@ -207,6 +207,10 @@ type Deps struct {
 	Tester TestSender
 	// Discoverer lists a page's feeds and sitemaps; nil answers 503.
 	Discoverer Discoverer
+	// Snapshots reads the archive's index, and SnapshotBodies the bodies
+	// stored in it; nil (archiving off) answers 503.
+	Snapshots      SnapshotReader
+	SnapshotBodies SnapshotBodies
 }
 
 // Server serves the API, the feeds and the web page. It is safe for
@@ -264,6 +268,10 @@ const (
 	// receivers' answers): a write token, even when PublicRead. Read
 	// tokens travel in feed readers' URLs; they must not open these.
 	private
+	// token is a read of the pages as fetched: any token, even when
+	// PublicRead, since a stored page can hold what its site showed the
+	// crawler alone (a page sent a cookie) and is costly to serve.
+	token
 	write // a write token
 )
 
@@ -292,6 +300,8 @@ func (s *Server) routes() []route {
 		{"POST", "/api/v1/pages/{id}/check", write, s.apiCheckPage, true},
 		{"GET", "/api/v1/pages/{id}/links", read, s.apiPageLinks, true},
 		{"GET", "/api/v1/pages/{id}/revisions", read, s.apiPageRevisions, true},
+		{"GET", "/api/v1/pages/{id}/snapshots", token, s.apiPageSnapshots, true},
+		{"GET", "/api/v1/snapshots/{id}", token, s.apiSnapshot, true},
 		{"GET", "/api/v1/trash", read, s.apiListTrash, true},
 		{"POST", "/api/v1/trash/{id}/restore", write, s.apiRestorePage, true},
 		{"POST", "/api/v1/pages/import", write, s.apiImport, true},
@@ -323,6 +333,7 @@ func (s *Server) routes() []route {
 		{"POST", "/pages", write, s.uiAddPage, false},
 		{"POST", "/pages/discover", write, s.uiDiscover, false},
 		{"GET", "/pages/{id}", read, s.uiPage, false},
+		{"GET", "/snapshots/{id}", token, s.apiSnapshot, false},
 		{"POST", "/pages/{id}", write, s.uiEditPage, false},
 		{"POST", "/pages/{id}/enabled", write, s.uiSetEnabled, false},
 		{"POST", "/pages/{id}/check", write, s.uiCheckNow, false},
@@ -618,6 +629,9 @@ func (s *Server) guard(rt route) http.Handler {
 		switch {
 		case rt.access == read && secret == "" && !s.cfg.PublicRead:
 			s.denied(w, r, rt, http.StatusUnauthorized, "reading needs a token: send \"Authorization: Bearer <token>\" (feeds also take ?token=); `watchctl token create NAME` makes one")
+			return
+		case rt.access == token && secret == "":
+			s.denied(w, r, rt, http.StatusUnauthorized, "the pages as fetched need a token even when reads are public: send \"Authorization: Bearer <token>\" (or sign in)")
 			return
 		case rt.access == private && secret == "":
 			s.denied(w, r, rt, http.StatusUnauthorized, "subscriptions name their receivers: reading them needs a write token even when reads are public; send \"Authorization: Bearer <token>\"")

@@ -276,6 +276,9 @@ type pageView struct {
 	// Revisions are the newest headline rewrites of the page; the section
 	// that lists them is left out when there are none.
 	Revisions []watch.Revision
+	// Snapshots are the page's newest archived snapshots, for a signed-in
+	// reader only (they need a token); the section is left out without.
+	Snapshots []watch.Snapshot
 }
 
 func (s *Server) uiPage(w http.ResponseWriter, r *http.Request) {
@@ -347,6 +350,12 @@ func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p 
 	}
 	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: s.withProxies(form),
 		Revisions: revs}
+	if v.SignedIn && s.deps.Snapshots != nil {
+		if v.Snapshots, err = s.deps.Snapshots.Snapshots(r.Context(), p.ID, pageSnapshots); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	s.render(w, r, status, "page", v)
 }
 

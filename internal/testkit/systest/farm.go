@@ -41,6 +41,8 @@ type Farm struct {
 	// articles, once ServeArticles is called, counts the requests of each
 	// link's URL, which the farm then answers with an article page.
 	articles map[string]int
+	// sent, once KeepSent is called, holds every body each page served.
+	sent map[int][][]byte
 }
 
 type farmPage struct {
@@ -299,7 +301,28 @@ func (f *Farm) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	b.WriteString("</ul></nav></body></html>\n")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	f.mu.Lock()
+	if f.sent != nil {
+		f.sent[i] = append(f.sent[i], bytes.Clone(b.Bytes()))
+	}
+	f.mu.Unlock()
 	w.Write(b.Bytes())
+}
+
+// KeepSent makes the farm keep every body it serves from now on (Sent).
+func (f *Farm) KeepSent() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sent == nil {
+		f.sent = map[int][][]byte{}
+	}
+}
+
+// Sent returns the bodies page i served since KeepSent, in order.
+func (f *Farm) Sent(i int) [][]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sent[i])
 }
 
 // Spell writes the site-relative path on origin ("http://127.0.0.1:4711")

@@ -106,6 +106,9 @@ type Sandbox struct {
 	JobQueue string
 	TaskQ    string
 	Prefix   string // Redis keys are Prefix + ":..."
+	// DataDir is the programs' PORTALWATCH_DATA_DIR (the archive is in
+	// it), a directory of the sandbox's own that Close removes.
+	DataDir string
 }
 
 // NewSandbox creates an empty database named kind_id (migrate it with
@@ -126,9 +129,13 @@ func NewSandbox(ctx context.Context, svc Services, kind, id string) (*Sandbox, e
 		return nil, fmt.Errorf("create database %s: %w", name, err)
 	}
 	u.Path = "/" + name
+	dataDir, err := os.MkdirTemp("", "portalwatch-"+name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("data directory of %s: %w", name, err)
+	}
 	return &Sandbox{
 		Services: svc, ID: id, DBName: name, DBURL: u.String(),
-		JobQueue: name + "_job_queue", TaskQ: name + "_task_queue", Prefix: kind + ":" + id,
+		JobQueue: name + "_job_queue", TaskQ: name + "_task_queue", Prefix: kind + ":" + id, DataDir: dataDir,
 	}, nil
 }
 
@@ -146,6 +153,7 @@ func (s *Sandbox) Env() []string {
 		"PORTALWATCH_TASK_QUEUE=" + s.TaskQ,
 		"PORTALWATCH_REDIS_PREFIX=" + s.Prefix,
 		"PORTALWATCH_ALLOW_PRIVATE=true",
+		"PORTALWATCH_DATA_DIR=" + s.DataDir,
 		// Tests and benchmarks serve every page from one or a few loopback
 		// origins; the per-origin spacing and in-flight cap a real fleet owes
 		// a host would make that one fetch a second. Tests of politeness set
@@ -181,6 +189,9 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	}
 	errs = append(errs, testsvc.DropQueues(s.Services.AMQPURL, s.JobQueue, s.JobQueue+".dlq", s.TaskQ, s.TaskQ+".dlq"))
 	errs = append(errs, testsvc.DropKeys(ctx, s.Services.RedisURL, s.Prefix))
+	if s.DataDir != "" {
+		errs = append(errs, os.RemoveAll(s.DataDir))
+	}
 	return errors.Join(errs...)
 }
 
