@@ -305,7 +305,7 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
 	req := watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified, DigestSalt: s.digestSalt, Slot: job.Slot,
-		Header: headers}
+		Header: headers, WaitFor: job.WaitFor}
 	if job.LinksDigest != "" {
 		// A body digest vouches for the links only while their digest
 		// does: the store clears both when the set must be read again.
@@ -314,7 +314,7 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 	res, err := s.fetcher.Fetch(fetchCtx, req)
 	cancel()
 	leave()
-	task.Status, task.FetchedAt = res.Status, res.FetchedAt
+	task.Status, task.FetchedAt, task.Rendered = res.Status, res.FetchedAt, res.Rendered
 	if task.FetchedAt.IsZero() {
 		task.FetchedAt = time.Now().UTC()
 	}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/domwalk"
@@ -47,7 +48,7 @@ var errNoGuard = errors.New("registration: no URL guard configured (Policy.Guard
 func (pol Policy) CheckPage(ctx context.Context, s watch.PageSpec) (watch.PageSpec, error) {
 	// Every rule is checked, so that all that is wrong is told at once.
 	normal, err := s.Normalize()
-	grammar := checkRegionGrammar(s.Options.Within, s.Options.Exclude)
+	grammar := watch.JoinRefused(checkRegionGrammar(s.Options.Within, s.Options.Exclude), checkWaitFor(s.WaitFor))
 	url, urlErr := pol.CheckURL(ctx, s.URL)
 	if err := watch.JoinRefused(urlErr, err, grammar); err != nil {
 		return watch.PageSpec{}, err
@@ -96,6 +97,9 @@ func CheckEdit(e watch.PageEdit, current watch.LinkOptions) (watch.PageEdit, err
 		exclude = *e.Exclude
 	}
 	grammar := checkRegionGrammar(within, exclude)
+	if e.WaitFor != nil {
+		grammar = watch.JoinRefused(grammar, checkWaitFor(*e.WaitFor))
+	}
 	e, err := e.Normalize()
 	if err == nil {
 		err = e.Apply(current).Validate()
@@ -112,4 +116,16 @@ func checkRegionGrammar(within, exclude []string) error {
 	_, errWithin := domwalk.CompileRegions(within, nil)
 	_, errExclude := domwalk.CompileRegions(nil, exclude)
 	return watch.JoinRefused(watch.Refused("within", errWithin), watch.Refused("exclude", errExclude))
+}
+
+// checkWaitFor parses the selector a rendered page waits for with the
+// region selectors' parser: a selector it reads, Chromium reads too.
+func checkWaitFor(sel string) error {
+	if strings.TrimSpace(sel) == "" {
+		return nil
+	}
+	if _, err := domwalk.CompileRegions([]string{strings.TrimSpace(sel)}, nil); err != nil {
+		return watch.Refused("wait_for", fmt.Errorf("wait-for selector %q is not a valid CSS selector", sel))
+	}
+	return nil
 }

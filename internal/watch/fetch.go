@@ -40,6 +40,9 @@ type FetchRequest struct {
 	// origin of URL: a redirect to another origin drops them. Never sent
 	// with robots.txt.
 	Header []Header
+	// WaitFor is the CSS selector a renderer waits for before it reads the
+	// DOM (Job.WaitFor); a plain fetcher ignores it.
+	WaitFor string
 }
 
 // FetchResult is the outcome of one fetch. A fetcher returns it filled as far
@@ -73,6 +76,9 @@ type FetchResult struct {
 	// FetchedAt is when the request was sent, after any wait for robots.txt
 	// or Crawl-delay.
 	FetchedAt time.Time
+	// Rendered says HTML is the DOM a browser built from the page after
+	// its scripts ran (Task.Rendered).
+	Rendered bool
 }
 
 // ContentKind is the kind of content a fetch asks for, which decides the

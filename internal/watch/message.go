@@ -72,6 +72,11 @@ type Job struct {
 	// (the scheduler holds no key): the crawler opens them just before
 	// the fetch. A crawler older than headers ignores them.
 	Headers []Header `json:"headers,omitempty"`
+	// Render says the job is for the renderer (Page.Render): the
+	// scheduler publishes it to the render queue. WaitFor is the page's
+	// Page.WaitFor.
+	Render  bool   `json:"render,omitempty"`
+	WaitFor string `json:"waitFor,omitempty"`
 }
 
 // Task carries the result of one check of a page from a crawler to the
@@ -124,6 +129,9 @@ type Task struct {
 	// with instead of the page ("Cloudflare", "DataDome"…); such a check
 	// fails, and Error says why.
 	Challenge string `json:"challenge,omitempty"`
+	// Rendered says the links were read from the DOM headless Chromium
+	// built (the renderer), not from the page as fetched.
+	Rendered bool `json:"rendered,omitempty"`
 }
 
 // Reading returns what the check saw of the page for its health, nil when

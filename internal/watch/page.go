@@ -79,6 +79,14 @@ type Page struct {
 	// Headers are sent with every fetch of the page, secrets sealed (see
 	// Header); nil for none.
 	Headers []Header
+	// Render says the page is checked in headless Chromium by the
+	// renderer, so that links its scripts insert are seen; false is a
+	// plain fetch by a crawler.
+	Render bool
+	// WaitFor is the CSS selector the renderer waits for before it reads
+	// the DOM; empty waits for the network to go idle. Only rendered
+	// pages use it.
+	WaitFor string
 }
 
 // TrashRetention is how long a deleted page stays in the trash, restorable,
@@ -173,6 +181,9 @@ type PageSpec struct {
 	// Headers are sent with the page's fetches, values in clear: the
 	// store seals the secrets once it knows the page id.
 	Headers []Header
+	// Render and WaitFor are Page.Render and Page.WaitFor.
+	Render  bool
+	WaitFor string
 }
 
 // PageEdit changes a registered page; a nil field stays as it is. Check it
@@ -198,6 +209,10 @@ type PageEdit struct {
 	// first. See MergeHeaders.
 	Headers      *[]Header
 	ClearHeaders bool
+	// Render turns rendering in headless Chromium on or off; WaitFor
+	// replaces the selector the renderer waits for ("" for none).
+	Render  *bool
+	WaitFor *string
 }
 
 // Apply returns o with the lists e changes replaced.
@@ -240,7 +255,10 @@ func (s PageSpec) Normalize() (PageSpec, error) {
 	} else {
 		s.Headers = nil
 	}
-	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr); err != nil {
+	var waitErr error
+	s.WaitFor, waitErr = NormalizeWaitFor(s.WaitFor)
+	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr,
+		Refused("wait_for", waitErr)); err != nil {
 		return PageSpec{}, err
 	}
 	return s, nil
@@ -277,10 +295,35 @@ func (e PageEdit) Normalize() (PageEdit, error) {
 		// which holds the other headers of the page.
 		errs = append(errs, checkHeaderChanges(*e.Headers))
 	}
+	if e.WaitFor != nil {
+		waitFor, err := NormalizeWaitFor(*e.WaitFor)
+		errs = append(errs, Refused("wait_for", err))
+		e.WaitFor = &waitFor
+	}
 	if err := JoinRefused(errs...); err != nil {
 		return PageEdit{}, err
 	}
 	return e, nil
+}
+
+// MaxWaitForRunes bounds the selector a rendered page waits for.
+const MaxWaitForRunes = 500
+
+// NormalizeWaitFor trims the selector a rendered page waits for and checks
+// its length and characters; its grammar is checked by
+// registration.CheckPage, which has the CSS parser. Empty is valid: the
+// renderer then waits for the network to go idle.
+func NormalizeWaitFor(sel string) (string, error) {
+	sel = strings.TrimSpace(sel)
+	switch {
+	case !utf8.ValidString(sel):
+		return "", errors.New("wait-for selector is not valid UTF-8")
+	case utf8.RuneCountInString(sel) > MaxWaitForRunes:
+		return "", fmt.Errorf("wait-for selector is %d characters long: the longest is %d", utf8.RuneCountInString(sel), MaxWaitForRunes)
+	case strings.IndexFunc(sel, unicode.IsControl) >= 0:
+		return "", errors.New("wait-for selector holds a control character (a tab or line break, say)")
+	}
+	return sel, nil
 }
 
 func checkInterval(d time.Duration) error {

@@ -27,7 +27,7 @@ import (
 )
 
 // Programs are the binaries Build makes.
-var Programs = []string{"scheduler", "crawler", "processor", "extractor", "notifier", "watchctl", "web"}
+var Programs = []string{"scheduler", "crawler", "processor", "extractor", "notifier", "watchctl", "web", "renderer"}
 
 // ModuleRoot is the folder of portalwatch's go.mod, found from this
 // source file, so tests build from the tree they run in wherever go test
@@ -105,7 +105,9 @@ type Sandbox struct {
 	DBURL    string // DBName on Services.PostgresAdminURL's server
 	JobQueue string
 	TaskQ    string
-	Prefix   string // Redis keys are Prefix + ":..."
+	// RenderQ is the render queue, from the scheduler to the renderers.
+	RenderQ string
+	Prefix  string // Redis keys are Prefix + ":..."
 }
 
 // NewSandbox creates an empty database named kind_id (migrate it with
@@ -128,7 +130,7 @@ func NewSandbox(ctx context.Context, svc Services, kind, id string) (*Sandbox, e
 	u.Path = "/" + name
 	return &Sandbox{
 		Services: svc, ID: id, DBName: name, DBURL: u.String(),
-		JobQueue: name + "_job_queue", TaskQ: name + "_task_queue", Prefix: kind + ":" + id,
+		JobQueue: name + "_job_queue", TaskQ: name + "_task_queue", RenderQ: name + "_render_queue", Prefix: kind + ":" + id,
 	}, nil
 }
 
@@ -144,6 +146,7 @@ func (s *Sandbox) Env() []string {
 		"REDIS_URL=" + s.Services.RedisURL,
 		"PORTALWATCH_JOB_QUEUE=" + s.JobQueue,
 		"PORTALWATCH_TASK_QUEUE=" + s.TaskQ,
+		"PORTALWATCH_RENDER_QUEUE=" + s.RenderQ,
 		"PORTALWATCH_REDIS_PREFIX=" + s.Prefix,
 		"PORTALWATCH_ALLOW_PRIVATE=true",
 		// Tests and benchmarks serve every page from one or a few loopback
@@ -179,7 +182,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		}
 		admin.Close(context.WithoutCancel(ctx))
 	}
-	errs = append(errs, testsvc.DropQueues(s.Services.AMQPURL, s.JobQueue, s.JobQueue+".dlq", s.TaskQ, s.TaskQ+".dlq"))
+	errs = append(errs, testsvc.DropQueues(s.Services.AMQPURL, s.JobQueue, s.JobQueue+".dlq", s.TaskQ, s.TaskQ+".dlq", s.RenderQ, s.RenderQ+".dlq"))
 	errs = append(errs, testsvc.DropKeys(ctx, s.Services.RedisURL, s.Prefix))
 	return errors.Join(errs...)
 }

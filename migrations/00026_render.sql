@@ -1,0 +1,14 @@
+-- +goose Up
+-- Pages rendered in headless Chromium (issue 35): their jobs go to the
+-- render queue instead of the job queue, and the renderer hands the DOM
+-- the page's scripts built to the crawler's link walk. false, the default,
+-- is a plain fetch: a page inserted with plain SQL is not rendered.
+ALTER TABLE pages ADD COLUMN render boolean NOT NULL DEFAULT false;
+-- A CSS selector the renderer waits for before it reads the DOM, bounded
+-- by its deadline per page; NULL waits for the network to go idle.
+ALTER TABLE pages ADD COLUMN wait_for text
+    CHECK (wait_for IS NULL OR length(wait_for) BETWEEN 1 AND 500);
+
+-- +goose Down
+ALTER TABLE pages DROP COLUMN wait_for;
+ALTER TABLE pages DROP COLUMN render;
