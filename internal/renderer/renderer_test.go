@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,14 +21,6 @@ import (
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
-
-// shared is one Renderer, so one Chromium, for the package's tests.
-var shared struct {
-	once sync.Once
-	r    *Renderer
-	farm *httptest.Server
-	err  error
-}
 
 // scriptedPage inserts its links from a JSON endpoint, and tries to reach
 // the canary and private addresses from script.
@@ -86,9 +77,9 @@ func newRenderer(t *testing.T, cfg Config) *Renderer {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if cfg.NoSandbox == false && os.Geteuid() == 0 && os.Getenv("PORTALWATCH_RENDER_NO_SANDBOX") == "true" {
-		cfg.NoSandbox = true
-	}
+	// Chromium runs as nobody with its own sandbox, as in production;
+	// a machine without user namespaces says so with this variable.
+	cfg.NoSandbox = os.Getenv("PORTALWATCH_RENDER_NO_SANDBOX") == "true"
 	r, err := New(cfg, docs, log, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +126,7 @@ func TestRenderInsertsScriptedLinksAndKeepsCanaryUnreached(t *testing.T) {
 	// The farm's address exactly, and the canary's host admitted by the
 	// site policy, so that only the address guard stands between them.
 	r := newRenderer(t, Config{AllowAddrs: strings.TrimPrefix(srv.URL, "http://"), AllowHosts: "127.0.0.2,10.255.255.1,169.254.169.254",
-		NoSandbox: os.Geteuid() == 0 && os.Getenv("PORTALWATCH_RENDER_USER") == "", Idle: 300 * time.Millisecond})
+		Idle: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := r.Fetch(ctx, watch.FetchRequest{URL: srv.URL + "/", WaitFor: "#ready"})
@@ -166,8 +157,7 @@ func TestRenderInsertsScriptedLinksAndKeepsCanaryUnreached(t *testing.T) {
 func TestRenderRefusesOtherSites(t *testing.T) {
 	canaryURL, hits := canary(t)
 	srv := newFarm(t, fmt.Sprintf("[%q]", canaryURL))
-	r := newRenderer(t, Config{AllowPrivate: true, NoSandbox: os.Geteuid() == 0 && os.Getenv("PORTALWATCH_RENDER_USER") == "",
-		Idle: 300 * time.Millisecond})
+	r := newRenderer(t, Config{AllowPrivate: true, Idle: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := r.Fetch(ctx, watch.FetchRequest{URL: srv.URL + "/"})
