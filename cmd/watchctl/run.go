@@ -310,6 +310,8 @@ type addCmd struct {
 	BurstDetection *bool    `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article: headline, date, authors, lead and body (default true)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"A request header for the page's checks, such as 'Accept-Language: de' or 'Cookie: session=…' (repeatable). Cookie and Authorization are stored sealed and never shown again; they need PORTALWATCH_SECRETS_KEY."`
+	Render         bool     `name:"render" help:"Check the page in headless Chromium (the renderer program), so that links its scripts insert are seen."`
+	WaitFor        string   `name:"wait-for" placeholder:"CSS" help:"With --render: read the page once this CSS selector matches (bounded by the renderer's deadline) instead of when its network is idle."`
 	optionFlags
 }
 
@@ -347,6 +349,8 @@ func (a *addCmd) Run(c *cli) error {
 		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection,
 		ArticlesOff:       a.Articles != nil && !*a.Articles,
 		Headers:           headers,
+		Render:            a.Render,
+		WaitFor:           a.WaitFor,
 	})
 	if err != nil {
 		return err
@@ -371,7 +375,22 @@ func (a *addCmd) Run(c *cli) error {
 	if len(page.Headers) > 0 {
 		printHeaders(c.stdout, page)
 	}
+	if page.Render {
+		printRender(c.stdout, page)
+	}
 	return nil
+}
+
+// printRender says how a page is checked: rendered, and what for.
+func printRender(w io.Writer, p watch.Page) {
+	switch {
+	case p.Render && p.WaitFor != "":
+		fmt.Fprintf(w, "page %d: rendered in headless Chromium, read once %q matches\n", p.ID, p.WaitFor)
+	case p.Render:
+		fmt.Fprintf(w, "page %d: rendered in headless Chromium, read once its network is idle\n", p.ID)
+	default:
+		fmt.Fprintf(w, "page %d: fetched, not rendered\n", p.ID)
+	}
 }
 
 type listCmd struct {
@@ -436,7 +455,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
 		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
-		"headers": watch.ShownHeaderMap(p.Headers),
+		"headers": watch.ShownHeaderMap(p.Headers), "render": p.Render, "wait_for": p.WaitFor,
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -483,6 +502,8 @@ type setCmd struct {
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article (pages watched before articles existed have it off)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"Set a request header, replacing one of the same name; 'NAME:' with no value removes it (repeatable; the others stay)."`
 	ClearHeaders   bool     `name:"clear-headers" help:"Remove every request header (before any --header)."`
+	Render         *bool    `name:"render" placeholder:"true|false" help:"Check the page in headless Chromium (true) or with a plain fetch (false)."`
+	WaitFor        *string  `name:"wait-for" placeholder:"CSS" help:"The CSS selector a rendered check waits for (\"\" waits for the network to go idle)."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -509,12 +530,13 @@ func (s *setCmd) Run(c *cli) error {
 		change.Headers = &headers
 	}
 	change.ClearHeaders = s.ClearHeaders
+	change.Render, change.WaitFor = s.Render, s.WaitFor
 	// Each setting on its own, before the database is asked.
 	if _, err = change.Normalize(); err != nil {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers or an option of regions and keyword rules")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --render, --wait-for or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
@@ -547,6 +569,9 @@ func (s *setCmd) Run(c *cli) error {
 	}
 	if change.Headers != nil || change.ClearHeaders {
 		printHeaders(c.stdout, page)
+	}
+	if change.Render != nil || change.WaitFor != nil {
+		printRender(c.stdout, page)
 	}
 	if page.RebaselinePending && !reflect.DeepEqual(before.Options, page.Options) {
 		fmt.Fprintf(c.stdout, "page %d: its options changed what it admits; its next check re-baselines silently (the links now admitted are recorded, not reported as new)\n", page.ID)
