@@ -148,7 +148,9 @@ func (s *Store) createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) 
 	}
 	page, err := insertPage(ctx, q, p)
 	if err == nil && (p.Render || p.WaitFor != "" || page.Restored) {
+		restored := page.Restored
 		page, err = setRender(ctx, q, page.ID, &p.Render, &p.WaitFor)
+		page.Restored = restored
 	}
 	if err != nil || len(p.Headers) == 0 {
 		return page, err

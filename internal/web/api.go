@@ -57,6 +57,11 @@ type pageJSON struct {
 	// Headers are the request headers the checks of the page send, by
 	// name; the value of a secret (Cookie, Authorization…) shows as "(set)".
 	Headers map[string]string `json:"headers"`
+	// Render says the page is checked in headless Chromium; WaitFor is
+	// the CSS selector the renderer waits for, "" for the network to go
+	// idle.
+	Render  bool   `json:"render"`
+	WaitFor string `json:"wait_for"`
 	// Restored marks the answer to an add that brought the page back
 	// from the trash; DeletedAt and PurgeAt are a trashed page's.
 	Restored  bool       `json:"restored,omitempty"`
@@ -109,7 +114,7 @@ func toPageJSON(p watch.Page) pageJSON {
 		LastTruncated: p.LastTruncated, LastCut: p.LastCut, pageOptionsJSON: toPageOptionsJSON(p.Options),
 		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(), Health: toHealthJSON(p.Health),
-		Headers: watch.ShownHeaderMap(p.Headers),
+		Headers: watch.ShownHeaderMap(p.Headers), Render: p.Render, WaitFor: p.WaitFor,
 	}
 	if !p.LastCheckedAt.IsZero() {
 		t := p.LastCheckedAt.UTC()
@@ -242,6 +247,8 @@ type createPageJSON struct {
 	// Headers are sent with the page's fetches, values in clear here:
 	// the secrets are stored sealed and never shown again.
 	Headers map[string]*string `json:"headers"`
+	Render  bool               `json:"render"`
+	WaitFor string             `json:"wait_for"`
 }
 
 // decodeJSON reads a JSON body into v: one object, known fields only, at
@@ -297,6 +304,8 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 		BurstDetectionOff: in.BurstDetection != nil && !*in.BurstDetection,
 		ArticlesOff:       in.Articles != nil && !*in.Articles,
 		Headers:           headerList(in.Headers),
+		Render:            in.Render,
+		WaitFor:           in.WaitFor,
 	})
 	if err != nil {
 		return watch.Page{}, err
@@ -319,6 +328,8 @@ type editPageJSON struct {
 	// removes every header first.
 	Headers      map[string]*string `json:"headers"`
 	ClearHeaders bool               `json:"clear_headers"`
+	Render       *bool              `json:"render"`
+	WaitFor      *string            `json:"wait_for"`
 }
 
 func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
@@ -331,7 +342,7 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	edit := watch.PageEdit{Enabled: in.Enabled, SameSiteOnly: in.SameSiteOnly, Ignore: in.Ignore, Name: in.Name, Tags: in.Tags,
-		BurstDetection: in.BurstDetection, Articles: in.Articles}
+		BurstDetection: in.BurstDetection, Articles: in.Articles, Render: in.Render, WaitFor: in.WaitFor}
 	in.editOptionsJSON.apply(&edit)
 	if in.Headers != nil {
 		list := headerList(in.Headers)
