@@ -209,6 +209,10 @@ func readOutline(attrs []xml.Attr) outlineAttrs {
 			dst = &a.ExcludeURL
 		case "pwHeaders":
 			dst = &a.Headers
+		case "pwRender":
+			dst = &a.Render
+		case "pwWaitFor":
+			dst = &a.WaitFor
 		default:
 			continue
 		}
@@ -221,7 +225,7 @@ func readOutline(attrs []xml.Attr) outlineAttrs {
 		*dst = at.Value
 	}
 	s := &a.settings
-	for _, v := range []*string{&s.Interval, &s.Enabled, &s.SameSite, &s.BurstDetection, &s.Articles} {
+	for _, v := range []*string{&s.Interval, &s.Enabled, &s.SameSite, &s.BurstDetection, &s.Articles, &s.Render, &s.WaitFor} {
 		*v = strings.TrimSpace(*v)
 	}
 	return a
