@@ -64,8 +64,13 @@ type tab struct {
 // page renders doc in a new tab of b whose browser context sends its
 // traffic to sess, and returns the DOM. ctx bounds it all.
 func (r *Renderer) page(ctx context.Context, b *browser, sess *session, pageURL *url.URL, doc watch.FetchResult, waitFor string) (string, error) {
+	began := time.Now()
 	tabCtx, cancelTab := chromedp.NewContext(b.ctx, contextThrough(sess))
-	defer cancelTab()
+	defer func() {
+		closing := time.Now()
+		cancelTab()
+		r.log.Debug("tab closed", "url", pageURL.String(), "close_ms", time.Since(closing).Milliseconds(), "total_ms", time.Since(began).Milliseconds())
+	}()
 	nav := *pageURL
 	nav.Fragment = ""
 	t := &tab{r: r, sess: sess, navURL: nav.String(), doc: doc, inflight: map[network.RequestID]bool{}, last: time.Now()}
@@ -83,6 +88,7 @@ func (r *Renderer) page(ctx context.Context, b *browser, sess *session, pageURL 
 	}
 	c := chromedp.FromContext(tabCtx)
 	t.frame = string(c.Target.TargetID)
+	r.log.Debug("tab opened", "url", pageURL.String(), "open_ms", time.Since(began).Milliseconds())
 	runCtx, cancel := context.WithCancel(tabCtx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
@@ -117,7 +123,11 @@ func (r *Renderer) page(ctx context.Context, b *browser, sess *session, pageURL 
 			return "", fmt.Errorf("load the page: %w", deadline(ctx, err))
 		}
 	}
-	t.settle(runCtx, ctx, waitFor)
+	how := t.settle(runCtx, ctx, waitFor)
+	t.mu.Lock()
+	inflight, loaded := len(t.inflight), t.loaded
+	t.mu.Unlock()
+	r.log.Debug("page settled", "url", t.navURL, "elapsed_ms", time.Since(began).Milliseconds(), "how", how, "loaded", loaded, "in_flight", inflight, "requests", t.requests.Load())
 	return t.dom(runCtx, ctx)
 }
 
@@ -132,7 +142,7 @@ func deadline(ctx context.Context, err error) error {
 // settle waits for waitFor to match, or for the page to be loaded and its
 // network idle for Idle, until a reserve before the deadline of ctx; past
 // it the DOM is read as it is.
-func (t *tab) settle(runCtx, ctx context.Context, waitFor string) {
+func (t *tab) settle(runCtx, ctx context.Context, waitFor string) string {
 	reserve := min(t.r.cfg.PageTimeout/4, 5*time.Second)
 	end := time.Now().Add(t.r.cfg.PageTimeout - reserve)
 	if d, ok := ctx.Deadline(); ok && d.Add(-reserve).Before(end) {
@@ -144,13 +154,13 @@ func (t *tab) settle(runCtx, ctx context.Context, waitFor string) {
 	for time.Now().Before(end) {
 		select {
 		case <-runCtx.Done():
-			return
+			return "stopped"
 		case <-tick.C:
 		}
 		if waitFor != "" {
 			found, err := chromedp.Run(runCtx, chromedp.Evaluate[bool](fmt.Sprintf("document.querySelector(%s) !== null", sel)))
 			if err == nil && found {
-				return
+				return "selector"
 			}
 			continue
 		}
@@ -158,9 +168,10 @@ func (t *tab) settle(runCtx, ctx context.Context, waitFor string) {
 		idle := t.loaded && len(t.inflight) == 0 && time.Since(t.last) >= t.r.cfg.Idle
 		t.mu.Unlock()
 		if idle {
-			return
+			return "idle"
 		}
 	}
+	return "deadline"
 }
 
 // domResult is what the page's DOM read returns: the HTML, or only its

@@ -168,6 +168,19 @@ func (r *Renderer) Close() {
 	r.deny.close()
 }
 
+// BrowserMemory returns the proportional set size, in bytes, of the
+// current browser's process tree (what the watchdog compares with
+// MaxRSS), 0 while no browser runs.
+func (r *Renderer) BrowserMemory() int64 {
+	r.mu.Lock()
+	b := r.cur
+	r.mu.Unlock()
+	if b == nil {
+		return 0
+	}
+	return treeRSS(b.pid)
+}
+
 // Health reports an error while the renderer cannot start a browser.
 func (r *Renderer) Health() error {
 	_, err := r.cfg.chromium()
