@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -162,6 +163,24 @@ func TestRenderedPageRecordsScriptedLinks(t *testing.T) {
 	out, err := sys.watchctl("list", "--json")
 	if err != nil || !strings.Contains(out, `"render":true`) || !strings.Contains(out, `"wait_for":"main[data-ready]"`) {
 		t.Fatalf("watchctl list --json does not show the page rendered: %v\n%s", err, out)
+	}
+	// The plain check of the scripted page read no link but scripts: the
+	// list suggests rendering it, and only it.
+	for line := range strings.Lines(out) {
+		var p struct {
+			ID      int64 `json:"id"`
+			Suggest bool  `json:"suggest_render"`
+		}
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatalf("watchctl list --json printed %q: %v", line, err)
+		}
+		if p.Suggest != (p.ID == plain) {
+			t.Errorf("page %d: suggest_render %t; want it for the plain scripted page (%d) only", p.ID, p.Suggest, plain)
+		}
+	}
+	table, err := sys.watchctl("list")
+	if err != nil || !strings.Contains(table, fmt.Sprintf("try `watchctl set %d --render`", plain)) {
+		t.Errorf("watchctl list does not suggest rendering page %d: %v\n%s", plain, err, table)
 	}
 }
 

@@ -9,6 +9,12 @@ ALTER TABLE pages ADD COLUMN render boolean NOT NULL DEFAULT false;
 ALTER TABLE pages ADD COLUMN wait_for text
     CHECK (wait_for IS NULL OR length(wait_for) BETWEEN 1 AND 500);
 
+-- The last plain check of the page read almost no links but scripts: the
+-- page may build its links with JavaScript, and watchctl list and the page
+-- view suggest rendering it. A rendered check clears it.
+ALTER TABLE pages ADD COLUMN render_hint boolean NOT NULL DEFAULT false;
+
 -- +goose Down
+ALTER TABLE pages DROP COLUMN render_hint;
 ALTER TABLE pages DROP COLUMN wait_for;
 ALTER TABLE pages DROP COLUMN render;

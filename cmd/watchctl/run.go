@@ -440,6 +440,9 @@ func (l *listCmd) Run(c *cli) error {
 				problem = p.Health.Detail
 			}
 		}
+		if p.SuggestRender() && problem == "" {
+			problem = fmt.Sprintf("almost no links but scripts: try `watchctl set %d --render`", p.ID)
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled, last, status, health, p.BaseURL, oneLine(problem))
 	}
 	return tw.Flush()
@@ -455,7 +458,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
 		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
-		"headers": watch.ShownHeaderMap(p.Headers), "render": p.Render, "wait_for": p.WaitFor,
+		"headers": watch.ShownHeaderMap(p.Headers), "render": p.Render, "wait_for": p.WaitFor, "suggest_render": p.SuggestRender(),
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt

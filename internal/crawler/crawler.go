@@ -395,6 +395,7 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 		task.MissedRegions = job.Options.Within
 	}
 	walked := len(links)
+	task.Scripted = !res.Rendered && walked <= watch.ScriptedMaxLinks && hasScripts(res.HTML)
 	links = filter(links, job, opts.patternsOf())
 	rankKept(links, walked)
 	kept := len(links) + stats.LinksOverCap

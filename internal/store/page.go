@@ -436,7 +436,7 @@ const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::
 	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
 	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
 	rebaseline, burst_detection, articles, deleted_at, coalesce(degraded, ''), coalesce(degraded_detail, ''), degraded_since,
-	coalesce(headers, '[]'), render, coalesce(wait_for, '')`
+	coalesce(headers, '[]'), render, coalesce(wait_for, ''), render_hint`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -452,7 +452,7 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
 		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
 		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted,
-		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers, &p.Render, &p.WaitFor)
+		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers, &p.Render, &p.WaitFor, &p.RenderHint)
 	if err != nil {
 		return watch.Page{}, err
 	}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -47,5 +48,42 @@ func TestRenderSettingsAreStoredAndEdited(t *testing.T) {
 	p, err = st.CreatePage(ctx, watch.PageSpec{URL: "https://scripted.example/", Render: true})
 	if err != nil || !p.Restored || !p.Render || p.WaitFor != "" {
 		t.Fatalf("restored %+v, %v; want it restored with render on and no selector", p, err)
+	}
+}
+
+// A check's render hint is recorded when it is the page's last check and
+// kept by a check without one; a stale redelivery changes nothing.
+func TestRenderHintFollowsTheLastCheck(t *testing.T) {
+	t.Parallel()
+	st, _ := openStore(t)
+	ctx := context.Background()
+	p, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://spa.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes, no := true, false
+	first := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+	record := func(at time.Time, hint *bool) watch.Page {
+		t.Helper()
+		if _, err := st.RecordCheck(ctx, watch.Check{PageID: p.ID, FetchedAt: at, Status: 200, FullSet: true, RenderHint: hint}, nil); err != nil {
+			t.Fatal(err)
+		}
+		page, err := st.Page(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page
+	}
+	if got := record(first, &yes); !got.RenderHint || !got.SuggestRender() {
+		t.Fatalf("after a scripted check: hint %t, suggest %t; want both", got.RenderHint, got.SuggestRender())
+	}
+	if got := record(first.Add(-time.Second), &no); !got.RenderHint {
+		t.Error("a stale check cleared the hint")
+	}
+	if got := record(first.Add(time.Second), nil); !got.RenderHint {
+		t.Error("a check without a reading cleared the hint")
+	}
+	if got := record(first.Add(2*time.Second), &no); got.RenderHint {
+		t.Error("a later check with links kept the hint")
 	}
 }

@@ -51,6 +51,8 @@ type Check struct {
 	Challenge string
 	// Revisions caps the headline revisions this check records.
 	Revisions RevisionCaps
+	// RenderHint is Task.RenderHint: nil keeps the page's RenderHint.
+	RenderHint *bool
 }
 
 // Burst says when a check's new links are a redesign flood rather than news:

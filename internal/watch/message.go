@@ -132,6 +132,25 @@ type Task struct {
 	// Rendered says the links were read from the DOM headless Chromium
 	// built (the renderer), not from the page as fetched.
 	Rendered bool `json:"rendered,omitempty"`
+	// Scripted says a plain check read almost no links (at most
+	// ScriptedMaxLinks) from a page that holds scripts: its links may be
+	// built by JavaScript (Page.RenderHint).
+	Scripted bool `json:"scripted,omitempty"`
+}
+
+// ScriptedMaxLinks is the most links a page with scripts may show a plain
+// check for the check to suggest rendering it.
+const ScriptedMaxLinks = 5
+
+// RenderHint returns what the check says of rendering the page (the
+// page's RenderHint after it), nil when it read no page to judge: failed,
+// 304, unchanged, or from a crawler older than hints.
+func (t Task) RenderHint() *bool {
+	if t.Kept == nil || t.Failed() || t.NotModified() {
+		return nil
+	}
+	hint := t.Scripted && !t.Rendered
+	return &hint
 }
 
 // Reading returns what the check saw of the page for its health, nil when

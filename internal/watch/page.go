@@ -87,7 +87,15 @@ type Page struct {
 	// the DOM; empty waits for the network to go idle. Only rendered
 	// pages use it.
 	WaitFor string
+	// RenderHint says the page's last plain check read almost no links
+	// but scripts (Task.Scripted): rendering it may show its links.
+	RenderHint bool
 }
+
+// SuggestRender reports whether people should be told to render the page:
+// it is not rendered, and its last check read almost no links but
+// scripts.
+func (p Page) SuggestRender() bool { return p.RenderHint && !p.Render }
 
 // TrashRetention is how long a deleted page stays in the trash, restorable,
 // before it is deleted for good with its links and updates.

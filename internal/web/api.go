@@ -62,6 +62,9 @@ type pageJSON struct {
 	// idle.
 	Render  bool   `json:"render"`
 	WaitFor string `json:"wait_for"`
+	// SuggestRender says the page's last plain check read almost no
+	// links but scripts: rendering it may show its links.
+	SuggestRender bool `json:"suggest_render"`
 	// Restored marks the answer to an add that brought the page back
 	// from the trash; DeletedAt and PurgeAt are a trashed page's.
 	Restored  bool       `json:"restored,omitempty"`
@@ -115,6 +118,7 @@ func toPageJSON(p watch.Page) pageJSON {
 		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(), Health: toHealthJSON(p.Health),
 		Headers: watch.ShownHeaderMap(p.Headers), Render: p.Render, WaitFor: p.WaitFor,
+		SuggestRender: p.SuggestRender(),
 	}
 	if !p.LastCheckedAt.IsZero() {
 		t := p.LastCheckedAt.UTC()
