@@ -48,14 +48,14 @@ var blockedTypes = map[network.ResourceType]bool{
 type tab struct {
 	r        *Renderer
 	sess     *session
-	ctx      context.Context
-	frame    string // the main frame's id
+	ctx      context.Context // the tab's, for the answers to paused requests
 	navURL   string
 	doc      watch.FetchResult
 	served   atomic.Bool
 	requests atomic.Int32
 
 	mu       sync.Mutex
+	frame    string // the main frame's id, once the tab is open
 	inflight map[network.RequestID]bool
 	last     time.Time // last network activity
 	loaded   bool
@@ -73,7 +73,11 @@ func (r *Renderer) page(ctx context.Context, b *browser, sess *session, pageURL 
 	}()
 	nav := *pageURL
 	nav.Fragment = ""
-	t := &tab{r: r, sess: sess, navURL: nav.String(), doc: doc, inflight: map[network.RequestID]bool{}, last: time.Now()}
+	runCtx, cancel := context.WithCancel(tabCtx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	t := &tab{r: r, sess: sess, ctx: runCtx, navURL: nav.String(), doc: doc, inflight: map[network.RequestID]bool{}, last: time.Now()}
 	// The target is made on the first call, with the tab's own context,
 	// so that the deadline does not close it under chromedp.
 	created := make(chan error, 1)
@@ -87,13 +91,10 @@ func (r *Renderer) page(ctx context.Context, b *browser, sess *session, pageURL 
 		return "", fmt.Errorf("open a tab: %w", ctx.Err())
 	}
 	c := chromedp.FromContext(tabCtx)
+	t.mu.Lock()
 	t.frame = string(c.Target.TargetID)
+	t.mu.Unlock()
 	r.log.Debug("tab opened", "url", pageURL.String(), "open_ms", time.Since(began).Milliseconds())
-	runCtx, cancel := context.WithCancel(tabCtx)
-	defer cancel()
-	stop := context.AfterFunc(ctx, cancel)
-	defer stop()
-	t.ctx = runCtx
 	if _, err := chromedp.CallBrowser(runCtx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
 		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: c.BrowserContextID}); err != nil {
 		return "", fmt.Errorf("turn downloads off: %w", deadline(ctx, err))
@@ -236,10 +237,10 @@ func (t *tab) activity(id network.RequestID, started bool) {
 // failed.
 func (t *tab) decide(ev *fetch.EventRequestPaused) {
 	ctx := t.ctx
-	if ctx == nil {
-		return
-	}
-	if ev.ResourceType == network.ResourceTypeDocument && string(ev.FrameID) == t.frame && !t.served.Load() &&
+	t.mu.Lock()
+	main := string(ev.FrameID) == t.frame
+	t.mu.Unlock()
+	if ev.ResourceType == network.ResourceTypeDocument && main && !t.served.Load() &&
 		strings.TrimSuffix(ev.Request.URL, "#"+ev.Request.URLFragment) == t.navURL {
 		t.served.Store(true)
 		status := int64(t.doc.Status)
@@ -253,7 +254,7 @@ func (t *tab) decide(ev *fetch.EventRequestPaused) {
 		})
 		return
 	}
-	if why := t.refusal(ev); why != "" {
+	if why := t.refusal(ev, main); why != "" {
 		t.sess.refused.Add(1)
 		t.r.log.Debug("browser request refused", "url", ev.Request.URL, "type", ev.ResourceType, "reason", why)
 		chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}) //nolint:errcheck // as above
@@ -263,12 +264,12 @@ func (t *tab) decide(ev *fetch.EventRequestPaused) {
 }
 
 // refusal says why a request is refused, "" when it may go to the proxy.
-func (t *tab) refusal(ev *fetch.EventRequestPaused) string {
+func (t *tab) refusal(ev *fetch.EventRequestPaused, main bool) string {
 	u, err := url.Parse(ev.Request.URL)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ws" && u.Scheme != "wss"):
 		return "not an http(s) URL"
-	case ev.ResourceType == network.ResourceTypeDocument && string(ev.FrameID) == t.frame:
+	case ev.ResourceType == network.ResourceTypeDocument && main:
 		return "a navigation away from the page"
 	case blockedTypes[ev.ResourceType]:
 		return "a resource type no link needs"
