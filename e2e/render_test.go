@@ -152,7 +152,7 @@ func TestRenderedPageRecordsScriptedLinks(t *testing.T) {
 	rend.Kill()
 	<-rend.Done()
 	portal.setStall(false)
-	sys.start("renderer")
+	rend = sys.start("renderer")
 	want = append(want, update{rendered, portal.URL + "/story/5", "Story 5"})
 	testsvc.Eventually(t, 90*time.Second, "story 5 after the renderer was killed", func() (bool, error) { return len(sys.updates()) >= 3, nil })
 	sys.waitForCheck(rendered)
@@ -177,6 +177,10 @@ func TestRenderedPageRecordsScriptedLinks(t *testing.T) {
 		if p.Suggest != (p.ID == plain) {
 			t.Errorf("page %d: suggest_render %t; want it for the plain scripted page (%d) only", p.ID, p.Suggest, plain)
 		}
+	}
+	// A stop is graceful: the renderer drains, kills its browser and exits 0.
+	if code, killed := rend.Stop(30 * time.Second); code != 0 || killed {
+		t.Errorf("the renderer stopped with %d (killed %t)\n%s", code, killed, rend.Output())
 	}
 	table, err := sys.watchctl("list")
 	if err != nil || !strings.Contains(table, fmt.Sprintf("try `watchctl set %d --render`", plain)) {

@@ -128,7 +128,7 @@ func run(n, rounds, tabs int, timeout time.Duration) (result, error) {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	rend, err := renderer.New(renderer.Config{Tabs: tabs, AllowAddrs: ln.Addr().String(),
-		NoSandbox: os.Getenv("PORTALWATCH_RENDER_NO_SANDBOX") == "true"}, docs, log, prometheus.NewRegistry())
+		NoSandbox: os.Getenv("PORTALWATCH_RENDER_NO_SANDBOX") == "true", DialGuard: fetch.DialGuardAllowing}, docs, log, prometheus.NewRegistry())
 	if err != nil {
 		return result{}, err
 	}

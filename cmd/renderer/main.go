@@ -107,6 +107,7 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	}
 	renderCfg := cfg.Renderer
 	renderCfg.AllowPrivate, renderCfg.UserAgent = cfg.Fetch.AllowPrivate, cfg.Fetch.UserAgent
+	renderCfg.DialGuard = fetch.DialGuardAllowing
 	rend, err := renderer.New(renderCfg, documents, log, reg)
 	if err != nil {
 		return err

@@ -440,8 +440,10 @@ func (l *listCmd) Run(c *cli) error {
 				problem = p.Health.Detail
 			}
 		}
-		if p.SuggestRender() && problem == "" {
-			problem = fmt.Sprintf("almost no links but scripts: try `watchctl set %d --render`", p.ID)
+		if p.SuggestRender() {
+			hint := fmt.Sprintf("almost no links but scripts: try `watchctl set %d --render`", p.ID)
+			// First, so that the column's cut at 80 characters keeps it.
+			problem = strings.TrimSuffix(hint+"; "+problem, "; ")
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled, last, status, health, p.BaseURL, oneLine(problem))
 	}

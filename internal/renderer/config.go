@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/config"
@@ -77,6 +78,11 @@ type Config struct {
 	// AllowPrivate lets the browser reach every address; the program
 	// wires PORTALWATCH_ALLOW_PRIVATE.
 	AllowPrivate bool
+	// DialGuard makes the net.Dialer Control function the proxy dials
+	// with, from AllowPrivate and the parsed AllowAddrs: the program wires
+	// the crawler's (fetch.DialGuardAllowing), so that this package needs
+	// no other adapter. Required: New refuses a renderer without one.
+	DialGuard func(allowPrivate bool, allowed []netip.AddrPort) func(network, address string, c syscall.RawConn) error
 	// UserAgent is the browser's User-Agent; the program wires the
 	// crawler's, so that a site sees who renders it.
 	UserAgent string

@@ -26,7 +26,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -69,9 +68,12 @@ func New(cfg Config, docs Documents, log *slog.Logger, reg prometheus.Registerer
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("renderer: %w", err)
 	}
+	if cfg.DialGuard == nil {
+		return nil, errors.New("renderer: no DialGuard: its proxy would dial any address")
+	}
 	addrs, _ := cfg.allowedAddrs()
 	r := &Renderer{cfg: cfg, docs: docs, log: log, tabs: make(chan struct{}, cfg.Tabs)}
-	r.proxy = newProxy(fetch.DialGuardAllowing(cfg.AllowPrivate, addrs), cfg.allowedHosts(), log)
+	r.proxy = newProxy(cfg.DialGuard(cfg.AllowPrivate, addrs), cfg.allowedHosts(), log)
 	deny, err := r.proxy.open(proxyPolicy{})
 	if err != nil {
 		return nil, err

@@ -80,6 +80,7 @@ func newRenderer(t *testing.T, cfg Config) *Renderer {
 	// Chromium runs as nobody with its own sandbox, as in production;
 	// a machine without user namespaces says so with this variable.
 	cfg.NoSandbox = os.Getenv("PORTALWATCH_RENDER_NO_SANDBOX") == "true"
+	cfg.DialGuard = fetch.DialGuardAllowing
 	r, err := New(cfg, docs, log, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
