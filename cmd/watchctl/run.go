@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 
@@ -78,6 +79,9 @@ type settings struct {
 	// Secrets seals the secret headers a page is given (Cookie,
 	// Authorization) before they are stored.
 	Secrets secrets.Config
+	// Proxies are the crawlers' list: a page may name only one of them.
+	// Unset, a page given a proxy is refused, with a message saying so.
+	Proxies fetch.ProxyConfig
 }
 
 func defaults() settings {
@@ -169,7 +173,7 @@ func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, s
 		return exitUsage
 	}
 	c := &cli{ctx: ctx, cfg: cfg, stdin: os.Stdin, stdout: stdout,
-		policy: registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, resolver)}}
+		policy: registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, resolver), Proxies: cfg.Proxies.Names()}}
 	if err := kctx.Run(c); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", kctx.Selected().FullPath(), err)
 		var ue usageError
@@ -310,6 +314,7 @@ type addCmd struct {
 	BurstDetection *bool    `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article: headline, date, authors, lead and body (default true)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"A request header for the page's checks, such as 'Accept-Language: de' or 'Cookie: session=…' (repeatable). Cookie and Authorization are stored sealed and never shown again; they need PORTALWATCH_SECRETS_KEY."`
+	Proxy          string   `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES (default: direct)."`
 	Render         bool     `name:"render" help:"Check the page in headless Chromium (the renderer program), so that links its scripts insert are seen."`
 	WaitFor        string   `name:"wait-for" placeholder:"CSS" help:"With --render: read the page once this CSS selector matches (bounded by the renderer's deadline) instead of when its network is idle."`
 	optionFlags
@@ -349,6 +354,7 @@ func (a *addCmd) Run(c *cli) error {
 		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection,
 		ArticlesOff:       a.Articles != nil && !*a.Articles,
 		Headers:           headers,
+		Proxy:             a.Proxy,
 		Render:            a.Render,
 		WaitFor:           a.WaitFor,
 	})
@@ -375,10 +381,22 @@ func (a *addCmd) Run(c *cli) error {
 	if len(page.Headers) > 0 {
 		printHeaders(c.stdout, page)
 	}
+	if page.Proxy != "" {
+		printProxy(c.stdout, page)
+	}
 	if page.Render {
 		printRender(c.stdout, page)
 	}
 	return nil
+}
+
+// printProxy says how a page is fetched.
+func printProxy(w io.Writer, p watch.Page) {
+	if p.Proxy == "" {
+		fmt.Fprintf(w, "page %d: fetched direct (no proxy)\n", p.ID)
+		return
+	}
+	fmt.Fprintf(w, "page %d: fetched through proxy %s\n", p.ID, p.Proxy)
 }
 
 // printRender says how a page is checked: rendered, and what for.
@@ -417,7 +435,7 @@ func (l *listCmd) Run(c *cli) error {
 		return nil
 	}
 	tw := newTable(c.stdout)
-	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tLAST CHECK\tSTATUS\tHEALTH\tURL\tERROR")
+	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tLAST CHECK\tSTATUS\tHEALTH\tPROXY\tURL\tERROR")
 	for _, p := range pages {
 		last, status := "never", "-"
 		if !p.LastCheckedAt.IsZero() {
@@ -445,7 +463,11 @@ func (l *listCmd) Run(c *cli) error {
 			// First, so that the column's cut at 80 characters keeps it.
 			problem = strings.TrimSuffix(hint+"; "+problem, "; ")
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled, last, status, health, p.BaseURL, oneLine(problem))
+		proxy := p.Proxy
+		if proxy == "" {
+			proxy = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled, last, status, health, proxy, p.BaseURL, oneLine(problem))
 	}
 	return tw.Flush()
 }
@@ -460,7 +482,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
 		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
-		"headers": watch.ShownHeaderMap(p.Headers), "render": p.Render, "wait_for": p.WaitFor, "suggest_render": p.SuggestRender(),
+		"headers": watch.ShownHeaderMap(p.Headers), "proxy": p.Proxy, "render": p.Render, "wait_for": p.WaitFor, "suggest_render": p.SuggestRender(),
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -476,10 +498,12 @@ func pageJSON(p watch.Page) map[string]any {
 	return m
 }
 
+// oneLine folds s onto one line of at most 80 characters for a table,
+// cutting between characters, never inside one.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 80 {
-		return s[:77] + "..."
+	if utf8.RuneCountInString(s) > 80 {
+		return string([]rune(s)[:77]) + "..."
 	}
 	return s
 }
@@ -507,6 +531,7 @@ type setCmd struct {
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article (pages watched before articles existed have it off)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"Set a request header, replacing one of the same name; 'NAME:' with no value removes it (repeatable; the others stay)."`
 	ClearHeaders   bool     `name:"clear-headers" help:"Remove every request header (before any --header)."`
+	Proxy          *string  `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES; --proxy \"\" fetches direct again."`
 	Render         *bool    `name:"render" placeholder:"true|false" help:"Check the page in headless Chromium (true) or with a plain fetch (false)."`
 	WaitFor        *string  `name:"wait-for" placeholder:"CSS" help:"The CSS selector a rendered check waits for (\"\" waits for the network to go idle)."`
 }
@@ -535,13 +560,14 @@ func (s *setCmd) Run(c *cli) error {
 		change.Headers = &headers
 	}
 	change.ClearHeaders = s.ClearHeaders
+	change.Proxy = s.Proxy
 	change.Render, change.WaitFor = s.Render, s.WaitFor
 	// Each setting on its own, before the database is asked.
 	if _, err = change.Normalize(); err != nil {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --render, --wait-for or an option of regions and keyword rules")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --proxy, --render, --wait-for or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
@@ -556,7 +582,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	// The caps that span the lists need the options as they will be stored.
-	if change, err = registration.CheckEdit(change, before.Options); err != nil {
+	if change, err = c.policy.CheckEdit(change, before.Options); err != nil {
 		return err
 	}
 	page, err := st.EditPage(c.ctx, id, change)
@@ -574,6 +600,9 @@ func (s *setCmd) Run(c *cli) error {
 	}
 	if change.Headers != nil || change.ClearHeaders {
 		printHeaders(c.stdout, page)
+	}
+	if change.Proxy != nil {
+		printProxy(c.stdout, page)
 	}
 	if change.Render != nil || change.WaitFor != nil {
 		printRender(c.stdout, page)

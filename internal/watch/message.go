@@ -72,6 +72,10 @@ type Job struct {
 	// (the scheduler holds no key): the crawler opens them just before
 	// the fetch. A crawler older than headers ignores them.
 	Headers []Header `json:"headers,omitempty"`
+	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
+	// the page is fetched through; empty goes direct. A crawler older than
+	// proxies ignores it and fetches direct.
+	Proxy string `json:"proxy,omitempty"`
 	// Render says the job is for the renderer (Page.Render): the
 	// scheduler publishes it to the render queue. WaitFor is the page's
 	// Page.WaitFor.

@@ -79,6 +79,9 @@ type Page struct {
 	// Headers are sent with every fetch of the page, secrets sealed (see
 	// Header); nil for none.
 	Headers []Header
+	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
+	// the page and its articles are fetched through; "" goes direct.
+	Proxy string
 	// Render says the page is checked in headless Chromium by the
 	// renderer, so that links its scripts insert are seen; false is a
 	// plain fetch by a crawler.
@@ -189,6 +192,9 @@ type PageSpec struct {
 	// Headers are sent with the page's fetches, values in clear: the
 	// store seals the secrets once it knows the page id.
 	Headers []Header
+	// Proxy names the proxy the page is fetched through (Page.Proxy);
+	// "" goes direct.
+	Proxy string
 	// Render and WaitFor are Page.Render and Page.WaitFor.
 	Render  bool
 	WaitFor string
@@ -217,6 +223,9 @@ type PageEdit struct {
 	// first. See MergeHeaders.
 	Headers      *[]Header
 	ClearHeaders bool
+	// Proxy sets the proxy the page is fetched through; "" goes direct
+	// again.
+	Proxy *string
 	// Render turns rendering in headless Chromium on or off; WaitFor
 	// replaces the selector the renderer waits for ("" for none).
 	Render  *bool
@@ -266,7 +275,7 @@ func (s PageSpec) Normalize() (PageSpec, error) {
 	var waitErr error
 	s.WaitFor, waitErr = NormalizeWaitFor(s.WaitFor)
 	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr,
-		Refused("wait_for", waitErr)); err != nil {
+		Refused("proxy", CheckProxyName(s.Proxy)), Refused("wait_for", waitErr)); err != nil {
 		return PageSpec{}, err
 	}
 	return s, nil
@@ -302,6 +311,9 @@ func (e PageEdit) Normalize() (PageEdit, error) {
 		// The caps of the headers as stored are for the store to judge,
 		// which holds the other headers of the page.
 		errs = append(errs, checkHeaderChanges(*e.Headers))
+	}
+	if e.Proxy != nil {
+		errs = append(errs, Refused("proxy", CheckProxyName(*e.Proxy)))
 	}
 	if e.WaitFor != nil {
 		waitFor, err := NormalizeWaitFor(*e.WaitFor)

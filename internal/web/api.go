@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/portalwatch/portalwatch/internal/pagefile"
-	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -57,6 +56,9 @@ type pageJSON struct {
 	// Headers are the request headers the checks of the page send, by
 	// name; the value of a secret (Cookie, Authorization…) shows as "(set)".
 	Headers map[string]string `json:"headers"`
+	// Proxy names the proxy of the operator's list the page and its
+	// articles are fetched through; "" is direct.
+	Proxy string `json:"proxy"`
 	// Render says the page is checked in headless Chromium; WaitFor is
 	// the CSS selector the renderer waits for, "" for the network to go
 	// idle.
@@ -117,7 +119,7 @@ func toPageJSON(p watch.Page) pageJSON {
 		LastTruncated: p.LastTruncated, LastCut: p.LastCut, pageOptionsJSON: toPageOptionsJSON(p.Options),
 		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(), Health: toHealthJSON(p.Health),
-		Headers: watch.ShownHeaderMap(p.Headers), Render: p.Render, WaitFor: p.WaitFor,
+		Headers: watch.ShownHeaderMap(p.Headers), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor,
 		SuggestRender: p.SuggestRender(),
 	}
 	if !p.LastCheckedAt.IsZero() {
@@ -251,8 +253,11 @@ type createPageJSON struct {
 	// Headers are sent with the page's fetches, values in clear here:
 	// the secrets are stored sealed and never shown again.
 	Headers map[string]*string `json:"headers"`
-	Render  bool               `json:"render"`
-	WaitFor string             `json:"wait_for"`
+	// Proxy names one of the proxies of PORTALWATCH_PROXIES; "" or none
+	// is direct.
+	Proxy   string `json:"proxy"`
+	Render  bool   `json:"render"`
+	WaitFor string `json:"wait_for"`
 }
 
 // decodeJSON reads a JSON body into v: one object, known fields only, at
@@ -308,6 +313,7 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 		BurstDetectionOff: in.BurstDetection != nil && !*in.BurstDetection,
 		ArticlesOff:       in.Articles != nil && !*in.Articles,
 		Headers:           headerList(in.Headers),
+		Proxy:             in.Proxy,
 		Render:            in.Render,
 		WaitFor:           in.WaitFor,
 	})
@@ -332,8 +338,10 @@ type editPageJSON struct {
 	// removes every header first.
 	Headers      map[string]*string `json:"headers"`
 	ClearHeaders bool               `json:"clear_headers"`
-	Render       *bool              `json:"render"`
-	WaitFor      *string            `json:"wait_for"`
+	// Proxy sets the page's proxy; "" fetches it direct again.
+	Proxy   *string `json:"proxy"`
+	Render  *bool   `json:"render"`
+	WaitFor *string `json:"wait_for"`
 }
 
 func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
@@ -352,14 +360,14 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 		list := headerList(in.Headers)
 		edit.Headers = &list
 	}
-	edit.ClearHeaders = in.ClearHeaders
+	edit.ClearHeaders, edit.Proxy = in.ClearHeaders, in.Proxy
 	if in.Interval != nil {
 		d := time.Duration(*in.Interval)
 		edit.Interval = &d
 	}
 	if edit.IsZero() {
 		s.problem(w, r, http.StatusBadRequest, "give at least one of interval, enabled, same_site_only, ignore, name, tags, "+
-			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles, headers, clear_headers")
+			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles, headers, clear_headers, proxy")
 		return
 	}
 	p, err := s.editPage(r, id, edit)
@@ -383,7 +391,7 @@ func (s *Server) editPage(r *http.Request, id int64, edit watch.PageEdit) (watch
 	if err != nil {
 		return watch.Page{}, err
 	}
-	if edit, err = registration.CheckEdit(edit, current.Options); err != nil {
+	if edit, err = s.cfg.Policy.CheckEdit(edit, current.Options); err != nil {
 		return watch.Page{}, err
 	}
 	return s.deps.Writer.EditPage(r.Context(), id, edit)

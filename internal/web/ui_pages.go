@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,12 @@ type pageForm struct {
 	// Headers are the request headers, "Name: value" a line, secrets
 	// as "Name: (set)".
 	Headers string
+	// Proxy is the proxy chosen, "" for direct; Proxies the names to
+	// choose from (PORTALWATCH_PROXIES), and ProxyUnlisted says that
+	// Proxy is not one of them (the list changed since it was chosen).
+	Proxy         string
+	Proxies       []string
+	ProxyUnlisted bool
 	// Render and WaitFor are the page's rendering in headless Chromium
 	// and the selector its renderer waits for.
 	Render  bool
@@ -85,6 +92,7 @@ func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
 		IncludeURL: r.PostFormValue("include_url"), ExcludeURL: r.PostFormValue("exclude_url"),
 		SameSite: r.PostFormValue("same_site") == "on", BurstDetection: r.PostFormValue("burst_detection") == "on",
 		Articles: r.PostFormValue("articles") == "on", Headers: r.PostFormValue("headers"),
+		Proxy:  strings.TrimSpace(r.PostFormValue("proxy")),
 		Render: r.PostFormValue("render") == "on", WaitFor: strings.TrimSpace(r.PostFormValue("wait_for")),
 	}
 	o := watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore), Within: splitLines(f.Within),
@@ -171,7 +179,7 @@ func pageQueryOf(q url.Values) (watch.PageQuery, error) {
 }
 
 func (s *Server) showPages(w http.ResponseWriter, r *http.Request, status int, form pageForm) {
-	v := pagesView{view: s.viewOf(r, "Watched pages", "pages"), Form: form, Statuses: watch.PageStatuses}
+	v := pagesView{view: s.viewOf(r, "Watched pages", "pages"), Form: s.withProxies(form), Statuses: watch.PageStatuses}
 	var err error
 	v.Query, err = pageQueryOf(r.URL.Query())
 	if err == nil {
@@ -235,7 +243,7 @@ func formPage(r *http.Request) (pageForm, watch.PageSpec, error) {
 	f, options := formSettings(r)
 	f.URL, f.Enabled = strings.TrimSpace(r.PostFormValue("url")), true
 	p := watch.PageSpec{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options, BurstDetectionOff: !f.BurstDetection,
-		ArticlesOff: !f.Articles, Render: f.Render, WaitFor: f.WaitFor}
+		ArticlesOff: !f.Articles, Proxy: f.Proxy, Render: f.Render, WaitFor: f.WaitFor}
 	interval, intervalErr := formInterval(f.Interval, watch.DefaultInterval)
 	headers, headersErr := formHeaders(f.Headers)
 	p.Interval, p.Headers = interval, headers
@@ -312,7 +320,14 @@ func editFormOf(p watch.Page) pageForm {
 		Ignore: lines(o.Ignore), Within: lines(o.Within), Exclude: lines(o.Exclude), IncludeText: lines(o.IncludeText),
 		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
 		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection, Articles: p.Articles,
-		Headers: lines(watch.ShownHeaders(p.Headers)), Render: p.Render, WaitFor: p.WaitFor}
+		Headers: lines(watch.ShownHeaders(p.Headers)), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor}
+}
+
+// withProxies gives form the proxies to choose from.
+func (s *Server) withProxies(form pageForm) pageForm {
+	form.Proxies = s.cfg.Policy.Proxies
+	form.ProxyUnlisted = form.Proxy != "" && !slices.Contains(form.Proxies, form.Proxy)
+	return form
 }
 
 func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p watch.Page, form pageForm) {
@@ -335,7 +350,7 @@ func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p 
 		s.fail(w, r, err)
 		return
 	}
-	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: form,
+	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: s.withProxies(form),
 		Revisions: revs}
 	s.render(w, r, status, "page", v)
 }
@@ -395,6 +410,7 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	if headersErr == nil {
 		edit.Headers, edit.ClearHeaders = &headers, true
 	}
+	edit.Proxy = &form.Proxy
 	intervalErr = watch.JoinRefused(intervalErr, headersErr)
 	before, err := s.deps.Pages.Page(r.Context(), id)
 	if err == nil {
