@@ -181,7 +181,11 @@ func (s *session) forward(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, s.counted(resp.Body)) //nolint:errcheck // a cut body is the cap at work
+	if _, err := io.Copy(w, s.counted(resp.Body)); err != nil {
+		// A body cut short must reach the browser as a failure, not as a
+		// shorter page: the server then drops the connection unfinished.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 type sessionKey struct{}

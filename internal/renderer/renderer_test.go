@@ -175,3 +175,49 @@ func TestRenderRefusesOtherSites(t *testing.T) {
 		t.Errorf("no request refused; want the page's attempts at the canary")
 	}
 }
+
+// TestRenderCapsSubresources: images are never asked for, requests past
+// MaxRequests are refused, and a subresource past MaxBytes is cut, while
+// the page's own links still come.
+func TestRenderCapsSubresources(t *testing.T) {
+	var images, counted atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<!doctype html><title>caps</title><img src="/pixel.png"><a href="/static">static</a><script>
+fetch('/big').then(r => r.text()).then(t => { document.body.insertAdjacentHTML('beforeend', '<a href="/big-' + 'done">big ' + t.length + '</a>'); })
+  .catch(() => { document.body.insertAdjacentHTML('beforeend', '<a href="/big-' + 'cut">big cut</a>'); });
+for (let i = 0; i < 20; i++) fetch('/n/' + i).catch(() => {});
+</script>`)
+	})
+	mux.HandleFunc("/pixel.png", func(w http.ResponseWriter, _ *http.Request) { images.Add(1) })
+	mux.HandleFunc("/n/", func(w http.ResponseWriter, _ *http.Request) { counted.Add(1); io.WriteString(w, "ok") })
+	mux.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) {
+		chunk := strings.Repeat("x", 64<<10)
+		for range 64 { // 4 MiB, past the cap of 1 MiB
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	r := newRenderer(t, Config{AllowPrivate: true, Idle: 300 * time.Millisecond, MaxRequests: 8, MaxBytes: 1 << 20})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := r.Fetch(ctx, watch.FetchRequest{URL: srv.URL + "/"})
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	if n := images.Load(); n != 0 {
+		t.Errorf("the image was asked for %d times", n)
+	}
+	if n := counted.Load(); n > 8 {
+		t.Errorf("%d of the page's 20 requests reached the farm; want at most MaxRequests (8)", n)
+	}
+	// The big response is the page's first request: the byte cap, not the
+	// request cap, cuts it.
+	if !strings.Contains(string(res.HTML), `<a href="/static">`) || !strings.Contains(string(res.HTML), `<a href="/big-cut">`) {
+		t.Errorf("want the static link and the 4 MiB response cut:\n%.3000s", res.HTML)
+	}
+}
