@@ -101,8 +101,8 @@ const (
 // render says the page is checked in headless Chromium (default false),
 // wait_for is the CSS selector its renderer waits for.
 var csvHeader = []string{"url", "name", "tags", "interval", "enabled", "same_site", "ignore",
-	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles", "headers", "proxy",
-	"render", "wait_for"}
+	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles", "headers",
+	"render", "wait_for", "proxy"}
 
 // FormatOf picks the format from a file name's extension (.csv; .opml or
 // .xml), or returns an error naming the choices.

@@ -22,8 +22,8 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 			cw.Write([]string{p.BaseURL, p.Name, strings.Join(p.Tags, " "), p.Interval.String(),
 				strconv.FormatBool(p.Enabled), strconv.FormatBool(o.SameSiteOnly), lines(o.Ignore),
 				lines(o.Within), lines(o.Exclude), lines(o.IncludeText), lines(o.ExcludeText), lines(o.IncludeURL), lines(o.ExcludeURL),
-				strconv.FormatBool(p.BurstDetection), strconv.FormatBool(p.Articles), headerLines(p.Headers), p.Proxy,
-				strconv.FormatBool(p.Render), p.WaitFor})
+				strconv.FormatBool(p.BurstDetection), strconv.FormatBool(p.Articles), headerLines(p.Headers),
+				strconv.FormatBool(p.Render), p.WaitFor, p.Proxy})
 		}
 		cw.Flush()
 		return cw.Error()
