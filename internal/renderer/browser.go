@@ -51,7 +51,7 @@ func startBrowser(cfg Config, proxyAddr string) (*browser, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "portalwatch-chromium-")
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", profilePrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("start chromium: %w", err)
 	}
@@ -112,6 +112,33 @@ func startBrowser(cfg Config, proxyAddr string) (*browser, error) {
 		b.pid = c.Browser.Process().Pid
 	}
 	return b, nil
+}
+
+// profilePrefix starts the name of a browser's profile folder, followed by
+// the pid of the renderer that made it.
+const profilePrefix = "portalwatch-chromium-"
+
+// sweepProfiles removes the profile folders of renderers that are gone (a
+// renderer killed with SIGKILL leaves its browser's folder behind) and
+// returns how many it removed. The folder of a renderer still running is
+// left alone, so renderers may share a host.
+func sweepProfiles() int {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), profilePrefix+"*"))
+	n := 0
+	for _, d := range dirs {
+		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), profilePrefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			continue
+		}
+		if os.RemoveAll(d) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // credential is the uid and gid of name.

@@ -3,9 +3,11 @@ package renderer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -113,5 +115,26 @@ func TestMemoryLimit(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(r.metrics.restarts.WithLabelValues("memory")); n < 2 {
 		t.Errorf("%v restarts for memory; want 2 (the page and its second try)", n)
+	}
+}
+
+// The profile of a renderer that is gone is removed; that of a live one
+// (this test's own process) is kept.
+func TestSweepProfiles(t *testing.T) {
+	dead, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", profilePrefix, 1<<30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", profilePrefix, os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(live)
+	sweepProfiles()
+	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the profile of a gone renderer is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the profile of a live renderer was removed: %v", err)
 	}
 }

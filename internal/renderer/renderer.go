@@ -79,6 +79,9 @@ func New(cfg Config, docs Documents, log *slog.Logger, reg prometheus.Registerer
 		return nil, err
 	}
 	r.deny = deny
+	if n := sweepProfiles(); n > 0 {
+		log.Info("removed the browser profiles of renderers that are gone", "count", n)
+	}
 	r.metrics = metrics{
 		renders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portalwatch_renderer_renders_total", Help: "Pages rendered, by outcome.",
