@@ -8,11 +8,12 @@ SUPERVISOR := deploy/supervisor
 SUPCONF    := $(SUPERVISOR)/supervisord.conf
 SUPCTL     := supervisorctl -c $(SUPCONF)
 DB_NAME    ?= portalwatch
-PROGRAMS   := scheduler crawler processor extractor watchctl web notifier
+PROGRAMS   := scheduler crawler processor extractor watchctl web notifier renderer
 FUZZTIME   ?= 5s
 # What one machine runs (make up ROLES=crawler,processor): a comma-separated
-# subset of scheduler, crawler, processor, extractor, web and notifier; empty
-# means all six.
+# subset of scheduler, crawler, processor, extractor, web, notifier and
+# renderer; empty means the first six (the renderer, which needs Chromium,
+# runs only when named: ROLES=scheduler,crawler,processor,extractor,web,notifier,renderer).
 ROLES      ?=
 # How many crawler processes the crawler role starts.
 CRAWLERS   ?= 2
@@ -36,6 +37,8 @@ up: check-roles build
 	@if [ "$(LOCAL_SERVICES)" = yes ]; then \
 		scripts/services.sh ensure all && scripts/services.sh redis-limits && scripts/services.sh ensure-db $(DB_NAME); \
 	else scripts/services.sh ensure supervisor; fi
+	@# The renderer drives Debian's chromium; only its machines install it.
+	@case "$$(scripts/supervisor-roles.sh "$(ROLES)")" in *renderer*) scripts/services.sh ensure chromium;; esac
 	@# Migrations take a lock, but only the machine that runs the scheduler
 	@# needs them: a crawler machine may have no database access at all.
 	@case "$$(scripts/supervisor-roles.sh "$(ROLES)")" in *scheduler*) bin/watchctl migrate;; esac

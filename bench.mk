@@ -10,6 +10,7 @@
 #   make bench-hostile    crawler peak RSS under hostile pages (bench/hostile)
 #   make bench-partition  the check and retention on 00006's partitioned tables vs 00005's (bench/partition)
 #   make bench-articles   the extractor on real article pages, and the history pipeline with articles on vs off
+#   make bench-render     the renderer on the corpus pages and hostile pages: pages/s, per CPU second, peak memory
 #
 # Every pipeline run but bench-articles' keeps articles off
 # (PORTALWATCH_ARTICLES=false, no extractor), so its figures stay
@@ -29,7 +30,7 @@ BENCH_TIME  ?= 1s
 BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /bench/)
 PWBENCH     := bin/pwbench
 
-.PHONY: bench bench-ab bench-history bench-scheduler bench-peer bench-polite bench-go bench-redis bench-hostile bench-partition bench-articles pwbench
+.PHONY: bench bench-ab bench-history bench-scheduler bench-peer bench-polite bench-go bench-redis bench-hostile bench-partition bench-articles bench-render pwbench
 
 pwbench:
 	@scripts/services.sh check-go
@@ -81,6 +82,15 @@ bench-go: services
 ## bench-hostile: crawler peak RSS and normal-page recall under hostile pages.
 bench-hostile: services
 	$(GO) run ./bench/hostile -repo . $(BENCH_FLAGS)
+
+## bench-render: the renderer at its default 2 tabs on the corpus' real pages
+## and on hostile pages (scripts that allocate, loop, or open sockets
+## forever), served from loopback with every other address refused: rendered
+## pages/s, pages per CPU second of the renderer and its browser, and their
+## peak memory, which must stay under 1 GiB (bench/render).
+bench-render:
+	@scripts/services.sh ensure chromium
+	$(GO) run ./bench/render $(BENCH_FLAGS)
 
 ## bench-web: the web program's reads over 10,000 pages and 1,000,000 updates
 ## (p50/p99 of each request kind, and the plans PostgreSQL chose).

@@ -38,7 +38,7 @@ func TestComposeScalesTheWorkers(t *testing.T) {
 	if err := yaml.Unmarshal(b, &c); err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
-	for _, name := range []string{"scheduler", "crawler", "processor", "web"} {
+	for _, name := range []string{"scheduler", "crawler", "processor", "web", "renderer"} {
 		svc, ok := c.Services[name]
 		if !ok {
 			t.Errorf("docker-compose.yml has no %s service", name)
@@ -56,7 +56,7 @@ func TestComposeScalesTheWorkers(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"crawler", "processor"} {
+	for _, name := range []string{"crawler", "processor", "renderer"} {
 		if svc := c.Services[name]; svc.ContainerName != "" || len(svc.Ports) != 0 {
 			t.Errorf("%s has container_name %q and ports %v: --scale needs neither", name, svc.ContainerName, svc.Ports)
 		}
@@ -70,6 +70,7 @@ func TestSupervisorRoles(t *testing.T) {
 		{"processor,crawler", "conf.d/crawler.conf conf.d/processor.conf", ""},
 		{"extractor,crawler", "conf.d/crawler.conf conf.d/extractor.conf", ""},
 		{"web,scheduler,web", "conf.d/scheduler.conf conf.d/web.conf", ""},
+		{"renderer,scheduler", "conf.d/scheduler.conf conf.d/renderer.conf", ""},
 		{"crawler,,web", "", "an entry is empty"},
 		{"crawler,", "", "an entry is empty"},
 		{"crawler,mailer", "", `unknown role "mailer"`},

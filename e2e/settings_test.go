@@ -24,7 +24,7 @@ func TestREADMEListsEverySetting(t *testing.T) {
 		defaults map[string]bool
 	}
 	read := map[string]*use{}
-	for _, program := range []string{"scheduler", "crawler", "processor", "extractor", "notifier", "web"} {
+	for _, program := range []string{"scheduler", "crawler", "processor", "extractor", "notifier", "web", "renderer"} {
 		out, err := exec.Command(filepath.Join(binDir, program), "--help").Output()
 		if err != nil {
 			t.Fatalf("%s --help: %v", program, err)

@@ -6,15 +6,17 @@
 #   scripts/supervisor-roles.sh crawler,processor
 #   conf.d/crawler.conf conf.d/processor.conf
 #
-# ROLES is a comma-separated list of scheduler, crawler, processor, extractor, web and
-# notifier, in any order; empty means all six, as `make up` runs them by default. A role
+# ROLES is a comma-separated list of scheduler, crawler, processor, extractor, web,
+# notifier and renderer, in any order; empty means the first six, as `make up` runs them
+# by default (the renderer needs Chromium, which make up installs only for it). A role
 # named twice counts once. An unknown or empty entry fails with a one-line
 # message naming it.
 set -euo pipefail
-readonly ALL_ROLES="scheduler crawler processor extractor web notifier"
+readonly ALL_ROLES="scheduler crawler processor extractor web notifier renderer"
+readonly DEFAULT_ROLES="scheduler crawler processor extractor web notifier"
 roles=${1:-}
 if [ -z "$roles" ]; then
-  roles=${ALL_ROLES// /,}
+  roles=${DEFAULT_ROLES// /,}
 fi
 declare -A want=()
 IFS=',' read -r -a entries <<<"$roles,"

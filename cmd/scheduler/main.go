@@ -82,7 +82,7 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	pub, err := queue.NewPublisher(cfg.Broker.Named("scheduler"), log, cfg.Queues.Jobs)
+	pub, err := queue.NewPublisher(cfg.Broker.Named("scheduler"), log, cfg.Queues.Jobs, cfg.Queues.Renders)
 	if err != nil {
 		return fmt.Errorf("publisher: %w", err)
 	}
@@ -96,7 +96,7 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	}
 	defer gate.Close()
 	sched := cfg.Scheduler
-	sched.Queue = cfg.Queues.Jobs
+	sched.Queue, sched.RenderQueue = cfg.Queues.Jobs, cfg.Queues.Renders
 	svc, err := scheduler.New(sched, st, gate, pub, log, reg)
 	if err != nil {
 		return err

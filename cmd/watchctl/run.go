@@ -321,6 +321,8 @@ type addCmd struct {
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article: headline, date, authors, lead and body (default true)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"A request header for the page's checks, such as 'Accept-Language: de' or 'Cookie: session=…' (repeatable). Cookie and Authorization are stored sealed and never shown again; they need PORTALWATCH_SECRETS_KEY."`
 	Proxy          string   `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES (default: direct)."`
+	Render         bool     `name:"render" help:"Check the page in headless Chromium (the renderer program), so that links its scripts insert are seen."`
+	WaitFor        string   `name:"wait-for" placeholder:"CSS" help:"With --render: read the page once this CSS selector matches (bounded by the renderer's deadline) instead of when its network is idle."`
 	optionFlags
 }
 
@@ -359,6 +361,8 @@ func (a *addCmd) Run(c *cli) error {
 		ArticlesOff:       a.Articles != nil && !*a.Articles,
 		Headers:           headers,
 		Proxy:             a.Proxy,
+		Render:            a.Render,
+		WaitFor:           a.WaitFor,
 	})
 	if err != nil {
 		return err
@@ -386,6 +390,9 @@ func (a *addCmd) Run(c *cli) error {
 	if page.Proxy != "" {
 		printProxy(c.stdout, page)
 	}
+	if page.Render {
+		printRender(c.stdout, page)
+	}
 	return nil
 }
 
@@ -396,6 +403,18 @@ func printProxy(w io.Writer, p watch.Page) {
 		return
 	}
 	fmt.Fprintf(w, "page %d: fetched through proxy %s\n", p.ID, p.Proxy)
+}
+
+// printRender says how a page is checked: rendered, and what for.
+func printRender(w io.Writer, p watch.Page) {
+	switch {
+	case p.Render && p.WaitFor != "":
+		fmt.Fprintf(w, "page %d: rendered in headless Chromium, read once %q matches\n", p.ID, p.WaitFor)
+	case p.Render:
+		fmt.Fprintf(w, "page %d: rendered in headless Chromium, read once its network is idle\n", p.ID)
+	default:
+		fmt.Fprintf(w, "page %d: fetched, not rendered\n", p.ID)
+	}
 }
 
 type listCmd struct {
@@ -445,6 +464,11 @@ func (l *listCmd) Run(c *cli) error {
 				problem = p.Health.Detail
 			}
 		}
+		if p.SuggestRender() {
+			hint := fmt.Sprintf("almost no links but scripts: try `watchctl set %d --render`", p.ID)
+			// First, so that the column's cut at 80 characters keeps it.
+			problem = strings.TrimSuffix(hint+"; "+problem, "; ")
+		}
 		proxy := p.Proxy
 		if proxy == "" {
 			proxy = "-"
@@ -464,7 +488,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
 		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
-		"headers": watch.ShownHeaderMap(p.Headers), "proxy": p.Proxy,
+		"headers": watch.ShownHeaderMap(p.Headers), "proxy": p.Proxy, "render": p.Render, "wait_for": p.WaitFor, "suggest_render": p.SuggestRender(),
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -514,6 +538,8 @@ type setCmd struct {
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"Set a request header, replacing one of the same name; 'NAME:' with no value removes it (repeatable; the others stay)."`
 	ClearHeaders   bool     `name:"clear-headers" help:"Remove every request header (before any --header)."`
 	Proxy          *string  `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES; --proxy \"\" fetches direct again."`
+	Render         *bool    `name:"render" placeholder:"true|false" help:"Check the page in headless Chromium (true) or with a plain fetch (false)."`
+	WaitFor        *string  `name:"wait-for" placeholder:"CSS" help:"The CSS selector a rendered check waits for (\"\" waits for the network to go idle)."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -541,12 +567,13 @@ func (s *setCmd) Run(c *cli) error {
 	}
 	change.ClearHeaders = s.ClearHeaders
 	change.Proxy = s.Proxy
+	change.Render, change.WaitFor = s.Render, s.WaitFor
 	// Each setting on its own, before the database is asked.
 	if _, err = change.Normalize(); err != nil {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --proxy or an option of regions and keyword rules")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --proxy, --render, --wait-for or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
@@ -582,6 +609,9 @@ func (s *setCmd) Run(c *cli) error {
 	}
 	if change.Proxy != nil {
 		printProxy(c.stdout, page)
+	}
+	if change.Render != nil || change.WaitFor != nil {
+		printRender(c.stdout, page)
 	}
 	if page.RebaselinePending && !reflect.DeepEqual(before.Options, page.Options) {
 		fmt.Fprintf(c.stdout, "page %d: its options changed what it admits; its next check re-baselines silently (the links now admitted are recorded, not reported as new)\n", page.ID)

@@ -322,7 +322,7 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
 	req := watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified, DigestSalt: s.digestSalt, Slot: job.Slot,
-		Header: headers, Proxy: job.Proxy, Capture: s.cfg.Archive != nil}
+		Header: headers, Proxy: job.Proxy, WaitFor: job.WaitFor, Capture: s.cfg.Archive != nil}
 	if job.LinksDigest != "" {
 		// A body digest vouches for the links only while their digest
 		// does: the store clears both when the set must be read again.
@@ -331,7 +331,7 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 	res, err := s.fetcher.Fetch(fetchCtx, req)
 	cancel()
 	leave()
-	task.Status, task.FetchedAt = res.Status, res.FetchedAt
+	task.Status, task.FetchedAt, task.Rendered = res.Status, res.FetchedAt, res.Rendered
 	if task.FetchedAt.IsZero() {
 		task.FetchedAt = time.Now().UTC()
 	}
@@ -412,6 +412,7 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 		task.MissedRegions = job.Options.Within
 	}
 	walked := len(links)
+	task.Scripted = !res.Rendered && walked <= watch.ScriptedMaxLinks && hasScripts(res.HTML)
 	links = filter(links, job, opts.patternsOf())
 	rankKept(links, walked)
 	kept := len(links) + stats.LinksOverCap

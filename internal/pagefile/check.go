@@ -214,6 +214,7 @@ type packedPage struct {
 	flags    packedFlags
 	headers  []watch.Header // few and short: a list carries no secret
 	proxy    string
+	waitFor  string
 }
 
 type packedFlags uint8
@@ -223,6 +224,7 @@ const (
 	packedBurstDetectionOff
 	packedSameSiteOnly
 	packedArticlesOff
+	packedRender
 )
 
 // listsOf returns the lists of s that packedPage joins, in its order.
@@ -239,7 +241,7 @@ func pack(line int, s watch.PageSpec) packedPage {
 		on   bool
 		flag packedFlags
 	}{{s.Paused, packedPaused}, {s.BurstDetectionOff, packedBurstDetectionOff}, {s.Options.SameSiteOnly, packedSameSiteOnly},
-		{s.ArticlesOff, packedArticlesOff}} {
+		{s.ArticlesOff, packedArticlesOff}, {s.Render, packedRender}} {
 		if f.on {
 			p.flags |= f.flag
 		}
@@ -266,6 +268,7 @@ func pack(line int, s watch.PageSpec) packedPage {
 		p.ends[i+2] = uint32(b.Len())
 	}
 	p.text = b.String()
+	p.waitFor = strings.Clone(s.WaitFor)
 	for _, h := range s.Headers {
 		// Strings of their own, as the text is.
 		p.headers = append(p.headers, watch.Header{Name: strings.Clone(h.Name), Value: strings.Clone(h.Value), Sealed: strings.Clone(h.Sealed)})
@@ -288,7 +291,8 @@ func (p packedPage) url() string { return p.part(0) }
 func (p packedPage) unpack() watch.PageSpec {
 	s := watch.PageSpec{URL: p.url(), Name: p.part(1), Interval: p.interval,
 		Paused: p.flags&packedPaused != 0, BurstDetectionOff: p.flags&packedBurstDetectionOff != 0,
-		ArticlesOff: p.flags&packedArticlesOff != 0, Headers: p.headers, Proxy: p.proxy}
+		ArticlesOff: p.flags&packedArticlesOff != 0, Headers: p.headers, Proxy: p.proxy,
+		Render: p.flags&packedRender != 0, WaitFor: p.waitFor}
 	s.Options.SameSiteOnly = p.flags&packedSameSiteOnly != 0
 	for i, l := range listsOf(&s) {
 		if t := p.part(i + 2); t != "" {

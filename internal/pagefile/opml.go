@@ -211,6 +211,10 @@ func readOutline(attrs []xml.Attr) outlineAttrs {
 			dst = &a.Headers
 		case "pwProxy":
 			dst = &a.Proxy
+		case "pwRender":
+			dst = &a.Render
+		case "pwWaitFor":
+			dst = &a.WaitFor
 		default:
 			continue
 		}
@@ -223,7 +227,7 @@ func readOutline(attrs []xml.Attr) outlineAttrs {
 		*dst = at.Value
 	}
 	s := &a.settings
-	for _, v := range []*string{&s.Interval, &s.Enabled, &s.SameSite, &s.BurstDetection, &s.Articles} {
+	for _, v := range []*string{&s.Interval, &s.Enabled, &s.SameSite, &s.BurstDetection, &s.Articles, &s.Render, &s.WaitFor} {
 		*v = strings.TrimSpace(*v)
 	}
 	return a

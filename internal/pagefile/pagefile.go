@@ -98,8 +98,11 @@ const (
 // request headers, "Name: value" a line, never a secret one (Cookie,
 // Authorization…): a list is a file people pass on. proxy names the proxy
 // of the operator's list the page is fetched through, empty for none.
+// render says the page is checked in headless Chromium (default false),
+// wait_for is the CSS selector its renderer waits for.
 var csvHeader = []string{"url", "name", "tags", "interval", "enabled", "same_site", "ignore",
-	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles", "headers", "proxy"}
+	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles", "headers",
+	"render", "wait_for", "proxy"}
 
 // FormatOf picks the format from a file name's extension (.csv; .opml or
 // .xml), or returns an error naming the choices.
@@ -282,6 +285,7 @@ type settings struct {
 	Interval, Enabled, SameSite, BurstDetection, Articles                     string
 	Ignore, Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
 	Headers, Proxy                                                            string
+	Render, WaitFor                                                           string
 }
 
 func makeRow(line int, url, name string, tags []string, s settings) (Row, error) {
@@ -302,7 +306,8 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 		name, v string
 		dst     *bool
 	}{{"enabled", s.Enabled, &enabled}, {"same_site", s.SameSite, &o.SameSiteOnly},
-		{"burst_detection", s.BurstDetection, &burstDetection}, {"articles", s.Articles, &articles}} {
+		{"burst_detection", s.BurstDetection, &burstDetection}, {"articles", s.Articles, &articles},
+		{"render", s.Render, &row.Page.Render}} {
 		if b.v == "" {
 			continue
 		}
@@ -313,6 +318,7 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 		*b.dst = v
 	}
 	row.Page.Paused, row.Page.BurstDetectionOff, row.Page.ArticlesOff = !enabled, !burstDetection, !articles
+	row.Page.WaitFor = s.WaitFor
 	// Registration checks the lists' contents; here they are only split.
 	for _, l := range []struct {
 		name, cell string

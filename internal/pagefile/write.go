@@ -22,7 +22,8 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 			cw.Write([]string{p.BaseURL, p.Name, strings.Join(p.Tags, " "), p.Interval.String(),
 				strconv.FormatBool(p.Enabled), strconv.FormatBool(o.SameSiteOnly), lines(o.Ignore),
 				lines(o.Within), lines(o.Exclude), lines(o.IncludeText), lines(o.ExcludeText), lines(o.IncludeURL), lines(o.ExcludeURL),
-				strconv.FormatBool(p.BurstDetection), strconv.FormatBool(p.Articles), headerLines(p.Headers), p.Proxy})
+				strconv.FormatBool(p.BurstDetection), strconv.FormatBool(p.Articles), headerLines(p.Headers),
+				strconv.FormatBool(p.Render), p.WaitFor, p.Proxy})
 		}
 		cw.Flush()
 		return cw.Error()
@@ -33,7 +34,8 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 			o := outline{Text: p.DisplayName(), Type: "link", URL: p.BaseURL, Interval: p.Interval.String(),
 				SameSite: po.SameSiteOnly, Ignore: lines(po.Ignore), Within: lines(po.Within), Exclude: lines(po.Exclude),
 				IncludeText: lines(po.IncludeText), ExcludeText: lines(po.ExcludeText),
-				IncludeURL: lines(po.IncludeURL), ExcludeURL: lines(po.ExcludeURL), Headers: headerLines(p.Headers), Proxy: p.Proxy}
+				IncludeURL: lines(po.IncludeURL), ExcludeURL: lines(po.ExcludeURL), Headers: headerLines(p.Headers), Proxy: p.Proxy,
+				Render: p.Render, WaitFor: p.WaitFor}
 			if !p.Enabled {
 				o.Enabled = "false"
 			}
@@ -104,6 +106,9 @@ type outline struct {
 	Headers string `xml:"pwHeaders,attr,omitempty"`
 	// Proxy names the proxy the page is fetched through.
 	Proxy string `xml:"pwProxy,attr,omitempty"`
+	// Render and WaitFor are the page's rendering in headless Chromium.
+	Render  bool   `xml:"pwRender,attr,omitempty"`
+	WaitFor string `xml:"pwWaitFor,attr,omitempty"`
 }
 
 // lines joins a list as its cell or attribute holds it.

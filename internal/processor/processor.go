@@ -301,6 +301,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		Revisions:    s.cfg.Revisions,
 		Reading:      task.Reading(),
 		Challenge:    watch.CleanText(task.Challenge),
+		RenderHint:   task.RenderHint(),
 	}
 	if check.FetchedAt.IsZero() {
 		check.FetchedAt = time.Now()

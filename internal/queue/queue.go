@@ -148,6 +148,10 @@ type Names struct {
 	// Tasks is the task queue, from the crawlers to the processors. Default
 	// task_queue.
 	Tasks string `env:"PORTALWATCH_TASK_QUEUE"`
+	// Renders is the render queue, from the scheduler to the renderers:
+	// the jobs of pages checked in headless Chromium. Default
+	// render_queue.
+	Renders string `env:"PORTALWATCH_RENDER_QUEUE"`
 }
 
 // WithDefaults returns n with each unset name given its default.
@@ -158,6 +162,9 @@ func (n Names) WithDefaults() Names {
 	if n.Tasks == "" {
 		n.Tasks = "task_queue"
 	}
+	if n.Renders == "" {
+		n.Renders = "render_queue"
+	}
 	return n
 }
 
@@ -166,6 +173,12 @@ func (n Names) Validate() error {
 	errs := []error{config.Name("Jobs", n.Jobs), config.Name("Tasks", n.Tasks)}
 	if n.Jobs == n.Tasks {
 		errs = append(errs, config.Invalid("Tasks", n.Tasks, "want a name other than {Jobs}'s: the two queues must differ"))
+	}
+	if n.Renders != "" {
+		errs = append(errs, config.Name("Renders", n.Renders))
+		if n.Renders == n.Jobs || n.Renders == n.Tasks {
+			errs = append(errs, config.Invalid("Renders", n.Renders, "want a name other than {Jobs}'s and {Tasks}'s: rendered pages have their own queue"))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -54,7 +54,7 @@ var errNoGuard = errors.New("registration: no URL guard configured (Policy.Guard
 func (pol Policy) CheckPage(ctx context.Context, s watch.PageSpec) (watch.PageSpec, error) {
 	// Every rule is checked, so that all that is wrong is told at once.
 	normal, err := s.Normalize()
-	grammar := checkRegionGrammar(s.Options.Within, s.Options.Exclude)
+	grammar := watch.JoinRefused(checkRegionGrammar(s.Options.Within, s.Options.Exclude), checkWaitFor(s.WaitFor))
 	url, urlErr := pol.CheckURL(ctx, s.URL)
 	if err := watch.JoinRefused(urlErr, err, grammar, pol.CheckProxy(s.Proxy)); err != nil {
 		return watch.PageSpec{}, err
@@ -120,6 +120,9 @@ func (pol Policy) CheckEdit(e watch.PageEdit, current watch.LinkOptions) (watch.
 		exclude = *e.Exclude
 	}
 	grammar := checkRegionGrammar(within, exclude)
+	if e.WaitFor != nil {
+		grammar = watch.JoinRefused(grammar, checkWaitFor(*e.WaitFor))
+	}
 	var proxy error
 	if e.Proxy != nil {
 		proxy = pol.CheckProxy(*e.Proxy)
@@ -140,4 +143,16 @@ func checkRegionGrammar(within, exclude []string) error {
 	_, errWithin := domwalk.CompileRegions(within, nil)
 	_, errExclude := domwalk.CompileRegions(nil, exclude)
 	return watch.JoinRefused(watch.Refused("within", errWithin), watch.Refused("exclude", errExclude))
+}
+
+// checkWaitFor parses the selector a rendered page waits for with the
+// region selectors' parser: a selector it reads, Chromium reads too.
+func checkWaitFor(sel string) error {
+	if strings.TrimSpace(sel) == "" {
+		return nil
+	}
+	if _, err := domwalk.CompileRegions([]string{strings.TrimSpace(sel)}, nil); err != nil {
+		return watch.Refused("wait_for", fmt.Errorf("wait-for selector %q is not a valid CSS selector", sel))
+	}
+	return nil
 }

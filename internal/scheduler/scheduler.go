@@ -48,6 +48,9 @@ type Publisher interface {
 type Config struct {
 	// Queue is the job queue.
 	Queue string
+	// RenderQueue is where the jobs of rendered pages (Job.Render) go, the
+	// renderers' queue; empty sends them to Queue with the others.
+	RenderQueue string
 	// PollInterval is the pause after a round that found fewer than
 	// BatchSize due pages. At least 10ms; default DefaultPollInterval, 1s.
 	PollInterval time.Duration `env:"PORTALWATCH_SCHEDULER_POLL"`
@@ -252,20 +255,34 @@ func (s *Service) dispatch(ctx context.Context, jobs []watch.Job) ([]watch.Postp
 	if len(send) == 0 {
 		return later, nil
 	}
-	msgs := make([]watch.Message, len(send))
-	for i, j := range send {
+	byQueue := map[string][]watch.Message{}
+	for _, j := range send {
 		body, err := watch.EncodeJob(j)
 		if err != nil {
 			return nil, fmt.Errorf("encode job for page %d: %w", j.ID, err)
 		}
-		msgs[i] = watch.Message{Body: body}
+		q := s.queueOf(j)
+		byQueue[q] = append(byQueue[q], watch.Message{Body: body})
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()
-	if err := s.pub.Publish(ctx, s.cfg.Queue, msgs...); err != nil {
-		return nil, err
+	for _, q := range []string{s.cfg.Queue, s.cfg.RenderQueue} {
+		if msgs := byQueue[q]; len(msgs) > 0 {
+			if err := s.pub.Publish(ctx, q, msgs...); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return later, nil
+}
+
+// queueOf is the queue of j: the render queue for a page rendered in
+// Chromium, when the scheduler has one, else the job queue.
+func (s *Service) queueOf(j watch.Job) string {
+	if j.Render && s.cfg.RenderQueue != "" {
+		return s.cfg.RenderQueue
+	}
+	return s.cfg.Queue
 }
 
 // book asks the budget for a slot for each job, all of one origin's jobs in

@@ -34,14 +34,13 @@ func budget(n int) int32 {
 // links must hold every link of the check that the caller cannot prove is
 // already recorded; for a failed check it is ignored.
 func (s *Store) RecordCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
-	if c.Snapshot != nil && c.Error == "" {
-		return s.recordArchivedCheck(ctx, c, links)
-	}
 	var (
 		rec watch.Recorded
 		err error
 	)
 	switch {
+	case c.Snapshot != nil && c.Error == "":
+		rec, err = s.recordArchivedCheck(ctx, c, links)
 	case c.Error != "":
 		rec, err = recordFailure(ctx, s.pool, c)
 	case len(links) == 0 && c.Removals.Keys == nil:
@@ -52,10 +51,24 @@ func (s *Store) RecordCheck(ctx context.Context, c watch.Check, links []watch.Ne
 	default:
 		rec, err = s.recordLinks(ctx, c, links)
 	}
+	if err == nil && c.RenderHint != nil {
+		err = s.setRenderHint(ctx, c)
+	}
 	if err != nil {
 		return watch.Recorded{}, fmt.Errorf("record check of page %d: %w", c.PageID, interpretError(err))
 	}
 	return rec, nil
+}
+
+// setRenderHint records what the check c says of rendering its page, when
+// c is the page's last recorded check (a stale redelivery changes nothing)
+// and the hint changes: most checks write nothing here. It is a hint for
+// people, not a fact of the watch, so it may follow the check's own
+// statement instead of sharing it.
+func (s *Store) setRenderHint(ctx context.Context, c watch.Check) error {
+	_, err := s.pool.Exec(ctx, `UPDATE pages SET render_hint = $2
+		WHERE id = $1 AND render_hint IS DISTINCT FROM $2 AND last_checked_at = $3`, c.PageID, *c.RenderHint, c.FetchedAt)
+	return err
 }
 
 // querier is what the recording statements need: a pool, or a transaction.

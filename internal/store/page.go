@@ -147,6 +147,11 @@ func (s *Store) createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) 
 		return watch.Page{}, watch.Refused("headers", watch.ErrNoSecretsKey)
 	}
 	page, err := insertPage(ctx, q, p)
+	if err == nil && (p.Render || p.WaitFor != "" || page.Restored) {
+		restored := page.Restored
+		page, err = setRender(ctx, q, page.ID, &p.Render, &p.WaitFor)
+		page.Restored = restored
+	}
 	if err != nil || len(p.Headers) == 0 {
 		return page, err
 	}
@@ -185,6 +190,22 @@ func (s *Store) setHeaders(ctx context.Context, q rowQuerier, id int64, hs []wat
 		return watch.Page{}, err
 	}
 	return scanPage(q.QueryRow(ctx, `UPDATE pages SET headers = $2 WHERE id = $1 RETURNING `+pageColumns, id, arg))
+}
+
+// setRender sets whether page id is rendered and the selector its
+// renderer waits for; nil keeps a setting, an empty selector is NULL. A
+// page turned to rendering or back forgets its validators and digests: the
+// DOM after scripts is another body than the page as fetched.
+func setRender(ctx context.Context, q rowQuerier, id int64, render *bool, waitFor *string) (watch.Page, error) {
+	return scanPage(q.QueryRow(ctx, `
+		UPDATE pages SET
+			etag          = CASE WHEN render IS DISTINCT FROM coalesce($2, render) THEN NULL ELSE etag END,
+			last_modified = CASE WHEN render IS DISTINCT FROM coalesce($2, render) THEN NULL ELSE last_modified END,
+			body_digest   = CASE WHEN render IS DISTINCT FROM coalesce($2, render) THEN NULL ELSE body_digest END,
+			render        = coalesce($2, render),
+			wait_for      = CASE WHEN $3::text IS NULL THEN wait_for ELSE nullif($3, '') END
+		WHERE id = $1 AND deleted_at IS NULL
+		RETURNING `+pageColumns, id, render, waitFor))
 }
 
 // headersArg is the value of pages.headers for hs: NULL for none.
@@ -325,6 +346,11 @@ func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageE
 		}
 		headersTouched, headersRebase = !same, visible
 	}
+	if e.Render != nil || e.WaitFor != nil {
+		if _, err := setRender(ctx, tx, id, e.Render, e.WaitFor); err != nil {
+			return watch.Page{}, err
+		}
+	}
 	// Another proxy may be another exit, shown another edition of the
 	// page: like a header in clear, its change re-baselines.
 	rebase := "baseline_at IS NOT NULL AND (" + admitsChanged(4, 5, 8, 9, 10, 11, 12, 13) + " OR $18 OR " + proxyChanged(19) + ")"
@@ -421,7 +447,7 @@ const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::
 	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
 	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
 	rebaseline, burst_detection, articles, deleted_at, coalesce(degraded, ''), coalesce(degraded_detail, ''), degraded_since,
-	coalesce(headers, '[]'), coalesce(proxy, '')`
+	coalesce(headers, '[]'), coalesce(proxy, ''), render, coalesce(wait_for, ''), render_hint`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -437,7 +463,7 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
 		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
 		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted,
-		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers, &p.Proxy)
+		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers, &p.Proxy, &p.Render, &p.WaitFor, &p.RenderHint)
 	if err != nil {
 		return watch.Page{}, err
 	}

@@ -52,10 +52,7 @@ func (s *Store) recordArchivedCheck(ctx context.Context, c watch.Check, links []
 		}
 		return err
 	})
-	if err != nil {
-		return watch.Recorded{}, fmt.Errorf("record check of page %d: %w", c.PageID, interpretError(err))
-	}
-	return rec, nil
+	return rec, err
 }
 
 // indexSnapshot inserts the index row of the check's snapshot and, for a

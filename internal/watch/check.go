@@ -55,6 +55,8 @@ type Check struct {
 	// (Task.Snapshot); the store indexes it with the check when the check
 	// records something (Recorded.Snapshot). Nil: nothing to index.
 	Snapshot *SnapshotRef
+	// RenderHint is Task.RenderHint: nil keeps the page's RenderHint.
+	RenderHint *bool
 }
 
 // Burst says when a check's new links are a redesign flood rather than news:

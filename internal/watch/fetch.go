@@ -48,6 +48,9 @@ type FetchRequest struct {
 	// the fetch, robots.txt and every redirect go through; empty goes
 	// direct. A name the fetcher does not know fails with FetchProxy.
 	Proxy string
+	// WaitFor is the CSS selector a renderer waits for before it reads the
+	// DOM (Job.WaitFor); a plain fetcher ignores it.
+	WaitFor string
 }
 
 // FetchResult is the outcome of one fetch. A fetcher returns it filled as far
@@ -84,6 +87,9 @@ type FetchResult struct {
 	// Capture is the exchange as received when the request asked for it
 	// and a body was read; nil otherwise.
 	Capture *Capture
+	// Rendered says HTML is the DOM a browser built from the page after
+	// its scripts ran (Task.Rendered).
+	Rendered bool
 }
 
 // ContentKind is the kind of content a fetch asks for, which decides the

@@ -19,7 +19,7 @@ var services = []string{"crawler", "processor", "scheduler", "web", "notifier", 
 
 // adapters are the packages named after a technology; services must not
 // depend on them, and they must not depend on each other or on a service.
-var adapters = []string{"store", "queue", "seen", "fetch", "hostgate", "webhook", "email"}
+var adapters = []string{"store", "queue", "seen", "fetch", "hostgate", "webhook", "email", "renderer"}
 
 // drivers are the clients of the services portalwatch talks to.
 var drivers = []string{"github.com/jackc/pgx", "github.com/pressly/goose", "github.com/rabbitmq/amqp091-go",

@@ -80,6 +80,11 @@ type Job struct {
 	// the page is fetched through; empty goes direct. A crawler older than
 	// proxies ignores it and fetches direct.
 	Proxy string `json:"proxy,omitempty"`
+	// Render says the job is for the renderer (Page.Render): the
+	// scheduler publishes it to the render queue. WaitFor is the page's
+	// Page.WaitFor.
+	Render  bool   `json:"render,omitempty"`
+	WaitFor string `json:"waitFor,omitempty"`
 }
 
 // Task carries the result of one check of a page from a crawler to the
@@ -136,6 +141,28 @@ type Task struct {
 	// check (a task with links only); the processor indexes them with the
 	// check when it records something. Nil when nothing was archived.
 	Snapshot *SnapshotRef `json:"snapshot,omitempty"`
+	// Rendered says the links were read from the DOM headless Chromium
+	// built (the renderer), not from the page as fetched.
+	Rendered bool `json:"rendered,omitempty"`
+	// Scripted says a plain check read almost no links (at most
+	// ScriptedMaxLinks) from a page that holds scripts: its links may be
+	// built by JavaScript (Page.RenderHint).
+	Scripted bool `json:"scripted,omitempty"`
+}
+
+// ScriptedMaxLinks is the most links a page with scripts may show a plain
+// check for the check to suggest rendering it.
+const ScriptedMaxLinks = 5
+
+// RenderHint returns what the check says of rendering the page (the
+// page's RenderHint after it), nil when it read no page to judge: failed,
+// 304, unchanged, or from a crawler older than hints.
+func (t Task) RenderHint() *bool {
+	if t.Kept == nil || t.Failed() || t.NotModified() {
+		return nil
+	}
+	hint := t.Scripted && !t.Rendered
+	return &hint
 }
 
 // Reading returns what the check saw of the page for its health, nil when

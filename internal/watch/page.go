@@ -90,7 +90,23 @@ type Page struct {
 	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
 	// the page and its articles are fetched through; "" goes direct.
 	Proxy string
+	// Render says the page is checked in headless Chromium by the
+	// renderer, so that links its scripts insert are seen; false is a
+	// plain fetch by a crawler.
+	Render bool
+	// WaitFor is the CSS selector the renderer waits for before it reads
+	// the DOM; empty waits for the network to go idle. Only rendered
+	// pages use it.
+	WaitFor string
+	// RenderHint says the page's last plain check read almost no links
+	// but scripts (Task.Scripted): rendering it may show its links.
+	RenderHint bool
 }
+
+// SuggestRender reports whether people should be told to render the page:
+// it is not rendered, and its last check read almost no links but
+// scripts.
+func (p Page) SuggestRender() bool { return p.RenderHint && !p.Render }
 
 // TrashRetention is how long a deleted page stays in the trash, restorable,
 // before it is deleted for good with its links and updates.
@@ -187,6 +203,9 @@ type PageSpec struct {
 	// Proxy names the proxy the page is fetched through (Page.Proxy);
 	// "" goes direct.
 	Proxy string
+	// Render and WaitFor are Page.Render and Page.WaitFor.
+	Render  bool
+	WaitFor string
 }
 
 // PageEdit changes a registered page; a nil field stays as it is. Check it
@@ -215,6 +234,10 @@ type PageEdit struct {
 	// Proxy sets the proxy the page is fetched through; "" goes direct
 	// again.
 	Proxy *string
+	// Render turns rendering in headless Chromium on or off; WaitFor
+	// replaces the selector the renderer waits for ("" for none).
+	Render  *bool
+	WaitFor *string
 }
 
 // Apply returns o with the lists e changes replaced.
@@ -257,8 +280,10 @@ func (s PageSpec) Normalize() (PageSpec, error) {
 	} else {
 		s.Headers = nil
 	}
+	var waitErr error
+	s.WaitFor, waitErr = NormalizeWaitFor(s.WaitFor)
 	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr,
-		Refused("proxy", CheckProxyName(s.Proxy))); err != nil {
+		Refused("proxy", CheckProxyName(s.Proxy)), Refused("wait_for", waitErr)); err != nil {
 		return PageSpec{}, err
 	}
 	return s, nil
@@ -298,10 +323,35 @@ func (e PageEdit) Normalize() (PageEdit, error) {
 	if e.Proxy != nil {
 		errs = append(errs, Refused("proxy", CheckProxyName(*e.Proxy)))
 	}
+	if e.WaitFor != nil {
+		waitFor, err := NormalizeWaitFor(*e.WaitFor)
+		errs = append(errs, Refused("wait_for", err))
+		e.WaitFor = &waitFor
+	}
 	if err := JoinRefused(errs...); err != nil {
 		return PageEdit{}, err
 	}
 	return e, nil
+}
+
+// MaxWaitForRunes bounds the selector a rendered page waits for.
+const MaxWaitForRunes = 500
+
+// NormalizeWaitFor trims the selector a rendered page waits for and checks
+// its length and characters; its grammar is checked by
+// registration.CheckPage, which has the CSS parser. Empty is valid: the
+// renderer then waits for the network to go idle.
+func NormalizeWaitFor(sel string) (string, error) {
+	sel = strings.TrimSpace(sel)
+	switch {
+	case !utf8.ValidString(sel):
+		return "", errors.New("wait-for selector is not valid UTF-8")
+	case utf8.RuneCountInString(sel) > MaxWaitForRunes:
+		return "", fmt.Errorf("wait-for selector is %d characters long: the longest is %d", utf8.RuneCountInString(sel), MaxWaitForRunes)
+	case strings.IndexFunc(sel, unicode.IsControl) >= 0:
+		return "", errors.New("wait-for selector holds a control character (a tab or line break, say)")
+	}
+	return sel, nil
 }
 
 func checkInterval(d time.Duration) error {

@@ -59,6 +59,14 @@ type pageJSON struct {
 	// Proxy names the proxy of the operator's list the page and its
 	// articles are fetched through; "" is direct.
 	Proxy string `json:"proxy"`
+	// Render says the page is checked in headless Chromium; WaitFor is
+	// the CSS selector the renderer waits for, "" for the network to go
+	// idle.
+	Render  bool   `json:"render"`
+	WaitFor string `json:"wait_for"`
+	// SuggestRender says the page's last plain check read almost no
+	// links but scripts: rendering it may show its links.
+	SuggestRender bool `json:"suggest_render"`
 	// Restored marks the answer to an add that brought the page back
 	// from the trash; DeletedAt and PurgeAt are a trashed page's.
 	Restored  bool       `json:"restored,omitempty"`
@@ -111,7 +119,8 @@ func toPageJSON(p watch.Page) pageJSON {
 		LastTruncated: p.LastTruncated, LastCut: p.LastCut, pageOptionsJSON: toPageOptionsJSON(p.Options),
 		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(), Health: toHealthJSON(p.Health),
-		Headers: watch.ShownHeaderMap(p.Headers), Proxy: p.Proxy,
+		Headers: watch.ShownHeaderMap(p.Headers), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor,
+		SuggestRender: p.SuggestRender(),
 	}
 	if !p.LastCheckedAt.IsZero() {
 		t := p.LastCheckedAt.UTC()
@@ -246,7 +255,9 @@ type createPageJSON struct {
 	Headers map[string]*string `json:"headers"`
 	// Proxy names one of the proxies of PORTALWATCH_PROXIES; "" or none
 	// is direct.
-	Proxy string `json:"proxy"`
+	Proxy   string `json:"proxy"`
+	Render  bool   `json:"render"`
+	WaitFor string `json:"wait_for"`
 }
 
 // decodeJSON reads a JSON body into v: one object, known fields only, at
@@ -303,6 +314,8 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 		ArticlesOff:       in.Articles != nil && !*in.Articles,
 		Headers:           headerList(in.Headers),
 		Proxy:             in.Proxy,
+		Render:            in.Render,
+		WaitFor:           in.WaitFor,
 	})
 	if err != nil {
 		return watch.Page{}, err
@@ -326,7 +339,9 @@ type editPageJSON struct {
 	Headers      map[string]*string `json:"headers"`
 	ClearHeaders bool               `json:"clear_headers"`
 	// Proxy sets the page's proxy; "" fetches it direct again.
-	Proxy *string `json:"proxy"`
+	Proxy   *string `json:"proxy"`
+	Render  *bool   `json:"render"`
+	WaitFor *string `json:"wait_for"`
 }
 
 func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
@@ -339,7 +354,7 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	edit := watch.PageEdit{Enabled: in.Enabled, SameSiteOnly: in.SameSiteOnly, Ignore: in.Ignore, Name: in.Name, Tags: in.Tags,
-		BurstDetection: in.BurstDetection, Articles: in.Articles}
+		BurstDetection: in.BurstDetection, Articles: in.Articles, Render: in.Render, WaitFor: in.WaitFor}
 	in.editOptionsJSON.apply(&edit)
 	if in.Headers != nil {
 		list := headerList(in.Headers)

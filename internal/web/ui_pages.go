@@ -36,6 +36,10 @@ type pageForm struct {
 	Proxy         string
 	Proxies       []string
 	ProxyUnlisted bool
+	// Render and WaitFor are the page's rendering in headless Chromium
+	// and the selector its renderer waits for.
+	Render  bool
+	WaitFor string
 	// Errors holds the refusals by watch.RefusedError's Field (url,
 	// interval, name, tags, ignore, within, exclude, includeText,
 	// excludeText, includeUrl, excludeUrl, options), each shown beside
@@ -88,7 +92,8 @@ func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
 		IncludeURL: r.PostFormValue("include_url"), ExcludeURL: r.PostFormValue("exclude_url"),
 		SameSite: r.PostFormValue("same_site") == "on", BurstDetection: r.PostFormValue("burst_detection") == "on",
 		Articles: r.PostFormValue("articles") == "on", Headers: r.PostFormValue("headers"),
-		Proxy: strings.TrimSpace(r.PostFormValue("proxy")),
+		Proxy:  strings.TrimSpace(r.PostFormValue("proxy")),
+		Render: r.PostFormValue("render") == "on", WaitFor: strings.TrimSpace(r.PostFormValue("wait_for")),
 	}
 	o := watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore), Within: splitLines(f.Within),
 		Exclude: splitLines(f.Exclude), IncludeText: splitLines(f.IncludeText), ExcludeText: splitLines(f.ExcludeText),
@@ -238,7 +243,7 @@ func formPage(r *http.Request) (pageForm, watch.PageSpec, error) {
 	f, options := formSettings(r)
 	f.URL, f.Enabled = strings.TrimSpace(r.PostFormValue("url")), true
 	p := watch.PageSpec{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options, BurstDetectionOff: !f.BurstDetection,
-		ArticlesOff: !f.Articles, Proxy: f.Proxy}
+		ArticlesOff: !f.Articles, Proxy: f.Proxy, Render: f.Render, WaitFor: f.WaitFor}
 	interval, intervalErr := formInterval(f.Interval, watch.DefaultInterval)
 	headers, headersErr := formHeaders(f.Headers)
 	p.Interval, p.Headers = interval, headers
@@ -318,7 +323,7 @@ func editFormOf(p watch.Page) pageForm {
 		Ignore: lines(o.Ignore), Within: lines(o.Within), Exclude: lines(o.Exclude), IncludeText: lines(o.IncludeText),
 		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
 		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection, Articles: p.Articles,
-		Headers: lines(watch.ShownHeaders(p.Headers)), Proxy: p.Proxy}
+		Headers: lines(watch.ShownHeaders(p.Headers)), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor}
 }
 
 // withProxies gives form the proxies to choose from.
@@ -399,7 +404,8 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	tags := splitTags(form.Tags)
 	edit := watch.PageEdit{Name: &form.Name, Tags: &tags, SameSiteOnly: &o.SameSiteOnly, Ignore: &o.Ignore,
 		Within: &o.Within, Exclude: &o.Exclude, IncludeText: &o.IncludeText, ExcludeText: &o.ExcludeText,
-		IncludeURL: &o.IncludeURL, ExcludeURL: &o.ExcludeURL, BurstDetection: &form.BurstDetection, Articles: &form.Articles}
+		IncludeURL: &o.IncludeURL, ExcludeURL: &o.ExcludeURL, BurstDetection: &form.BurstDetection, Articles: &form.Articles,
+		Render: &form.Render, WaitFor: &form.WaitFor}
 	d, intervalErr := formInterval(form.Interval, 0)
 	if intervalErr == nil && form.Interval == "" {
 		intervalErr = &watch.RefusedError{Field: "interval", Err: errors.New("give the time between checks, like 5m, 1h30m or 1d")}

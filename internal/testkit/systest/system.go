@@ -27,7 +27,7 @@ import (
 )
 
 // Programs are the binaries Build makes.
-var Programs = []string{"scheduler", "crawler", "processor", "extractor", "notifier", "watchctl", "web"}
+var Programs = []string{"scheduler", "crawler", "processor", "extractor", "notifier", "watchctl", "web", "renderer"}
 
 // ModuleRoot is the folder of portalwatch's go.mod, found from this
 // source file, so tests build from the tree they run in wherever go test
@@ -106,6 +106,8 @@ type Sandbox struct {
 	JobQueue string
 	TaskQ    string
 	Prefix   string // Redis keys are Prefix + ":..."
+	// RenderQ is the render queue, from the scheduler to the renderers.
+	RenderQ string
 	// DataDir is the programs' PORTALWATCH_DATA_DIR (the archive is in
 	// it), a directory of the sandbox's own that Close removes.
 	DataDir string
@@ -135,7 +137,7 @@ func NewSandbox(ctx context.Context, svc Services, kind, id string) (*Sandbox, e
 	}
 	return &Sandbox{
 		Services: svc, ID: id, DBName: name, DBURL: u.String(),
-		JobQueue: name + "_job_queue", TaskQ: name + "_task_queue", Prefix: kind + ":" + id, DataDir: dataDir,
+		JobQueue: name + "_job_queue", TaskQ: name + "_task_queue", RenderQ: name + "_render_queue", Prefix: kind + ":" + id, DataDir: dataDir,
 	}, nil
 }
 
@@ -151,6 +153,7 @@ func (s *Sandbox) Env() []string {
 		"REDIS_URL=" + s.Services.RedisURL,
 		"PORTALWATCH_JOB_QUEUE=" + s.JobQueue,
 		"PORTALWATCH_TASK_QUEUE=" + s.TaskQ,
+		"PORTALWATCH_RENDER_QUEUE=" + s.RenderQ,
 		"PORTALWATCH_REDIS_PREFIX=" + s.Prefix,
 		"PORTALWATCH_ALLOW_PRIVATE=true",
 		"PORTALWATCH_DATA_DIR=" + s.DataDir,
@@ -187,7 +190,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		}
 		admin.Close(context.WithoutCancel(ctx))
 	}
-	errs = append(errs, testsvc.DropQueues(s.Services.AMQPURL, s.JobQueue, s.JobQueue+".dlq", s.TaskQ, s.TaskQ+".dlq"))
+	errs = append(errs, testsvc.DropQueues(s.Services.AMQPURL, s.JobQueue, s.JobQueue+".dlq", s.TaskQ, s.TaskQ+".dlq", s.RenderQ, s.RenderQ+".dlq"))
 	errs = append(errs, testsvc.DropKeys(ctx, s.Services.RedisURL, s.Prefix))
 	if s.DataDir != "" {
 		errs = append(errs, os.RemoveAll(s.DataDir))

@@ -1,0 +1,89 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// A page registered with render keeps it and its selector; an edit turns
+// it off or on and forgets the validators and body digest, since the DOM
+// after scripts and the page as fetched are other bodies; an edit of
+// something else leaves both alone; a restore from the trash takes the
+// settings given now.
+func TestRenderSettingsAreStoredAndEdited(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	p, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://scripted.example/", Render: true, WaitFor: "#news a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Render || p.WaitFor != "#news a" {
+		t.Fatalf("created %+v; want render with its selector", p)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE pages SET etag = 'e1', body_digest = 'd1' WHERE id = $1`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	name := "Scripted"
+	if p, err = st.EditPage(ctx, p.ID, watch.PageEdit{Name: &name}); err != nil || !p.Render || p.WaitFor != "#news a" {
+		t.Fatalf("after a name edit: %+v, %v; want render kept", p, err)
+	}
+	off, none := false, ""
+	if p, err = st.EditPage(ctx, p.ID, watch.PageEdit{Render: &off, WaitFor: &none}); err != nil || p.Render || p.WaitFor != "" {
+		t.Fatalf("after render off: %+v, %v", p, err)
+	}
+	var etag, digest *string
+	if err := pool.QueryRow(ctx, `SELECT etag, body_digest FROM pages WHERE id = $1`, p.ID).Scan(&etag, &digest); err != nil {
+		t.Fatal(err)
+	}
+	if etag != nil || digest != nil {
+		t.Errorf("etag %v, body digest %v after render was turned off; want both cleared", etag, digest)
+	}
+	if _, err := st.TrashPage(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	p, err = st.CreatePage(ctx, watch.PageSpec{URL: "https://scripted.example/", Render: true})
+	if err != nil || !p.Restored || !p.Render || p.WaitFor != "" {
+		t.Fatalf("restored %+v, %v; want it restored with render on and no selector", p, err)
+	}
+}
+
+// A check's render hint is recorded when it is the page's last check and
+// kept by a check without one; a stale redelivery changes nothing.
+func TestRenderHintFollowsTheLastCheck(t *testing.T) {
+	t.Parallel()
+	st, _ := openStore(t)
+	ctx := context.Background()
+	p, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://spa.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes, no := true, false
+	first := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+	record := func(at time.Time, hint *bool) watch.Page {
+		t.Helper()
+		if _, err := st.RecordCheck(ctx, watch.Check{PageID: p.ID, FetchedAt: at, Status: 200, FullSet: true, RenderHint: hint}, nil); err != nil {
+			t.Fatal(err)
+		}
+		page, err := st.Page(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page
+	}
+	if got := record(first, &yes); !got.RenderHint || !got.SuggestRender() {
+		t.Fatalf("after a scripted check: hint %t, suggest %t; want both", got.RenderHint, got.SuggestRender())
+	}
+	if got := record(first.Add(-time.Second), &no); !got.RenderHint {
+		t.Error("a stale check cleared the hint")
+	}
+	if got := record(first.Add(time.Second), nil); !got.RenderHint {
+		t.Error("a check without a reading cleared the hint")
+	}
+	if got := record(first.Add(2*time.Second), &no); got.RenderHint {
+		t.Error("a later check with links kept the hint")
+	}
+}
