@@ -33,6 +33,14 @@ type Claimer interface {
 		dispatch func(context.Context, []watch.Job) ([]watch.Postponed, error)) (watch.Claimed, error)
 }
 
+// SourceClaimer claims the due checks of pages' feeds and news sitemaps,
+// and the pages due for a discovery of them (store.ClaimDueSources). A
+// Claimer that is one too schedules sources.
+type SourceClaimer interface {
+	ClaimDueSources(ctx context.Context, p watch.ClaimParams, discover int,
+		dispatch func(context.Context, []watch.Job) ([]watch.Postponed, error)) (watch.Claimed, error)
+}
+
 // Budget books fetch slots in the fleet's per-origin budget
 // (hostgate.Gate).
 type Budget interface {
@@ -87,6 +95,11 @@ type Config struct {
 	// PORTALWATCH_MAX_POLITE_WAIT. From 0 to 1m; default DefaultHorizon,
 	// 2s.
 	Horizon time.Duration `env:"PORTALWATCH_SCHEDULER_HORIZON"`
+	// DiscoveryPoll is how often a round also claims the pages whose feeds
+	// and sitemaps are due to be discovered again: that claim reads every
+	// page with sources beyond its homepage, so it is not run every round.
+	// From 10ms to 1h; default DefaultDiscoveryPoll, 1m.
+	DiscoveryPoll time.Duration `env:"PORTALWATCH_SCHEDULER_DISCOVERY_POLL"`
 }
 
 // Defaults of Config, applied by WithDefaults.
@@ -99,6 +112,7 @@ const (
 	DefaultWorkers        = 2
 	DefaultHostSpacing    = time.Second
 	DefaultHorizon        = 2 * time.Second
+	DefaultDiscoveryPoll  = time.Minute
 )
 
 // WithDefaults returns a copy of c with every unset (zero) field given its
@@ -123,6 +137,9 @@ func (c Config) WithDefaults() Config {
 	if c.Horizon == 0 {
 		c.Horizon = DefaultHorizon
 	}
+	if c.DiscoveryPoll == 0 {
+		c.DiscoveryPoll = DefaultDiscoveryPoll
+	}
 	return c
 }
 
@@ -137,6 +154,7 @@ func (c Config) Validate() error {
 		config.Between("Workers", c.Workers, 1, 64),
 		config.Between("HostSpacing", c.HostSpacing, 0, time.Hour),
 		config.Between("Horizon", c.Horizon, 0, time.Minute),
+		config.Between("DiscoveryPoll", c.DiscoveryPoll, 10*time.Millisecond, time.Hour),
 	)
 }
 
@@ -148,6 +166,9 @@ type Service struct {
 	pub     Publisher
 	log     *slog.Logger
 	metrics metrics
+	// lastDiscovery is when a round last claimed discoveries.
+	discoveryMu   sync.Mutex
+	lastDiscovery time.Time
 }
 
 type metrics struct {
@@ -242,39 +263,89 @@ func (s *Service) Round(ctx context.Context) (int, error) {
 		s.metrics.removals.Add(float64(c.Removals))
 		s.log.Debug("jobs published", "count", c.Jobs, "postponed", c.Postponed, "removals", c.Removals)
 	}
+	n, err := s.roundSources(ctx)
+	return max(c.Jobs+c.Postponed, n), err
+}
+
+// roundSources claims and dispatches one batch of due feeds and news
+// sitemaps, and, once every DiscoveryPoll, of due discoveries, when the
+// store schedules sources. It returns how many it claimed.
+func (s *Service) roundSources(ctx context.Context) (int, error) {
+	sc, ok := s.store.(SourceClaimer)
+	if !ok {
+		return 0, nil
+	}
+	discover := 0
+	s.discoveryMu.Lock()
+	if now := time.Now(); now.Sub(s.lastDiscovery) >= s.cfg.DiscoveryPoll {
+		s.lastDiscovery, discover = now, max(s.cfg.BatchSize/10, 1)
+	}
+	s.discoveryMu.Unlock()
+	c, err := sc.ClaimDueSources(ctx, watch.ClaimParams{Limit: s.cfg.BatchSize, Lease: s.cfg.Lease, Jitter: s.cfg.Jitter}, discover,
+		s.dispatchSources)
+	if err != nil {
+		return 0, err
+	}
+	if c.Jobs+c.Postponed > 0 {
+		s.metrics.published.Add(float64(c.Jobs))
+		s.metrics.postponed.Add(float64(c.Postponed))
+		s.log.Debug("source jobs published", "count", c.Jobs, "postponed", c.Postponed)
+	}
 	return c.Jobs + c.Postponed, nil
+}
+
+// dispatchSources books slots of the class below the homepages' for the
+// source checks (a discovery paces its own fetches in the crawler),
+// publishes the jobs that got one, and returns the rest as postponed.
+func (s *Service) dispatchSources(ctx context.Context, jobs []watch.Job) ([]watch.Postponed, error) {
+	var checks, discoveries []watch.Job
+	for _, j := range jobs {
+		if j.Discover {
+			discoveries = append(discoveries, j)
+		} else {
+			checks = append(checks, j)
+		}
+	}
+	send, later := s.bookAs(ctx, watch.SourceFetch, 0, checks)
+	return later, s.publishJobs(ctx, append(discoveries, send...))
 }
 
 // dispatch books the jobs' slots, publishes the jobs that got one, in the
 // order of their slots, and returns the rest as postponed.
 func (s *Service) dispatch(ctx context.Context, jobs []watch.Job) ([]watch.Postponed, error) {
-	send, later := s.book(ctx, jobs)
-	if len(send) == 0 {
-		return later, nil
-	}
-	msgs := make([]watch.Message, len(send))
-	for i, j := range send {
-		body, err := watch.EncodeJob(j)
-		if err != nil {
-			return nil, fmt.Errorf("encode job for page %d: %w", j.ID, err)
-		}
-		msgs[i] = watch.Message{Body: body}
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
-	defer cancel()
-	if err := s.pub.Publish(ctx, s.cfg.Queue, msgs...); err != nil {
+	send, later := s.bookAs(ctx, watch.HomepageFetch, s.cfg.Horizon, jobs)
+	if err := s.publishJobs(ctx, send); err != nil {
 		return nil, err
 	}
 	return later, nil
 }
 
-// book asks the budget for a slot for each job, all of one origin's jobs in
+// publishJobs publishes jobs and waits for the broker's confirms.
+func (s *Service) publishJobs(ctx context.Context, jobs []watch.Job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	msgs := make([]watch.Message, len(jobs))
+	for i, j := range jobs {
+		body, err := watch.EncodeJob(j)
+		if err != nil {
+			return fmt.Errorf("encode job for page %d: %w", j.ID, err)
+		}
+		msgs[i] = watch.Message{Body: body}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
+	defer cancel()
+	return s.pub.Publish(ctx, s.cfg.Queue, msgs...)
+}
+
+// bookAs asks the budget for slots of class for each job, all of one origin's jobs in
 // one request, and returns the jobs that got one, each carrying its slot,
 // sorted by slot, and the pages of the rest, each postponed to about when
 // its origin's slot will be within the horizon: the first one to when the
 // origin's next free slot is, later ones a spacing apart each. Slots are
 // times by Redis's clock, so hosts must keep their clocks (NTP).
-func (s *Service) book(ctx context.Context, jobs []watch.Job) ([]watch.Job, []watch.Postponed) {
+// A postponed check of a source names it (Postponed.Source).
+func (s *Service) bookAs(ctx context.Context, class watch.FetchClass, horizon time.Duration, jobs []watch.Job) ([]watch.Job, []watch.Postponed) {
 	if s.budget == nil || s.cfg.HostSpacing <= 0 {
 		return jobs, nil
 	}
@@ -301,7 +372,7 @@ func (s *Service) book(ctx context.Context, jobs []watch.Job) ([]watch.Job, []wa
 		reqs[r].N++
 		members[r] = append(members[r], i)
 	}
-	for r, b := range s.budget.Book(ctx, watch.HomepageFetch, s.cfg.HostSpacing, s.cfg.Horizon, reqs) {
+	for r, b := range s.budget.Book(ctx, class, s.cfg.HostSpacing, horizon, reqs) {
 		for k, i := range members[r] {
 			j := jobs[i]
 			if k < len(b.Slots) {
@@ -310,7 +381,11 @@ func (s *Service) book(ctx context.Context, jobs []watch.Job) ([]watch.Job, []wa
 				continue
 			}
 			n := time.Duration(k - len(b.Slots))
-			later = append(later, watch.Postponed{ID: j.ID, Until: b.Next.Add(-s.cfg.Horizon + n*b.Spacing)})
+			p := watch.Postponed{ID: j.ID, Until: b.Next.Add(-horizon + n*b.Spacing)}
+			if j.Source != nil {
+				p.Source = j.Source.ID
+			}
+			later = append(later, p)
 		}
 	}
 	slices.SortStableFunc(send, func(a, b watch.Job) int {

@@ -203,7 +203,7 @@ func headersArg(hs []watch.Header) (any, error) {
 
 func insertPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page, error) {
 	args := append(append([]any{p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused},
-		optionArgs(p.Options)...), p.BurstDetectionOff, p.ArticlesOff)
+		optionArgs(p.Options)...), p.BurstDetectionOff, p.ArticlesOff, sourcesArg(p.Sources))
 	// A URL in the trash comes back with its history and the settings
 	// given now; its next check re-baselines silently when they change
 	// what it admits, as an edit would (EditPage).
@@ -214,6 +214,7 @@ func insertPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 			same_site_only = $3, ignore_patterns = $4, name = $5, tags = $6, enabled = NOT $7,
 			(`+optionColumns+`) = ($8, $9, $10, $11, $12, $13), burst_detection = NOT $14, articles = NOT $15,
 			headers = NULL,
+			sources = $16, sources_discovered_at = NULL,
 			rebaseline    = rebaseline OR (`+rebase+`),
 			etag          = CASE WHEN `+rebase+` THEN NULL ELSE etag END,
 			last_modified = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
@@ -233,8 +234,9 @@ func insertPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 	// sequence: refused adds leave no gaps in the ids people see. Two adds
 	// of one URL at once still meet the unique key.
 	page, err = scanPage(q.QueryRow(ctx, `
-		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled, `+optionColumns+`, burst_detection, articles)
-		SELECT $1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13, NOT $14, NOT $15
+		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled, `+optionColumns+`, burst_detection, articles,
+			sources)
+		SELECT $1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13, NOT $14, NOT $15, $16
 		WHERE NOT EXISTS (SELECT 1 FROM pages WHERE base_url = $1)
 		RETURNING `+pageColumns, args...))
 	if isUniqueViolation(err) || errors.Is(err, pgx.ErrNoRows) {
@@ -324,6 +326,13 @@ func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageE
 		}
 		headersTouched, headersRebase = !same, visible
 	}
+	var sources []string // NULL keeps the column
+	if e.Sources != nil {
+		sources = sourcesArg(*e.Sources)
+		if err := rebaselineChosen(ctx, tx, id, sources); err != nil {
+			return watch.Page{}, err
+		}
+	}
 	rebase := "baseline_at IS NOT NULL AND (" + admitsChanged(4, 5, 8, 9, 10, 11, 12, 13) + " OR $18)"
 	refetch := "(" + rebase + ") OR $17"
 	return scanPage(tx.QueryRow(ctx, `
@@ -345,6 +354,8 @@ func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageE
 			burst_detection   = coalesce($14, burst_detection),
 			articles          = coalesce($15, articles),
 			headers           = CASE WHEN $17 THEN nullif($16::jsonb, '[]') ELSE headers END,
+			sources           = coalesce($19::text[], sources),
+			sources_discovered_at = CASE WHEN $19::text[] IS NULL OR $19::text[] <@ sources THEN sources_discovered_at ELSE NULL END,
 			rebaseline        = rebaseline OR (`+rebase+`),
 			etag              = CASE WHEN `+refetch+` THEN NULL ELSE etag END,
 			last_modified     = CASE WHEN `+refetch+` THEN NULL ELSE last_modified END,
@@ -355,7 +366,38 @@ func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageE
 		WHERE id = $1 AND deleted_at IS NULL
 		RETURNING `+pageColumns,
 		append(append(append([]any{id, intervalMS, e.Enabled, e.SameSiteOnly, ignore, e.Name, tags}, optionEditArgs(e)...), e.BurstDetection, e.Articles),
-			headers, headersTouched, headersRebase)...))
+			headers, headersTouched, headersRebase, sources)...))
+}
+
+// sourcesArg is the value of pages.sources for a normalised choice;
+// none is the default.
+func sourcesArg(sources []string) []string {
+	if len(sources) == 0 {
+		return watch.DefaultSources
+	}
+	return sources
+}
+
+// rebaselineChosen marks the feeds and sitemaps of page id whose kind
+// sources chooses anew (the page did not choose it before) for a silent
+// baseline, and makes them due: items a source listed while it was not
+// watched are not news when it is chosen again.
+func rebaselineChosen(ctx context.Context, tx pgx.Tx, id int64, sources []string) error {
+	_, err := tx.Exec(ctx, `
+		UPDATE sources s SET baseline_at = NULL, items_digest = NULL, etag = NULL, last_modified = NULL, next_check_at = now()
+		FROM pages p
+		WHERE p.id = $1 AND s.page_id = p.id AND `+sourceChosen("s.kind", "$2::text[]")+` AND NOT `+sourceChosen("s.kind", "p.sources"),
+		id, sources)
+	if err != nil {
+		return fmt.Errorf("re-baseline the sources chosen anew: %w", err)
+	}
+	return nil
+}
+
+// sourceChosen is an SQL condition: the page's choice of sources (a
+// text[] expression) includes the kind of a sources row.
+func sourceChosen(kind, sources string) string {
+	return `(CASE ` + kind + ` WHEN '` + watch.SourceFeed + `' THEN '` + watch.SourcesFeeds + `' ELSE '` + watch.SourcesSitemaps + `' END) = ANY(` + sources + `)`
 }
 
 // CheckNow makes the page due now, so that the next round of the scheduler
@@ -410,7 +452,7 @@ const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::
 	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
 	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
 	rebaseline, burst_detection, articles, deleted_at, coalesce(degraded, ''), coalesce(degraded_detail, ''), degraded_since,
-	coalesce(headers, '[]')`
+	coalesce(headers, '[]'), sources, sources_discovered_at`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -420,13 +462,14 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 		baseline   *time.Time
 		deleted    *time.Time
 		since      *time.Time
+		discovered *time.Time
 	)
 	err := row.Scan(&p.ID, &p.BaseURL, &intervalMS, &p.Enabled, &p.NextCheckAt, &checked, &p.LastStatus,
 		&p.LastError, &p.ConsecutiveFailures, &baseline, &p.Options.SameSiteOnly, &p.Options.Ignore, &p.CreatedAt,
 		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
 		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
 		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted,
-		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers)
+		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers, &p.Sources, &discovered)
 	if err != nil {
 		return watch.Page{}, err
 	}
@@ -445,6 +488,9 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 	}
 	if since != nil {
 		p.Health.Since = *since
+	}
+	if discovered != nil {
+		p.SourcesDiscoveredAt = *discovered
 	}
 	return p, nil
 }

@@ -72,6 +72,18 @@ type Job struct {
 	// (the scheduler holds no key): the crawler opens them just before
 	// the fetch. A crawler older than headers ignores them.
 	Headers []Header `json:"headers,omitempty"`
+	// Source, when set, asks for a check of one of the page's feeds or
+	// news sitemaps instead of its homepage; ETag and LastModified are
+	// then that source's, and ItemsDigest the digest of the items of its
+	// last recorded check. A crawler older than sources would check the
+	// homepage instead, which the processor records as a homepage check.
+	Source      *SourceRef `json:"source,omitempty"`
+	ItemsDigest string     `json:"itemsDigest,omitempty"`
+	// Discover asks for a discovery of the page's feeds and news sitemaps
+	// (package discover) instead of a check; Sources are the kinds of
+	// source the page chose (SourcesFeeds, SourcesSitemaps).
+	Discover bool     `json:"discover,omitempty"`
+	Sources  []string `json:"sources,omitempty"`
 }
 
 // Task carries the result of one check of a page from a crawler to the
@@ -124,6 +136,16 @@ type Task struct {
 	// with instead of the page ("Cloudflare", "DataDome"…); such a check
 	// fails, and Error says why.
 	Challenge string `json:"challenge,omitempty"`
+	// Source is the job's Source: the task is a check of that feed or
+	// news sitemap, its items in Context (each with its PublishedAt
+	// when the source states one), and ItemsDigest their digest.
+	Source      *SourceRef `json:"source,omitempty"`
+	ItemsDigest string     `json:"itemsDigest,omitempty"`
+	// Discover says the task is the result of the job's discovery:
+	// Discovered lists the feeds and news sitemaps it found (of the kinds
+	// the page chose), and Error says why it failed.
+	Discover   bool               `json:"discover,omitempty"`
+	Discovered []DiscoveredSource `json:"discovered,omitempty"`
 }
 
 // Reading returns what the check saw of the page for its health, nil when

@@ -79,6 +79,12 @@ type Page struct {
 	// Headers are sent with every fetch of the page, secrets sealed (see
 	// Header); nil for none.
 	Headers []Header
+	// Sources are what the page is watched through (SourceChoices): its
+	// homepage, and its feeds and news sitemaps when chosen.
+	Sources []string
+	// SourcesDiscoveredAt is when the page's feeds and sitemaps were last
+	// discovered; zero until the first discovery.
+	SourcesDiscoveredAt time.Time
 }
 
 // TrashRetention is how long a deleted page stays in the trash, restorable,
@@ -173,6 +179,9 @@ type PageSpec struct {
 	// Headers are sent with the page's fetches, values in clear: the
 	// store seals the secrets once it knows the page id.
 	Headers []Header
+	// Sources are what the page is watched through; nil is
+	// DefaultSources (see NormalizeSources).
+	Sources []string
 }
 
 // PageEdit changes a registered page; a nil field stays as it is. Check it
@@ -198,6 +207,9 @@ type PageEdit struct {
 	// first. See MergeHeaders.
 	Headers      *[]Header
 	ClearHeaders bool
+	// Sources replaces the page's sources (NormalizeSources). A source
+	// chosen anew starts with a silent baseline.
+	Sources *[]string
 }
 
 // Apply returns o with the lists e changes replaced.
@@ -240,7 +252,10 @@ func (s PageSpec) Normalize() (PageSpec, error) {
 	} else {
 		s.Headers = nil
 	}
-	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr); err != nil {
+	sources, sourcesErr := NormalizeSources(s.Sources)
+	s.Sources = sources
+	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr,
+		Refused("sources", sourcesErr)); err != nil {
 		return PageSpec{}, err
 	}
 	return s, nil
@@ -276,6 +291,11 @@ func (e PageEdit) Normalize() (PageEdit, error) {
 		// The caps of the headers as stored are for the store to judge,
 		// which holds the other headers of the page.
 		errs = append(errs, checkHeaderChanges(*e.Headers))
+	}
+	if e.Sources != nil {
+		sources, err := NormalizeSources(*e.Sources)
+		errs = append(errs, Refused("sources", err))
+		e.Sources = &sources
 	}
 	if err := JoinRefused(errs...); err != nil {
 		return PageEdit{}, err
