@@ -311,6 +311,11 @@ func TestArticlesByURLMigration(t *testing.T) {
 	if _, err := mig.UpTo(ctx, 21); err != nil {
 		t.Fatalf("migrate to 00021: %v", err)
 	}
+	// The store of this build reads the columns of later migrations too
+	// (updates.source, 00024): the rows 00021 left go through them.
+	if _, err := mig.Up(ctx); err != nil {
+		t.Fatalf("migrate past 00021: %v", err)
+	}
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
