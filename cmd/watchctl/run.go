@@ -62,6 +62,7 @@ type commandLine struct {
 	Notify    notifyCmd    `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`
 	Extract   extractCmd   `cmd:"" help:"Print the article of one saved page (headline, dates, authors, lead, body) as JSON."`
 	Discover  discoverCmd  `cmd:"" help:"List the feeds a page links and the sitemaps its robots.txt names (news sitemaps, indexes)."`
+	Sources   sourcesCmd   `cmd:"" help:"List a page's feeds and news sitemaps (watched with --sources) and how their checks go."`
 	Article   articleCmd   `cmd:"" help:"Print an article read from a new link, with every update that links it."`
 }
 
@@ -310,6 +311,7 @@ type addCmd struct {
 	BurstDetection *bool    `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article: headline, date, authors, lead and body (default true)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"A request header for the page's checks, such as 'Accept-Language: de' or 'Cookie: session=…' (repeatable). Cookie and Authorization are stored sealed and never shown again; they need PORTALWATCH_SECRETS_KEY."`
+	Sources        string   `placeholder:"LIST" help:"What the page is watched through, comma-separated: homepage, feeds (its RSS/Atom/JSON feeds), sitemaps (its news sitemaps); default homepage. Feeds and sitemaps are discovered daily and checked every interval."`
 	optionFlags
 }
 
@@ -342,11 +344,18 @@ func (a *addCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
+	var sources []string
+	if a.Sources != "" {
+		if sources, err = watch.ParseSources(a.Sources); err != nil {
+			return usagef("--sources: %v", err)
+		}
+	}
 	p, err := c.policy.CheckPage(c.ctx, watch.PageSpec{
 		URL: a.URL, Interval: time.Duration(a.Interval), Options: opts, Name: a.Name, Tags: a.Tag,
 		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection,
 		ArticlesOff:       a.Articles != nil && !*a.Articles,
 		Headers:           headers,
+		Sources:           sources,
 	})
 	if err != nil {
 		return err
@@ -371,7 +380,19 @@ func (a *addCmd) Run(c *cli) error {
 	if len(page.Headers) > 0 {
 		printHeaders(c.stdout, page)
 	}
+	if watch.HasBeyondHomepage(page.Sources) {
+		printSources(c.stdout, page)
+	}
 	return nil
+}
+
+// printSources says what a page is watched through.
+func printSources(w io.Writer, p watch.Page) {
+	fmt.Fprintf(w, "page %d: sources %s", p.ID, strings.Join(p.Sources, ","))
+	if watch.HasBeyondHomepage(p.Sources) && p.SourcesDiscoveredAt.IsZero() {
+		fmt.Fprint(w, " (its feeds and sitemaps are discovered within a minute; see `watchctl sources "+strconv.FormatInt(p.ID, 10)+"`)")
+	}
+	fmt.Fprintln(w)
 }
 
 type listCmd struct {
@@ -398,7 +419,7 @@ func (l *listCmd) Run(c *cli) error {
 		return nil
 	}
 	tw := newTable(c.stdout)
-	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tLAST CHECK\tSTATUS\tHEALTH\tURL\tERROR")
+	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tSOURCES\tLAST CHECK\tSTATUS\tHEALTH\tURL\tERROR")
 	for _, p := range pages {
 		last, status := "never", "-"
 		if !p.LastCheckedAt.IsZero() {
@@ -421,7 +442,8 @@ func (l *listCmd) Run(c *cli) error {
 				problem = p.Health.Detail
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled, last, status, health, p.BaseURL, oneLine(problem))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled,
+			strings.Join(p.Sources, ","), last, status, health, p.BaseURL, oneLine(problem))
 	}
 	return tw.Flush()
 }
@@ -436,7 +458,10 @@ func pageJSON(p watch.Page) map[string]any {
 		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
 		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
-		"headers": watch.ShownHeaderMap(p.Headers),
+		"headers": watch.ShownHeaderMap(p.Headers), "sources": p.Sources,
+	}
+	if !p.SourcesDiscoveredAt.IsZero() {
+		m["sources_discovered_at"] = p.SourcesDiscoveredAt
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -483,6 +508,7 @@ type setCmd struct {
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article (pages watched before articles existed have it off)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"Set a request header, replacing one of the same name; 'NAME:' with no value removes it (repeatable; the others stay)."`
 	ClearHeaders   bool     `name:"clear-headers" help:"Remove every request header (before any --header)."`
+	Sources        string   `placeholder:"LIST" help:"What the page is watched through, comma-separated: homepage, feeds, sitemaps (replaces the list). A source chosen anew starts with a silent baseline."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -509,12 +535,19 @@ func (s *setCmd) Run(c *cli) error {
 		change.Headers = &headers
 	}
 	change.ClearHeaders = s.ClearHeaders
+	if s.Sources != "" {
+		sources, err := watch.ParseSources(s.Sources)
+		if err != nil {
+			return usagef("--sources: %v", err)
+		}
+		change.Sources = &sources
+	}
 	// Each setting on its own, before the database is asked.
 	if _, err = change.Normalize(); err != nil {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers or an option of regions and keyword rules")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --sources or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
@@ -547,6 +580,9 @@ func (s *setCmd) Run(c *cli) error {
 	}
 	if change.Headers != nil || change.ClearHeaders {
 		printHeaders(c.stdout, page)
+	}
+	if change.Sources != nil {
+		printSources(c.stdout, page)
 	}
 	if page.RebaselinePending && !reflect.DeepEqual(before.Options, page.Options) {
 		fmt.Fprintf(c.stdout, "page %d: its options changed what it admits; its next check re-baselines silently (the links now admitted are recorded, not reported as new)\n", page.ID)
