@@ -119,7 +119,7 @@ func (s *Service) checkSource(ctx context.Context, job watch.Job, leave func()) 
 	}
 	// A parse holds the body and what is read of it: it takes its place
 	// in the crawler's parse budget like a homepage's.
-	parsed, err := s.parsing.enter(ctx, res.Body, s.cfg.Limits)
+	parsed, err := s.parsing.enterCost(ctx, sourceparse.Cost(src.Kind, len(res.Body)))
 	if err != nil {
 		task.Error = fmt.Sprintf("stopped before parsing %s: %v", src.URL, err)
 		return task

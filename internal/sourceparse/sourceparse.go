@@ -78,6 +78,17 @@ func Parse(kind string, body []byte, base *url.URL, now time.Time, lim Limits) (
 	return Result{}, fmt.Errorf("unknown source kind %q", kind)
 }
 
+// Cost is about the most bytes reading a body of n bytes of kind takes,
+// the body included, for a parse budget: gofeed holds a feed's document
+// and its items several times over (a 20 MiB feed of two huge titles
+// allocates about 7 times its size), while a sitemap is streamed.
+func Cost(kind string, n int) int64 {
+	if kind == watch.SourceFeed {
+		return 8 * int64(n)
+	}
+	return 4 * int64(n)
+}
+
 // collector keeps the items of one source within the limits.
 type collector struct {
 	base *url.URL
