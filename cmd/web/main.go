@@ -169,7 +169,7 @@ func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger)
 	srv, err := web.New(webCfg, web.Deps{
 		Pages: st, Writer: st, Importer: st, Updates: reads, Reading: st, Tokens: st, Sessions: st, Removals: reads, Links: reads,
 		Revisions: reads, Subscriptions: st, Tester: testSender(senders), Discoverer: discover.Discoverer{Fetcher: client, Limits: discover.DefaultLimits},
-		Dead: newDeadLetters(dead, []string{cfg.Queues.Jobs, cfg.Queues.Tasks}),
+		Dead: newDeadLetters(dead, []string{cfg.Queues.Jobs, cfg.Queues.Tasks}), Sources: st,
 	}, log)
 	if err != nil {
 		return err

@@ -57,6 +57,11 @@ type pageJSON struct {
 	// Headers are the request headers the checks of the page send, by
 	// name; the value of a secret (Cookie, Authorization…) shows as "(set)".
 	Headers map[string]string `json:"headers"`
+	// Sources are what the page is watched through (homepage, feeds,
+	// sitemaps); SourcesDiscoveredAt when its feeds and sitemaps were
+	// last discovered.
+	Sources             []string   `json:"sources"`
+	SourcesDiscoveredAt *time.Time `json:"sources_discovered_at,omitempty"`
 	// Restored marks the answer to an add that brought the page back
 	// from the trash; DeletedAt and PurgeAt are a trashed page's.
 	Restored  bool       `json:"restored,omitempty"`
@@ -109,7 +114,11 @@ func toPageJSON(p watch.Page) pageJSON {
 		LastTruncated: p.LastTruncated, LastCut: p.LastCut, pageOptionsJSON: toPageOptionsJSON(p.Options),
 		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(), Health: toHealthJSON(p.Health),
-		Headers: watch.ShownHeaderMap(p.Headers),
+		Headers: watch.ShownHeaderMap(p.Headers), Sources: nonNil(p.Sources),
+	}
+	if !p.SourcesDiscoveredAt.IsZero() {
+		t := p.SourcesDiscoveredAt.UTC()
+		out.SourcesDiscoveredAt = &t
 	}
 	if !p.LastCheckedAt.IsZero() {
 		t := p.LastCheckedAt.UTC()
@@ -242,6 +251,8 @@ type createPageJSON struct {
 	// Headers are sent with the page's fetches, values in clear here:
 	// the secrets are stored sealed and never shown again.
 	Headers map[string]*string `json:"headers"`
+	// Sources are what the page is watched through; none is homepage.
+	Sources []string `json:"sources"`
 }
 
 // decodeJSON reads a JSON body into v: one object, known fields only, at
@@ -297,6 +308,7 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 		BurstDetectionOff: in.BurstDetection != nil && !*in.BurstDetection,
 		ArticlesOff:       in.Articles != nil && !*in.Articles,
 		Headers:           headerList(in.Headers),
+		Sources:           in.Sources,
 	})
 	if err != nil {
 		return watch.Page{}, err
@@ -319,6 +331,8 @@ type editPageJSON struct {
 	// removes every header first.
 	Headers      map[string]*string `json:"headers"`
 	ClearHeaders bool               `json:"clear_headers"`
+	// Sources replaces what the page is watched through.
+	Sources *[]string `json:"sources"`
 }
 
 func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
@@ -338,13 +352,14 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 		edit.Headers = &list
 	}
 	edit.ClearHeaders = in.ClearHeaders
+	edit.Sources = in.Sources
 	if in.Interval != nil {
 		d := time.Duration(*in.Interval)
 		edit.Interval = &d
 	}
 	if edit.IsZero() {
 		s.problem(w, r, http.StatusBadRequest, "give at least one of interval, enabled, same_site_only, ignore, name, tags, "+
-			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles, headers, clear_headers")
+			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles, headers, clear_headers, sources")
 		return
 	}
 	p, err := s.editPage(r, id, edit)

@@ -207,6 +207,9 @@ type Deps struct {
 	Tester TestSender
 	// Discoverer lists a page's feeds and sitemaps; nil answers 503.
 	Discoverer Discoverer
+	// Sources lists the feeds and news sitemaps a page is watched
+	// through; nil lists none.
+	Sources SourceReader
 }
 
 // Server serves the API, the feeds and the web page. It is safe for
@@ -292,6 +295,8 @@ func (s *Server) routes() []route {
 		{"POST", "/api/v1/pages/{id}/check", write, s.apiCheckPage, true},
 		{"GET", "/api/v1/pages/{id}/links", read, s.apiPageLinks, true},
 		{"GET", "/api/v1/pages/{id}/revisions", read, s.apiPageRevisions, true},
+		{"GET", "/api/v1/pages/{id}/sources", read, s.apiPageSources, true},
+		{"GET", "/pages/{id}/sources.opml", read, s.pageSourcesOPML, false},
 		{"GET", "/api/v1/trash", read, s.apiListTrash, true},
 		{"POST", "/api/v1/trash/{id}/restore", write, s.apiRestorePage, true},
 		{"POST", "/api/v1/pages/import", write, s.apiImport, true},

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,8 @@ type pageForm struct {
 	// Headers are the request headers, "Name: value" a line, secrets
 	// as "Name: (set)".
 	Headers string
+	// Feeds and Sitemaps are the sources checked besides the homepage.
+	Feeds, Sitemaps bool
 	// Errors holds the refusals by watch.RefusedError's Field (url,
 	// interval, name, tags, ignore, within, exclude, includeText,
 	// excludeText, includeUrl, excludeUrl, options), each shown beside
@@ -81,6 +84,7 @@ func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
 		IncludeURL: r.PostFormValue("include_url"), ExcludeURL: r.PostFormValue("exclude_url"),
 		SameSite: r.PostFormValue("same_site") == "on", BurstDetection: r.PostFormValue("burst_detection") == "on",
 		Articles: r.PostFormValue("articles") == "on", Headers: r.PostFormValue("headers"),
+		Feeds: r.PostFormValue("source_feeds") == "on", Sitemaps: r.PostFormValue("source_sitemaps") == "on",
 	}
 	o := watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore), Within: splitLines(f.Within),
 		Exclude: splitLines(f.Exclude), IncludeText: splitLines(f.IncludeText), ExcludeText: splitLines(f.ExcludeText),
@@ -98,6 +102,18 @@ func formInterval(typed string, def time.Duration) (time.Duration, error) {
 		return 0, &watch.RefusedError{Field: "interval", Err: err}
 	}
 	return d, nil
+}
+
+// sources are what the form's checkboxes choose: the homepage always.
+func (f pageForm) sources() []string {
+	out := []string{watch.SourcesHomepage}
+	if f.Feeds {
+		out = append(out, watch.SourcesFeeds)
+	}
+	if f.Sitemaps {
+		out = append(out, watch.SourcesSitemaps)
+	}
+	return out
 }
 
 // formHeaders reads the headers textarea, "Name: value" a line.
@@ -233,7 +249,7 @@ func formPage(r *http.Request) (pageForm, watch.PageSpec, error) {
 		ArticlesOff: !f.Articles}
 	interval, intervalErr := formInterval(f.Interval, watch.DefaultInterval)
 	headers, headersErr := formHeaders(f.Headers)
-	p.Interval, p.Headers = interval, headers
+	p.Interval, p.Headers, p.Sources = interval, headers, f.sources()
 	return f, p, watch.JoinRefused(intervalErr, headersErr)
 }
 
@@ -268,6 +284,8 @@ type pageView struct {
 	// Revisions are the newest headline rewrites of the page; the section
 	// that lists them is left out when there are none.
 	Revisions []watch.Revision
+	// Sources are the page's feeds and news sitemaps.
+	Sources []watch.Source
 }
 
 func (s *Server) uiPage(w http.ResponseWriter, r *http.Request) {
@@ -307,7 +325,8 @@ func editFormOf(p watch.Page) pageForm {
 		Ignore: lines(o.Ignore), Within: lines(o.Within), Exclude: lines(o.Exclude), IncludeText: lines(o.IncludeText),
 		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
 		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection, Articles: p.Articles,
-		Headers: lines(watch.ShownHeaders(p.Headers))}
+		Headers: lines(watch.ShownHeaders(p.Headers)), Feeds: slices.Contains(p.Sources, watch.SourcesFeeds),
+		Sitemaps: slices.Contains(p.Sources, watch.SourcesSitemaps)}
 }
 
 func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p watch.Page, form pageForm) {
@@ -330,8 +349,13 @@ func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p 
 		s.fail(w, r, err)
 		return
 	}
+	sources, err := s.pageSources(r.Context(), p.ID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: form,
-		Revisions: revs}
+		Revisions: revs, Sources: sources}
 	s.render(w, r, status, "page", v)
 }
 
@@ -390,6 +414,8 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 		edit.Headers, edit.ClearHeaders = &headers, true
 	}
 	intervalErr = watch.JoinRefused(intervalErr, headersErr)
+	sources := form.sources()
+	edit.Sources = &sources
 	before, err := s.deps.Pages.Page(r.Context(), id)
 	if err == nil {
 		var after watch.Page
