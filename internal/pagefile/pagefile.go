@@ -96,9 +96,11 @@ const (
 // a missing column takes the default (no list; burst detection on;
 // articles on, as for any page registered now). headers holds a page's
 // request headers, "Name: value" a line, never a secret one (Cookie,
-// Authorization…): a list is a file people pass on.
+// Authorization…): a list is a file people pass on. sources holds what
+// the page is watched through, comma-separated (homepage,feeds,sitemaps);
+// empty is the homepage alone.
 var csvHeader = []string{"url", "name", "tags", "interval", "enabled", "same_site", "ignore",
-	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles", "headers"}
+	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles", "headers", "sources"}
 
 // FormatOf picks the format from a file name's extension (.csv; .opml or
 // .xml), or returns an error naming the choices.
@@ -281,6 +283,7 @@ type settings struct {
 	Interval, Enabled, SameSite, BurstDetection, Articles                     string
 	Ignore, Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
 	Headers                                                                   string
+	Sources                                                                   string
 }
 
 func makeRow(line int, url, name string, tags []string, s settings) (Row, error) {
@@ -324,6 +327,13 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 			return Row{}, fmt.Errorf("%s holds more than %d items: a list has at most %d", l.name, MaxListItems, watch.MaxIgnorePatterns)
 		}
 		*l.dst = items
+	}
+	if strings.TrimSpace(s.Sources) != "" {
+		sources, err := watch.ParseSources(strings.ReplaceAll(s.Sources, " ", ","))
+		if err != nil {
+			return Row{}, fmt.Errorf("sources %s: %w", quoteShort(s.Sources), err)
+		}
+		row.Page.Sources = sources
 	}
 	items, ok := splitUpTo(s.Headers, "\n", watch.MaxHeaders)
 	if !ok {

@@ -22,7 +22,8 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 			cw.Write([]string{p.BaseURL, p.Name, strings.Join(p.Tags, " "), p.Interval.String(),
 				strconv.FormatBool(p.Enabled), strconv.FormatBool(o.SameSiteOnly), lines(o.Ignore),
 				lines(o.Within), lines(o.Exclude), lines(o.IncludeText), lines(o.ExcludeText), lines(o.IncludeURL), lines(o.ExcludeURL),
-				strconv.FormatBool(p.BurstDetection), strconv.FormatBool(p.Articles), headerLines(p.Headers)})
+				strconv.FormatBool(p.BurstDetection), strconv.FormatBool(p.Articles), headerLines(p.Headers),
+				strings.Join(sourcesOf(p), ",")})
 		}
 		cw.Flush()
 		return cw.Error()
@@ -34,6 +35,9 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 				SameSite: po.SameSiteOnly, Ignore: lines(po.Ignore), Within: lines(po.Within), Exclude: lines(po.Exclude),
 				IncludeText: lines(po.IncludeText), ExcludeText: lines(po.ExcludeText),
 				IncludeURL: lines(po.IncludeURL), ExcludeURL: lines(po.ExcludeURL), Headers: headerLines(p.Headers)}
+			if watch.HasBeyondHomepage(p.Sources) {
+				o.Sources = strings.Join(p.Sources, ",")
+			}
 			if !p.Enabled {
 				o.Enabled = "false"
 			}
@@ -102,6 +106,18 @@ type outline struct {
 	// Headers are the request headers in clear, "Name: value" a line;
 	// never a secret.
 	Headers string `xml:"pwHeaders,attr,omitempty"`
+	// Sources are what the page is watched through, comma-separated;
+	// written only beyond the homepage alone.
+	Sources string `xml:"pwSources,attr,omitempty"`
+}
+
+// sourcesOf is what p is watched through, its homepage when it says
+// nothing.
+func sourcesOf(p watch.Page) []string {
+	if len(p.Sources) == 0 {
+		return watch.DefaultSources
+	}
+	return p.Sources
 }
 
 // lines joins a list as its cell or attribute holds it.
