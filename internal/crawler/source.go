@@ -68,6 +68,24 @@ func (s *Service) discoverSources(ctx context.Context, job watch.Job) watch.Task
 	return task
 }
 
+// sourceHeaders are the page's headers a check of its source sends: all
+// of them to the page's own origin, and to another (a feed hosted
+// elsewhere) only those that are no secret, so that the page's cookie
+// never reaches a host the page does not name.
+func sourceHeaders(job watch.Job) []watch.Header {
+	pageOrigin, ok := watch.Origin(job.PageURL)
+	if sourceOrigin, _ := watch.Origin(job.BaseURL); ok && sourceOrigin == pageOrigin {
+		return job.Headers
+	}
+	var out []watch.Header
+	for _, h := range job.Headers {
+		if !h.Secret() {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // checkSource fetches the job's feed or news sitemap and returns its task:
 // its items as links (after the page's URL and keyword rules, within the
 // caps of package sourceparse), unchanged when their digest is the job's,
@@ -77,6 +95,7 @@ func (s *Service) checkSource(ctx context.Context, job watch.Job, leave func()) 
 	src := *job.Source
 	log := s.log.With("page_id", job.ID, "source_id", src.ID, "url", src.URL)
 	task := watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}, Source: &src}
+	job.Headers = sourceHeaders(job)
 	headers, err := s.openHeaders(job)
 	if err != nil {
 		leave()

@@ -94,3 +94,32 @@ func TestDiscoveryKeepsTheChosenKinds(t *testing.T) {
 		t.Fatalf("discovery task = %+v, %v; want the feed alone", task, err)
 	}
 }
+
+// A page's cookie goes to its feed on its own origin, never to a feed
+// hosted on another; its other headers go to both.
+func TestSourceHeadersKeepSecretsHome(t *testing.T) {
+	t.Parallel()
+	var cookies, languages atomic.Int64
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Cookie") != "" {
+			cookies.Add(1)
+		}
+		if r.Header.Get("Accept-Language") == "de" {
+			languages.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprint(w, `<rss version="2.0"><channel><title>T</title></channel></rss>`)
+	}
+	home, elsewhere := serve(t, handler), serve(t, handler)
+	svc := newService(t, &recorder{})
+	headers := []watch.Header{{Name: "Cookie", Value: "session=1"}, {Name: "Accept-Language", Value: "de"}}
+	for _, feed := range []string{home.URL + "/rss", elsewhere.URL + "/rss"} {
+		src := &watch.SourceRef{ID: 1, Kind: watch.SourceFeed, URL: feed}
+		if task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: feed, PageURL: home.URL + "/", Source: src, Headers: headers}); task.Failed() {
+			t.Fatalf("check of %s: %s", feed, task.Error)
+		}
+	}
+	if cookies.Load() != 1 || languages.Load() != 2 {
+		t.Fatalf("%d fetches with the cookie, %d with the language; want the cookie at home only, the language at both", cookies.Load(), languages.Load())
+	}
+}

@@ -83,7 +83,7 @@ func (s *Store) ClaimDueSources(ctx context.Context, p watch.ClaimParams, discov
 		WHERE s.id = due.id AND p.id = s.page_id
 		RETURNING s.page_id, s.id, s.kind, s.url, coalesce(s.etag, ''), coalesce(s.last_modified, ''), coalesce(s.items_digest, ''),
 			due.next_check_at, p.same_site_only, p.ignore_patterns, p.include_text, p.exclude_text, p.include_url, p.exclude_url,
-			coalesce(p.headers, '[]')`, p.Limit, p.Jitter, p.Lease.Milliseconds())
+			coalesce(p.headers, '[]'), p.base_url`, p.Limit, p.Jitter, p.Lease.Milliseconds())
 	if err != nil {
 		return watch.Claimed{}, fmt.Errorf("claim due sources: %w", err)
 	}
@@ -94,7 +94,7 @@ func (s *Store) ClaimDueSources(ctx context.Context, p watch.ClaimParams, discov
 			opts watch.LinkOptions
 		)
 		err := r.Scan(&j.ID, &src.ID, &src.Kind, &src.URL, &j.ETag, &j.LastModified, &j.ItemsDigest, &j.ScheduledAt,
-			&opts.SameSiteOnly, &opts.Ignore, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL, &j.Headers)
+			&opts.SameSiteOnly, &opts.Ignore, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL, &j.Headers, &j.PageURL)
 		if len(j.Headers) == 0 {
 			j.Headers = nil
 		}

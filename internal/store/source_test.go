@@ -269,7 +269,7 @@ func TestClaimDueSources(t *testing.T) {
 	// The page discovered just now has no discovery due; the page of the
 	// homepage alone has its feed row but does not choose feeds.
 	if len(jobs) != 1 || jobs[0].Source == nil || jobs[0].Source.ID != feed.ID || jobs[0].ETag != `"v1"` ||
-		jobs[0].ItemsDigest != "dig" || jobs[0].BaseURL != feed.URL || jobs[0].ID != page.ID {
+		jobs[0].ItemsDigest != "dig" || jobs[0].BaseURL != feed.URL || jobs[0].ID != page.ID || jobs[0].PageURL != page.BaseURL {
 		t.Fatalf("claimed %+v; want the feed's check alone", jobs)
 	}
 	if _, err := db.Exec(ctx, `UPDATE pages SET sources_discovered_at = now() - interval '25 hours' WHERE id = $1`, page.ID); err != nil {

@@ -79,6 +79,10 @@ type Job struct {
 	// homepage instead, which the processor records as a homepage check.
 	Source      *SourceRef `json:"source,omitempty"`
 	ItemsDigest string     `json:"itemsDigest,omitempty"`
+	// PageURL is the page's own URL in a source's job, whose BaseURL is
+	// the source's: a secret header of the page goes to the source only
+	// when both are of one origin.
+	PageURL string `json:"pageUrl,omitempty"`
 	// Discover asks for a discovery of the page's feeds and news sitemaps
 	// (package discover) instead of a check; Sources are the kinds of
 	// source the page chose (SourcesFeeds, SourcesSitemaps).
