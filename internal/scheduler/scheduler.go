@@ -263,8 +263,14 @@ func (s *Service) Round(ctx context.Context) (int, error) {
 		s.metrics.removals.Add(float64(c.Removals))
 		s.log.Debug("jobs published", "count", c.Jobs, "postponed", c.Postponed, "removals", c.Removals)
 	}
+	// A failure of the sources' claim must not hold the homepages back:
+	// it is counted and logged, and the next round tries again.
 	n, err := s.roundSources(ctx)
-	return max(c.Jobs+c.Postponed, n), err
+	if err != nil && ctx.Err() == nil {
+		s.metrics.failures.Inc()
+		s.log.Warn("scheduling sources failed; the next round tries again", "err", err)
+	}
+	return max(c.Jobs+c.Postponed, n), nil
 }
 
 // roundSources claims and dispatches one batch of due feeds and news
