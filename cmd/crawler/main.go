@@ -145,6 +145,10 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	health.Set("rabbitmq", consumer.Health)
 	health.Set("rabbitmq_publisher", pub.Health)
 
+	if names := cfg.Fetch.Proxies.Names(); len(names) > 0 {
+		// Names only: a proxy URL may carry credentials.
+		log.Info("pages may be fetched through proxies", "proxies", names)
+	}
 	if cfg.Fetch.AllowPrivate {
 		log.Warn("PORTALWATCH_ALLOW_PRIVATE=true: the crawler may connect to loopback and private addresses")
 	}

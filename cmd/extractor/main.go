@@ -133,6 +133,10 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if names := cfg.Fetch.Proxies.Names(); len(names) > 0 {
+		// Names only: a proxy URL may carry credentials.
+		log.Info("pages may be fetched through proxies", "proxies", names)
+	}
 	if cfg.Fetch.AllowPrivate {
 		log.Warn("PORTALWATCH_ALLOW_PRIVATE=true: the extractor may connect to loopback and private addresses")
 	}

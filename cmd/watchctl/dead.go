@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/portalwatch/portalwatch/internal/queue"
 )
@@ -139,10 +138,4 @@ func (c *cli) deadList(dead *queue.Dead, queues []string, limit int, asJSON bool
 	return nil
 }
 
-func preview(body []byte) string {
-	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(body), "\uFFFD")), " ")
-	if utf8.RuneCountInString(s) > 80 {
-		return string([]rune(s)[:77]) + "..."
-	}
-	return s
-}
+func preview(body []byte) string { return oneLine(strings.ToValidUTF8(string(body), "\uFFFD")) }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 
@@ -79,6 +80,9 @@ type settings struct {
 	// Secrets seals the secret headers a page is given (Cookie,
 	// Authorization) before they are stored.
 	Secrets secrets.Config
+	// Proxies are the crawlers' list: a page may name only one of them.
+	// Unset, a page given a proxy is refused, with a message saying so.
+	Proxies fetch.ProxyConfig
 }
 
 func defaults() settings {
@@ -170,7 +174,7 @@ func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, s
 		return exitUsage
 	}
 	c := &cli{ctx: ctx, cfg: cfg, stdin: os.Stdin, stdout: stdout,
-		policy: registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, resolver)}}
+		policy: registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, resolver), Proxies: cfg.Proxies.Names()}}
 	if err := kctx.Run(c); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", kctx.Selected().FullPath(), err)
 		var ue usageError
@@ -312,6 +316,7 @@ type addCmd struct {
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article: headline, date, authors, lead and body (default true)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"A request header for the page's checks, such as 'Accept-Language: de' or 'Cookie: session=…' (repeatable). Cookie and Authorization are stored sealed and never shown again; they need PORTALWATCH_SECRETS_KEY."`
 	Sources        string   `placeholder:"LIST" help:"What the page is watched through, comma-separated: homepage, feeds (its RSS/Atom/JSON feeds), sitemaps (its news sitemaps); default homepage. Feeds and sitemaps are discovered daily and checked every interval."`
+	Proxy          string   `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES (default: direct)."`
 	optionFlags
 }
 
@@ -356,6 +361,7 @@ func (a *addCmd) Run(c *cli) error {
 		ArticlesOff:       a.Articles != nil && !*a.Articles,
 		Headers:           headers,
 		Sources:           sources,
+		Proxy:             a.Proxy,
 	})
 	if err != nil {
 		return err
@@ -380,10 +386,22 @@ func (a *addCmd) Run(c *cli) error {
 	if len(page.Headers) > 0 {
 		printHeaders(c.stdout, page)
 	}
+	if page.Proxy != "" {
+		printProxy(c.stdout, page)
+	}
 	if watch.HasBeyondHomepage(page.Sources) {
 		printSources(c.stdout, page)
 	}
 	return nil
+}
+
+// printProxy says how a page is fetched.
+func printProxy(w io.Writer, p watch.Page) {
+	if p.Proxy == "" {
+		fmt.Fprintf(w, "page %d: fetched direct (no proxy)\n", p.ID)
+		return
+	}
+	fmt.Fprintf(w, "page %d: fetched through proxy %s\n", p.ID, p.Proxy)
 }
 
 // printSources says what a page is watched through.
@@ -419,7 +437,7 @@ func (l *listCmd) Run(c *cli) error {
 		return nil
 	}
 	tw := newTable(c.stdout)
-	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tSOURCES\tLAST CHECK\tSTATUS\tHEALTH\tURL\tERROR")
+	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tSOURCES\tLAST CHECK\tSTATUS\tHEALTH\tPROXY\tURL\tERROR")
 	for _, p := range pages {
 		last, status := "never", "-"
 		if !p.LastCheckedAt.IsZero() {
@@ -442,8 +460,12 @@ func (l *listCmd) Run(c *cli) error {
 				problem = p.Health.Detail
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled,
-			strings.Join(p.Sources, ","), last, status, health, p.BaseURL, oneLine(problem))
+		proxy := p.Proxy
+		if proxy == "" {
+			proxy = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled,
+			strings.Join(p.Sources, ","), last, status, health, proxy, p.BaseURL, oneLine(problem))
 	}
 	return tw.Flush()
 }
@@ -458,7 +480,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
 		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
-		"headers": watch.ShownHeaderMap(p.Headers), "sources": p.Sources,
+		"headers": watch.ShownHeaderMap(p.Headers), "sources": p.Sources, "proxy": p.Proxy,
 	}
 	if !p.SourcesDiscoveredAt.IsZero() {
 		m["sources_discovered_at"] = p.SourcesDiscoveredAt
@@ -477,10 +499,12 @@ func pageJSON(p watch.Page) map[string]any {
 	return m
 }
 
+// oneLine folds s onto one line of at most 80 characters for a table,
+// cutting between characters, never inside one.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 80 {
-		return s[:77] + "..."
+	if utf8.RuneCountInString(s) > 80 {
+		return string([]rune(s)[:77]) + "..."
 	}
 	return s
 }
@@ -509,6 +533,7 @@ type setCmd struct {
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"Set a request header, replacing one of the same name; 'NAME:' with no value removes it (repeatable; the others stay)."`
 	ClearHeaders   bool     `name:"clear-headers" help:"Remove every request header (before any --header)."`
 	Sources        string   `placeholder:"LIST" help:"What the page is watched through, comma-separated: homepage, feeds, sitemaps (replaces the list). A source chosen anew starts with a silent baseline."`
+	Proxy          *string  `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES; --proxy \"\" fetches direct again."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -535,6 +560,7 @@ func (s *setCmd) Run(c *cli) error {
 		change.Headers = &headers
 	}
 	change.ClearHeaders = s.ClearHeaders
+	change.Proxy = s.Proxy
 	if s.Sources != "" {
 		sources, err := watch.ParseSources(s.Sources)
 		if err != nil {
@@ -547,7 +573,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --sources or an option of regions and keyword rules")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --proxy, --sources or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
@@ -562,7 +588,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	// The caps that span the lists need the options as they will be stored.
-	if change, err = registration.CheckEdit(change, before.Options); err != nil {
+	if change, err = c.policy.CheckEdit(change, before.Options); err != nil {
 		return err
 	}
 	page, err := st.EditPage(c.ctx, id, change)
@@ -580,6 +606,9 @@ func (s *setCmd) Run(c *cli) error {
 	}
 	if change.Headers != nil || change.ClearHeaders {
 		printHeaders(c.stdout, page)
+	}
+	if change.Proxy != nil {
+		printProxy(c.stdout, page)
 	}
 	if change.Sources != nil {
 		printSources(c.stdout, page)

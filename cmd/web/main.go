@@ -67,6 +67,9 @@ type settings struct {
 	// Secrets seals the secret headers a page is given (Cookie,
 	// Authorization) before they are stored.
 	Secrets secrets.Config
+	// Proxies are the crawlers' list: a page may name only one of them.
+	// Unset, a page given a proxy is refused, with a message saying so.
+	Proxies fetch.ProxyConfig
 }
 
 func defaults() settings {
@@ -160,7 +163,7 @@ func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger)
 
 	webCfg := cfg.Web
 	webCfg.ListenAddr = ln.Addr().String()
-	webCfg.Policy = registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, nil)}
+	webCfg.Policy = registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, nil), Proxies: cfg.Proxies.Names()}
 	// Anyone may ask the web program's /healthz: it names what it waits
 	// for, and the log says why.
 	webCfg.Health = health.Summary()

@@ -312,6 +312,9 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.Task {
 	start := time.Now()
 	log := s.log.With("page_id", job.ID, "url", job.BaseURL)
+	if job.Proxy != "" {
+		log = log.With("proxy", job.Proxy)
+	}
 	task := watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}}
 	headers, err := s.openHeaders(job)
 	if err != nil {
@@ -324,7 +327,7 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
 	req := watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified, DigestSalt: s.digestSalt, Slot: job.Slot,
-		Header: headers}
+		Header: headers, Proxy: job.Proxy}
 	if job.LinksDigest != "" {
 		// A body digest vouches for the links only while their digest
 		// does: the store clears both when the set must be read again.

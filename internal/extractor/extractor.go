@@ -370,7 +370,7 @@ func (s *Service) readOne(ctx context.Context, w watch.ArticleWork, log *slog.Lo
 			fmt.Sprintf("%s had %d article fetches today already (PORTALWATCH_ARTICLES_PER_ORIGIN_DAY)", origin, s.cfg.PerOriginDay)))
 	}
 	start := time.Now()
-	res, err := s.fetcher.Fetch(ctx, watch.FetchRequest{URL: w.URL})
+	res, err := s.fetcher.Fetch(ctx, watch.FetchRequest{URL: w.URL, Proxy: w.Proxy})
 	leave()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -514,6 +514,10 @@ func fetchStatus(err error) (watch.ArticleStatus, bool) {
 		transient := fe.Status == 408 || fe.Status == 425 || fe.Status == 429 || fe.Status >= 500
 		return watch.ArticleError, !transient
 	case watch.FetchDNS, watch.FetchNetwork, watch.FetchTimeout:
+		return watch.ArticleError, false
+	case watch.FetchProxy:
+		// The extractor's PORTALWATCH_PROXIES lacks the page's proxy: the
+		// article can be read once the operator mends the list.
 		return watch.ArticleError, false
 	default: // bad URL, too many redirects, too large, bad response
 		return watch.ArticleError, true

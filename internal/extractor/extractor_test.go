@@ -152,6 +152,7 @@ type rigOptions struct {
 	cfg         extractor.Config
 	spacing     time.Duration
 	maxInFlight int
+	proxies     string // PORTALWATCH_PROXIES
 }
 
 func newRig(t *testing.T, o rigOptions) *rig {
@@ -165,7 +166,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	}
 	t.Cleanup(func() { gate.Close() })
 	f, err := fetch.New(fetch.Config{AllowPrivate: true, MaxRedirects: 5, MinHostSpacing: o.spacing,
-		Pacer: gate.PacerFor(watch.ArticleFetch), Timeout: 10 * time.Second, Logger: log})
+		Pacer: gate.PacerFor(watch.ArticleFetch), Timeout: 10 * time.Second, Logger: log, Proxies: fetch.ProxyConfig{List: o.proxies}})
 	if err != nil {
 		t.Fatal(err)
 	}

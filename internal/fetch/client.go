@@ -39,12 +39,15 @@ type (
 // cache; create one per process and share it. It is safe for concurrent
 // use.
 type Client struct {
-	cfg       Config
-	transport *http.Transport
-	hc        *http.Client
-	robots    *robotsCache
-	pacer     Pacer
-	agent     string // robots.txt product token
+	cfg    Config
+	direct *route
+	// proxies are the routes of Config.Proxies by name; proxyNames their
+	// names in the list's order, for messages.
+	proxies    map[string]*route
+	proxyNames []string
+	robots     *robotsCache
+	pacer      Pacer
+	agent      string // robots.txt product token
 
 	// now and sleep are the client's clock; tests replace them so that
 	// they never wait for real time.
@@ -56,17 +59,18 @@ type Client struct {
 }
 
 // New returns a Client for cfg with defaults applied (see Config). Its
-// Transport uses no proxy (a proxy would hide the real destination from
-// the dial-time guard), checks every address it connects to (see IsPublic)
-// unless cfg.AllowPrivate, and bounds TLS handshakes (10s), response
-// headers (cfg.HeaderTimeout, at most 64 KiB of them) and idle connections
-// (90s, at most 4 per host).
+// direct Transport uses no proxy from the environment (a proxy would hide
+// the real destination from the dial-time guard), checks every address it
+// connects to (see IsPublic) unless cfg.AllowPrivate, and bounds TLS
+// handshakes (10s), response headers (cfg.HeaderTimeout, at most 64 KiB
+// of them) and idle connections (90s, at most 4 per host). Each proxy of
+// cfg.Proxies gets a copy of it that dials the proxy (see Fetch).
 //
 // New returns an error naming every field of cfg that is out of range
-// (see Config.Validate).
+// (see Config.Validate) and every bad entry of cfg.Proxies.
 func New(cfg Config) (*Client, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.Validate(), cfg.Proxies.Validate()); err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}
 	c := &Client{
@@ -81,7 +85,7 @@ func New(cfg Config) (*Client, error) {
 		Control:   dialGuard(cfg.AllowPrivate, cfg.dialAllowed),
 		Resolver:  cfg.dialResolver,
 	}
-	c.transport = &http.Transport{
+	transport := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            dialer.DialContext,
 		ForceAttemptHTTP2:      true,
@@ -95,7 +99,23 @@ func New(cfg Config) (*Client, error) {
 		MaxIdleConnsPerHost:    4,
 		DisableCompression:     true, // we send Accept-Encoding and decode ourselves
 	}
-	c.hc = &http.Client{Transport: c.transport, CheckRedirect: c.checkRedirect}
+	c.direct = &route{transport: transport}
+	c.direct.hc = &http.Client{Transport: transport, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		return c.checkRedirect(c.direct, req, via)
+	}}
+	proxies, err := cfg.Proxies.Proxies()
+	if err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	c.proxies = make(map[string]*route, len(proxies))
+	for _, p := range proxies {
+		rt, err := c.newProxyRoute(p, transport)
+		if err != nil {
+			return nil, fmt.Errorf("fetch: %w", err)
+		}
+		c.proxies[p.Name] = rt
+		c.proxyNames = append(c.proxyNames, p.Name)
+	}
 	c.robots = newRobotsCache(c, cfg)
 	c.pacer = cfg.Pacer
 	if c.pacer == nil {
@@ -105,9 +125,14 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// CloseIdleConnections closes the Transport's idle keep-alive connections;
-// call it when shutting down.
-func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
+// CloseIdleConnections closes the idle keep-alive connections of every
+// route, direct and through each proxy; call it when shutting down.
+func (c *Client) CloseIdleConnections() {
+	c.direct.transport.CloseIdleConnections()
+	for _, rt := range c.proxies {
+		rt.transport.CloseIdleConnections()
+	}
+}
 
 // productToken returns the robots.txt agent name of a User-Agent: its
 // first word up to "/", lower-cased ("portalwatch").
@@ -201,10 +226,11 @@ type lastHop struct {
 	url    *url.URL
 }
 
-// checkRedirect is the http.Client's CheckRedirect: it caps the number of
-// redirects and applies the URL rules and, unless Config.IgnoreRobots, the
-// target's robots.txt to every hop.
-func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
+// checkRedirect is the CheckRedirect of rt's http.Client: it caps the
+// number of redirects and applies the URL rules (through a proxy, with the
+// name resolved: checkTarget) and, unless Config.IgnoreRobots, the
+// target's robots.txt, read along rt, to every hop.
+func (c *Client) checkRedirect(rt *route, req *http.Request, via []*http.Request) error {
 	if h, ok := req.Context().Value(hopKey{}).(*lastHop); ok && req.Response != nil {
 		h.status, h.url = req.Response.StatusCode, via[len(via)-1].URL
 	}
@@ -225,7 +251,7 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 		}
 		return &redirectError{&Error{Kind: KindTooManyRedirects, URL: req.URL.String(), Err: err}}
 	}
-	if err := c.checkURL(req.URL.String(), req.URL); err != nil {
+	if err := c.checkTarget(req.Context(), rt, req.URL.String(), req.URL); err != nil {
 		var fe *Error
 		errors.As(err, &fe)
 		return &redirectError{fe}
@@ -237,7 +263,7 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 		// Every host a redirect reaches has its own robots.txt, read (or
 		// taken from the cache) within the fetch's own time. Its
 		// Crawl-delay is not waited for: the hop is part of one visit.
-		if _, err := c.obeyRobots(req.Context(), req.URL.String(), req.URL); err != nil {
+		if _, err := c.obeyRobots(req.Context(), rt, req.URL.String(), req.URL); err != nil {
 			var fe *Error
 			errors.As(err, &fe)
 			return &redirectError{fe}
@@ -248,8 +274,12 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 
 // Fetch fetches req.URL and returns the page decoded to UTF-8.
 //
-// It refuses URLs that CheckURL would refuse without DNS (KindBadURL,
-// KindBlocked), then, unless Config.IgnoreRobots, consults the host's
+// With req.Proxy it goes through that proxy of Config.Proxies, robots.txt
+// and redirects included, and fails with KindProxy, sending nothing, for a
+// name not there; the URL and every redirect target are then checked with
+// the name resolved (see checkTarget), since the dial guard sees only the
+// proxy. It refuses URLs that CheckURL would refuse without DNS
+// (KindBadURL, KindBlocked), then, unless Config.IgnoreRobots, consults the host's
 // robots.txt (KindDisallowed, also for every redirect target), and waits for the origin's next slot after
 // its Crawl-delay or Config.MinHostSpacing (or for req.Slot, booked
 // already); those waits end with ctx, and a slot further than
@@ -270,13 +300,17 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := c.checkURL(req.URL, u); err != nil {
+	rt, err := c.routeOf(req.URL, req.Proxy)
+	if err != nil {
+		return res, err
+	}
+	if err := c.checkTarget(ctx, rt, req.URL, u); err != nil {
 		return res, err
 	}
 	origin := originOf(u)
 	crawlDelay := time.Duration(-1) // not read
 	if !c.cfg.IgnoreRobots {
-		if crawlDelay, err = c.obeyRobots(ctx, req.URL, u); err != nil {
+		if crawlDelay, err = c.obeyRobots(ctx, rt, req.URL, u); err != nil {
 			return res, err
 		}
 	}
@@ -309,7 +343,7 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 		hreq.Header.Set("If-Modified-Since", req.LastModified)
 	}
 
-	resp, err := c.hc.Do(hreq)
+	resp, err := rt.hc.Do(hreq)
 	if err != nil {
 		switch {
 		case resp != nil: // a refused redirect: resp is the redirect response

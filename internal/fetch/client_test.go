@@ -604,7 +604,7 @@ func TestDialGuard(t *testing.T) {
 		_, err := c.Fetch(ctx, Request{URL: fmt.Sprintf("http://%s:%d/", host, port)})
 		wantKind(t, err, KindBlocked)
 	}
-	resp, err := c.hc.Get(fmt.Sprintf("http://[::ffff:127.0.0.1]:%d/", port))
+	resp, err := c.direct.hc.Get(fmt.Sprintf("http://[::ffff:127.0.0.1]:%d/", port))
 	if err == nil {
 		resp.Body.Close()
 		t.Error("the transport reached an IPv4-mapped loopback address")

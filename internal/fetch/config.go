@@ -118,6 +118,17 @@ type Config struct {
 	// two fetches from one host. Default 30s.
 	MaxCrawlDelay time.Duration
 
+	// Proxies is the operator's list of proxies (PORTALWATCH_PROXIES) that
+	// a Request may name; empty: a Request naming one fails with
+	// KindProxy.
+	Proxies ProxyConfig
+
+	// Resolver resolves the names of the pages fetched through a proxy,
+	// which are checked before the request is sent (the dial guard sees
+	// only the proxy's address). Nil is the system's resolver; tests pass
+	// their own.
+	Resolver Resolver
+
 	// Logger receives robots.txt failures that the client works around
 	// (they never fail a fetch). Default: a logger that discards.
 	Logger *slog.Logger

@@ -133,7 +133,7 @@ func TestDialGuardResolvedNames(t *testing.T) {
 	// answer 127.0.0.1 for anything (as the fake one does for 0x7f.1):
 	// then the guard refuses the address.
 	for _, host := range []string{"2130706433", "0x7f.1", "127.1", "0177.0.0.1"} {
-		resp, err := c.hc.Get(fmt.Sprintf("http://%s:%d/", host, port))
+		resp, err := c.direct.hc.Get(fmt.Sprintf("http://%s:%d/", host, port))
 		if err == nil {
 			resp.Body.Close()
 			t.Errorf("%s: the transport connected", host)

@@ -27,6 +27,7 @@ const (
 	KindNotHTML          = watch.FetchNotHTML
 	KindBadResponse      = watch.FetchBadResponse
 	KindDeferred         = watch.FetchDeferred
+	KindProxy            = watch.FetchProxy
 )
 
 // KindOf returns the Kind of err when it is or wraps an *Error, and

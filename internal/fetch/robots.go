@@ -92,9 +92,9 @@ func originOf(u *url.URL) string { return u.Scheme + "://" + strings.ToLower(u.H
 // obeyRobots returns a KindDisallowed *Error when robots.txt forbids u, and
 // otherwise the origin's Crawl-delay (0 for none). The wait for robots.txt
 // ends with ctx.
-func (c *Client) obeyRobots(ctx context.Context, raw string, u *url.URL) (time.Duration, error) {
+func (c *Client) obeyRobots(ctx context.Context, rt *route, raw string, u *url.URL) (time.Duration, error) {
 	origin := originOf(u)
-	rules, err := c.robots.rules(ctx, origin)
+	rules, err := c.robots.rules(ctx, rt, origin)
 	if err != nil {
 		return 0, c.waitError(ctx, raw, fmt.Errorf("waiting for %s/robots.txt: %w", origin, err))
 	}
@@ -120,13 +120,15 @@ func (c *Client) waitError(ctx context.Context, raw string, err error) *Error {
 	return &Error{Kind: KindTimeout, URL: raw, Err: err}
 }
 
-// rules returns origin's robots.txt rules, fetching them when they are not
-// cached or have expired. Only one fetch per origin runs at a time; other
-// callers wait for it. It fails only when ctx ends.
-func (rc *robotsCache) rules(ctx context.Context, origin string) (*robotsRules, error) {
+// rules returns origin's robots.txt rules as read along rt, fetching them
+// when they are not cached or have expired. Only one fetch per origin and
+// route runs at a time; other callers wait for it. It fails only when ctx
+// ends.
+func (rc *robotsCache) rules(ctx context.Context, rt *route, origin string) (*robotsRules, error) {
+	key := rt.robotsKey(origin)
 	for {
 		rc.mu.Lock()
-		e := rc.entries[origin]
+		e := rc.entries[key]
 		var prev *robotsEntry
 		if e != nil {
 			select {
@@ -150,18 +152,18 @@ func (rc *robotsCache) rules(ctx context.Context, origin string) (*robotsRules, 
 			rc.makeRoomLocked()
 		}
 		ne := &robotsEntry{done: make(chan struct{})}
-		rc.entries[origin] = ne
+		rc.entries[key] = ne
 		rc.mu.Unlock()
 
-		rules, good, err := rc.client.fetchRobots(ctx, origin)
+		rules, good, err := rc.client.fetchRobots(ctx, rt, origin)
 
 		rc.mu.Lock()
 		switch {
 		case err != nil:
 			// Our caller gave up; let the next one fetch.
-			if rc.entries[origin] == ne {
+			if rc.entries[key] == ne {
 				if prev != nil {
-					rc.entries[origin] = prev
+					rc.entries[key] = prev
 				} else {
 					delete(rc.entries, origin)
 				}
@@ -215,7 +217,7 @@ func (rc *robotsCache) makeRoomLocked() {
 // client. good reports whether the server answered (2xx or 4xx); failures
 // are logged and allow everything (see the policy above). err is set only
 // when ctx ended.
-func (c *Client) fetchRobots(ctx context.Context, origin string) (rules *robotsRules, good bool, err error) {
+func (c *Client) fetchRobots(ctx context.Context, rt *route, origin string) (rules *robotsRules, good bool, err error) {
 	robotsURL := origin + "/robots.txt"
 	log := c.cfg.Logger.With(slog.String("url", robotsURL))
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
@@ -228,7 +230,7 @@ func (c *Client) fetchRobots(ctx context.Context, origin string) (rules *robotsR
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	req.Header.Set("Accept", "text/plain, */*;q=0.1")
 	req.Header.Set("Accept-Encoding", acceptEncoding)
-	resp, err := c.hc.Do(req)
+	resp, err := rt.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
@@ -380,7 +382,7 @@ func (c *Client) Sitemaps(ctx context.Context, pageURL string) ([]string, error)
 	if err := c.checkURL(pageURL, u); err != nil {
 		return nil, err
 	}
-	rules, err := c.robots.rules(ctx, originOf(u))
+	rules, err := c.robots.rules(ctx, c.direct, originOf(u))
 	if err != nil {
 		return nil, c.waitError(ctx, pageURL, fmt.Errorf("reading robots.txt: %w", err))
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/temoto/robotstxt"
 )
@@ -43,18 +42,19 @@ func TestRobotsHugeWildcardFileIsCapped(t *testing.T) {
 			t.Errorf("%d stars: kept %d rules, cut %+v of %d; want at most %d kept and the rest counted",
 				stars, kept, cut, total, MaxRobotsRules)
 		}
+		// The cost of testing a URL grows with the wildcards kept (about
+		// 1 s a test before the caps, 1 ms at worst after, as
+		// BenchmarkRobotsTest shows): the caps bound it, and a count
+		// cannot flake on a busy machine as a clock would.
+		if kept := bytes.Count(clean, []byte("*")) - bytes.Count(clean, []byte("User-agent: *")); kept > MaxRobotsWildcards {
+			t.Errorf("%d stars: kept %d wildcards; want at most %d", stars, kept, MaxRobotsWildcards)
+		}
 		data, err := robotstxt.FromBytes(clean)
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := data.FindGroup("portalwatch")
-		start := time.Now()
-		for range 10 {
-			g.Test(hostilePath)
-		}
-		// About 1 s per test before the caps; about 1 ms at worst after.
-		if per := time.Since(start) / 10; per > 50*time.Millisecond {
-			t.Errorf("%d stars: testing a URL costs %s", stars, per)
+		if !data.FindGroup("portalwatch").Test(hostilePath) {
+			t.Errorf("%d stars: the rules kept disallow %s, which none of them matches", stars, hostilePath)
 		}
 	}
 }

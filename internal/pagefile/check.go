@@ -214,6 +214,7 @@ type packedPage struct {
 	flags    packedFlags
 	headers  []watch.Header // few and short: a list carries no secret
 	sources  []string       // three words at most
+	proxy    string
 }
 
 type packedFlags uint8
@@ -234,7 +235,7 @@ func listsOf(s *watch.PageSpec) [8]*[]string {
 // pack packs s into a string of its own, which holds none of the record
 // or token s was read from.
 func pack(line int, s watch.PageSpec) packedPage {
-	p := packedPage{line: line, interval: s.Interval}
+	p := packedPage{line: line, interval: s.Interval, proxy: strings.Clone(s.Proxy)}
 	for _, f := range []struct {
 		on   bool
 		flag packedFlags
@@ -291,7 +292,7 @@ func (p packedPage) url() string { return p.part(0) }
 func (p packedPage) unpack() watch.PageSpec {
 	s := watch.PageSpec{URL: p.url(), Name: p.part(1), Interval: p.interval,
 		Paused: p.flags&packedPaused != 0, BurstDetectionOff: p.flags&packedBurstDetectionOff != 0,
-		ArticlesOff: p.flags&packedArticlesOff != 0, Headers: p.headers}
+		ArticlesOff: p.flags&packedArticlesOff != 0, Headers: p.headers, Proxy: p.proxy}
 	s.Options.SameSiteOnly = p.flags&packedSameSiteOnly != 0
 	s.Sources = p.sources
 	for i, l := range listsOf(&s) {

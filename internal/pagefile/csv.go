@@ -116,7 +116,7 @@ func (c *csvReader) next() (Row, error) {
 		Interval: get("interval"), Enabled: get("enabled"), SameSite: get("same_site"), BurstDetection: get("burst_detection"),
 		Articles: get("articles"),
 		Ignore:   get("ignore"), Within: get("within"), Exclude: get("exclude"), IncludeText: get("include_text"),
-		ExcludeText: get("exclude_text"), IncludeURL: get("include_url"), ExcludeURL: get("exclude_url"), Headers: get("headers"),
+		ExcludeText: get("exclude_text"), IncludeURL: get("include_url"), ExcludeURL: get("exclude_url"), Headers: get("headers"), Proxy: get("proxy"),
 		Sources: get("sources")}
 	if long != nil {
 		return Row{Line: line, Err: long}, nil

@@ -211,6 +211,8 @@ func readOutline(attrs []xml.Attr) outlineAttrs {
 			dst = &a.Headers
 		case "pwSources":
 			dst = &a.Sources
+		case "pwProxy":
+			dst = &a.Proxy
 		default:
 			continue
 		}

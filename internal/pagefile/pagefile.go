@@ -96,11 +96,13 @@ const (
 // a missing column takes the default (no list; burst detection on;
 // articles on, as for any page registered now). headers holds a page's
 // request headers, "Name: value" a line, never a secret one (Cookie,
-// Authorization…): a list is a file people pass on. sources holds what
-// the page is watched through, comma-separated (homepage,feeds,sitemaps);
-// empty is the homepage alone.
+// Authorization…): a list is a file people pass on. proxy names the proxy
+// of the operator's list the page is fetched through, empty for none.
+// sources holds what the page is watched through, comma-separated
+// (homepage,feeds,sitemaps); empty is the homepage alone.
 var csvHeader = []string{"url", "name", "tags", "interval", "enabled", "same_site", "ignore",
-	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles", "headers", "sources"}
+	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles", "headers", "proxy",
+	"sources"}
 
 // FormatOf picks the format from a file name's extension (.csv; .opml or
 // .xml), or returns an error naming the choices.
@@ -282,8 +284,7 @@ func Read(r io.Reader, format string) ([]Row, error) {
 type settings struct {
 	Interval, Enabled, SameSite, BurstDetection, Articles                     string
 	Ignore, Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
-	Headers                                                                   string
-	Sources                                                                   string
+	Headers, Proxy, Sources                                                   string
 }
 
 func makeRow(line int, url, name string, tags []string, s settings) (Row, error) {
@@ -349,6 +350,8 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 		}
 		row.Page.Headers = append(row.Page.Headers, h)
 	}
+	// Whether the deployment has the proxy is registration's to say.
+	row.Page.Proxy = strings.TrimSpace(s.Proxy)
 	return row, nil
 }
 

@@ -22,7 +22,7 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 			cw.Write([]string{p.BaseURL, p.Name, strings.Join(p.Tags, " "), p.Interval.String(),
 				strconv.FormatBool(p.Enabled), strconv.FormatBool(o.SameSiteOnly), lines(o.Ignore),
 				lines(o.Within), lines(o.Exclude), lines(o.IncludeText), lines(o.ExcludeText), lines(o.IncludeURL), lines(o.ExcludeURL),
-				strconv.FormatBool(p.BurstDetection), strconv.FormatBool(p.Articles), headerLines(p.Headers),
+				strconv.FormatBool(p.BurstDetection), strconv.FormatBool(p.Articles), headerLines(p.Headers), p.Proxy,
 				strings.Join(sourcesOf(p), ",")})
 		}
 		cw.Flush()
@@ -34,7 +34,7 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 			o := outline{Text: p.DisplayName(), Type: "link", URL: p.BaseURL, Interval: p.Interval.String(),
 				SameSite: po.SameSiteOnly, Ignore: lines(po.Ignore), Within: lines(po.Within), Exclude: lines(po.Exclude),
 				IncludeText: lines(po.IncludeText), ExcludeText: lines(po.ExcludeText),
-				IncludeURL: lines(po.IncludeURL), ExcludeURL: lines(po.ExcludeURL), Headers: headerLines(p.Headers)}
+				IncludeURL: lines(po.IncludeURL), ExcludeURL: lines(po.ExcludeURL), Headers: headerLines(p.Headers), Proxy: p.Proxy}
 			if watch.HasBeyondHomepage(p.Sources) {
 				o.Sources = strings.Join(p.Sources, ",")
 			}
@@ -106,6 +106,8 @@ type outline struct {
 	// Headers are the request headers in clear, "Name: value" a line;
 	// never a secret.
 	Headers string `xml:"pwHeaders,attr,omitempty"`
+	// Proxy names the proxy the page is fetched through.
+	Proxy string `xml:"pwProxy,attr,omitempty"`
 	// Sources are what the page is watched through, comma-separated;
 	// written only beyond the homepage alone.
 	Sources string `xml:"pwSources,attr,omitempty"`

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/domwalk"
@@ -32,6 +34,11 @@ type Policy struct {
 	// with the deployment's PORTALWATCH_ALLOW_PRIVATE. Nil refuses every
 	// URL: a policy nobody configured admits nothing.
 	GuardURL func(ctx context.Context, raw string) error
+	// Proxies are the names of the proxies of the deployment, the
+	// crawlers' PORTALWATCH_PROXIES, in their order: a page may name only
+	// one of them. Nil admits none, so a page cannot be given a proxy
+	// that the programs registering it were not told of.
+	Proxies []string
 }
 
 // errNoGuard is what a Policy without GuardURL answers.
@@ -49,7 +56,7 @@ func (pol Policy) CheckPage(ctx context.Context, s watch.PageSpec) (watch.PageSp
 	normal, err := s.Normalize()
 	grammar := checkRegionGrammar(s.Options.Within, s.Options.Exclude)
 	url, urlErr := pol.CheckURL(ctx, s.URL)
-	if err := watch.JoinRefused(urlErr, err, grammar); err != nil {
+	if err := watch.JoinRefused(urlErr, err, grammar, pol.CheckProxy(s.Proxy)); err != nil {
 		return watch.PageSpec{}, err
 	}
 	normal.URL = url
@@ -82,12 +89,29 @@ func (pol Policy) CheckURL(ctx context.Context, raw string) (string, error) {
 	return u, nil
 }
 
+// CheckProxy refuses a proxy name that is not one of pol.Proxies, with a
+// *watch.RefusedError that lists the names there are; "" (direct) passes.
+func (pol Policy) CheckProxy(name string) error {
+	if name == "" || slices.Contains(pol.Proxies, name) {
+		return nil
+	}
+	if err := watch.CheckProxyName(name); err != nil {
+		return watch.Refused("proxy", err)
+	}
+	if len(pol.Proxies) == 0 {
+		return watch.Refused("proxy", fmt.Errorf("proxy %q is not configured: no proxies are (PORTALWATCH_PROXIES is empty here); "+
+			"give this program the crawlers' PORTALWATCH_PROXIES, or leave the proxy empty to fetch the page direct", name))
+	}
+	return watch.Refused("proxy", fmt.Errorf("proxy %q is not configured: PORTALWATCH_PROXIES names %s", name, strings.Join(pol.Proxies, ", ")))
+}
+
 // CheckEdit checks e against the link options of the page it changes, as
 // they are stored now: e.Normalize, then the options as they will be stored
 // (e applied to current) with the caps that span the lists, then the
-// grammar of the region selectors e sets. It returns e with its name and
-// tags normalised; every error is a *watch.RefusedError.
-func CheckEdit(e watch.PageEdit, current watch.LinkOptions) (watch.PageEdit, error) {
+// grammar of the region selectors e sets and the proxy it names
+// (CheckProxy). It returns e with its name and tags normalised; every
+// error is a *watch.RefusedError.
+func (pol Policy) CheckEdit(e watch.PageEdit, current watch.LinkOptions) (watch.PageEdit, error) {
 	var within, exclude []string
 	if e.Within != nil {
 		within = *e.Within
@@ -96,11 +120,15 @@ func CheckEdit(e watch.PageEdit, current watch.LinkOptions) (watch.PageEdit, err
 		exclude = *e.Exclude
 	}
 	grammar := checkRegionGrammar(within, exclude)
+	var proxy error
+	if e.Proxy != nil {
+		proxy = pol.CheckProxy(*e.Proxy)
+	}
 	e, err := e.Normalize()
 	if err == nil {
 		err = e.Apply(current).Validate()
 	}
-	if err := watch.JoinRefused(err, grammar); err != nil {
+	if err := watch.JoinRefused(err, grammar, proxy); err != nil {
 		return watch.PageEdit{}, err
 	}
 	return e, nil

@@ -3,6 +3,7 @@ package registration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -92,19 +93,19 @@ func TestCheckEdit(t *testing.T) {
 	for _, e := range []watch.PageEdit{{Interval: &short}, {Ignore: &bad}, {Interval: &ok, Ignore: &bad},
 		{Within: &badSel}, {Exclude: &badSel}, {IncludeText: &bad}, {ExcludeText: &bad}, {IncludeURL: &bad}, {ExcludeURL: &bad}} {
 		var refused *watch.RefusedError
-		if _, err := CheckEdit(e, watch.LinkOptions{}); !errors.As(err, &refused) {
+		if _, err := (Policy{}).CheckEdit(e, watch.LinkOptions{}); !errors.As(err, &refused) {
 			t.Errorf("CheckEdit(%+v) = %v, want a refusal", e, err)
 		}
 	}
 	for _, e := range []watch.PageEdit{{}, {Interval: &ok}, {Ignore: &good}, {Ignore: &[]string{}}, {Within: &goodSel}, {Exclude: &goodSel},
 		{IncludeText: &good}, {ExcludeText: &good}, {IncludeURL: &good}, {ExcludeURL: &good}} {
-		if _, err := CheckEdit(e, watch.LinkOptions{}); err != nil {
+		if _, err := (Policy{}).CheckEdit(e, watch.LinkOptions{}); err != nil {
 			t.Errorf("CheckEdit(%+v) = %v, want nil", e, err)
 		}
 	}
 	// Six more selectors are fine alone, not beside the page's five.
 	six := many(6, "main")
-	_, err := CheckEdit(watch.PageEdit{Within: &six}, watch.LinkOptions{Exclude: many(5, "nav")})
+	_, err := (Policy{}).CheckEdit(watch.PageEdit{Within: &six}, watch.LinkOptions{Exclude: many(5, "nav")})
 	var refused *watch.RefusedError
 	if !errors.As(err, &refused) || refused.Field != "options" {
 		t.Errorf("CheckEdit over the page's selectors = %v, want a refusal of the options", err)
@@ -122,5 +123,45 @@ func TestCheckTagFollowsPagesTagRule(t *testing.T) {
 		if _, err := CheckTag(bad); !errors.As(err, &refused) || refused.Field != "tag" {
 			t.Errorf("CheckTag(%q) = %v, want a refusal of the tag", bad, err)
 		}
+	}
+}
+
+// A page may name only a proxy of the deployment's list, and the refusal
+// lists the names there are, or says there are none here.
+func TestCheckProxy(t *testing.T) {
+	pol := Policy{Proxies: []string{"corp", "eu-exit"}}
+	for _, name := range []string{"", "corp", "eu-exit"} {
+		if err := pol.CheckProxy(name); err != nil {
+			t.Errorf("CheckProxy(%q) = %v", name, err)
+		}
+	}
+	tests := []struct {
+		pol  Policy
+		name string
+		msg  string
+	}{
+		{pol, "us", `proxy "us" is not configured: PORTALWATCH_PROXIES names corp, eu-exit`},
+		{pol, "Corp!", "not a proxy name"},
+		{Policy{}, "corp", "PORTALWATCH_PROXIES is empty here"},
+	}
+	for _, tt := range tests {
+		err := tt.pol.CheckProxy(tt.name)
+		var refused *watch.RefusedError
+		if !errors.As(err, &refused) || refused.Field != "proxy" || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("CheckProxy(%q) = %v, want a refusal of the proxy saying %q", tt.name, err, tt.msg)
+		}
+	}
+	us := "us"
+	if _, err := pol.CheckEdit(watch.PageEdit{Proxy: &us}, watch.LinkOptions{}); !strings.Contains(fmt.Sprint(err), "names corp, eu-exit") {
+		t.Errorf("CheckEdit to proxy us = %v", err)
+	}
+	none := ""
+	if e, err := pol.CheckEdit(watch.PageEdit{Proxy: &none}, watch.LinkOptions{}); err != nil || e.Proxy == nil || *e.Proxy != "" {
+		t.Errorf("CheckEdit to no proxy = %+v, %v", e, err)
+	}
+	spec := watch.PageSpec{URL: "http://news.example/", Proxy: "us"}
+	pol.GuardURL = fetch.Guard(false, staticResolver{"news.example": {netip.MustParseAddr("93.184.216.34")}})
+	if _, err := pol.CheckPage(context.Background(), spec); !strings.Contains(fmt.Sprint(err), `proxy "us"`) {
+		t.Errorf("CheckPage with proxy us = %v", err)
 	}
 }

@@ -18,19 +18,21 @@ import (
 // comes due again when its lease ends, and no other extractor takes it
 // before. Rows another extractor is claiming at the same moment are
 // skipped, not waited for. A URL that several pages link is one work, so
-// its article is fetched once.
+// its article is fetched once, through the proxy of the page that found
+// it (ArticleWork.Proxy).
 func (s *Store) ClaimArticleWork(ctx context.Context, n int, lease time.Duration) ([]watch.ArticleWork, error) {
 	rows, err := s.pool.Query(ctx, `
 		UPDATE article_work w SET due_at = now() + $2 * interval '1 millisecond', attempts = w.attempts + 1
 		FROM (SELECT url FROM article_work WHERE due_at <= now() ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
 		WHERE w.url = due.url
-		RETURNING w.url, w.page_id, w.discovered_at, w.attempts`, n, lease.Milliseconds())
+		RETURNING w.url, w.page_id, w.discovered_at, w.attempts,
+			coalesce((SELECT proxy FROM pages WHERE id = w.page_id), '')`, n, lease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim article work: %w", err)
 	}
 	work, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.ArticleWork, error) {
 		var w watch.ArticleWork
-		err := r.Scan(&w.URL, &w.PageID, &w.DiscoveredAt, &w.Attempts)
+		err := r.Scan(&w.URL, &w.PageID, &w.DiscoveredAt, &w.Attempts, &w.Proxy)
 		return w, err
 	})
 	if err != nil {

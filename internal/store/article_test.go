@@ -311,10 +311,9 @@ func TestArticlesByURLMigration(t *testing.T) {
 	if _, err := mig.UpTo(ctx, 21); err != nil {
 		t.Fatalf("migrate to 00021: %v", err)
 	}
-	// The store of this build reads the columns of later migrations too
-	// (updates.source, 00024): the rows 00021 left go through them.
+	// The store reads the schema of today (the claim reads pages.proxy).
 	if _, err := mig.Up(ctx); err != nil {
-		t.Fatalf("migrate past 00021: %v", err)
+		t.Fatalf("migrate up: %v", err)
 	}
 	st, err := store.Open(ctx, dsn)
 	if err != nil {

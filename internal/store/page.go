@@ -203,18 +203,19 @@ func headersArg(hs []watch.Header) (any, error) {
 
 func insertPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page, error) {
 	args := append(append([]any{p.URL, p.Interval.Milliseconds(), p.Options.SameSiteOnly, nonNil(p.Options.Ignore), p.Name, nonNil(p.Tags), p.Paused},
-		optionArgs(p.Options)...), p.BurstDetectionOff, p.ArticlesOff, sourcesArg(p.Sources))
+		optionArgs(p.Options)...), p.BurstDetectionOff, p.ArticlesOff, p.Proxy, sourcesArg(p.Sources))
 	// A URL in the trash comes back with its history and the settings
 	// given now; its next check re-baselines silently when they change
-	// what it admits, as an edit would (EditPage).
-	rebase := "baseline_at IS NOT NULL AND " + admitsChanged(3, 4, 8, 9, 10, 11, 12, 13)
+	// what it admits, or the proxy it is seen through, as an edit would
+	// (EditPage).
+	rebase := "baseline_at IS NOT NULL AND (" + admitsChanged(3, 4, 8, 9, 10, 11, 12, 13) + " OR " + proxyChanged(16) + ")"
 	page, err := scanPage(q.QueryRow(ctx, `
 		UPDATE pages SET
 			deleted_at = NULL, check_interval = $2 * interval '1 millisecond', next_check_at = now(),
 			same_site_only = $3, ignore_patterns = $4, name = $5, tags = $6, enabled = NOT $7,
 			(`+optionColumns+`) = ($8, $9, $10, $11, $12, $13), burst_detection = NOT $14, articles = NOT $15,
-			headers = NULL,
-			sources = $16, sources_discovered_at = NULL,
+			headers = NULL, proxy = nullif($16::text, ''),
+			sources = $17, sources_discovered_at = NULL,
 			rebaseline    = rebaseline OR (`+rebase+`),
 			etag          = CASE WHEN `+rebase+` THEN NULL ELSE etag END,
 			last_modified = CASE WHEN `+rebase+` THEN NULL ELSE last_modified END,
@@ -234,9 +235,9 @@ func insertPage(ctx context.Context, q rowQuerier, p watch.PageSpec) (watch.Page
 	// sequence: refused adds leave no gaps in the ids people see. Two adds
 	// of one URL at once still meet the unique key.
 	page, err = scanPage(q.QueryRow(ctx, `
-		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled, `+optionColumns+`, burst_detection, articles,
+		INSERT INTO pages (base_url, check_interval, same_site_only, ignore_patterns, name, tags, enabled, `+optionColumns+`, burst_detection, articles, proxy,
 			sources)
-		SELECT $1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13, NOT $14, NOT $15, $16
+		SELECT $1, $2 * interval '1 millisecond', $3, $4, $5, $6, NOT $7, $8, $9, $10, $11, $12, $13, NOT $14, NOT $15, nullif($16::text, ''), $17
 		WHERE NOT EXISTS (SELECT 1 FROM pages WHERE base_url = $1)
 		RETURNING `+pageColumns, args...))
 	if isUniqueViolation(err) || errors.Is(err, pgx.ErrNoRows) {
@@ -333,7 +334,9 @@ func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageE
 			return watch.Page{}, err
 		}
 	}
-	rebase := "baseline_at IS NOT NULL AND (" + admitsChanged(4, 5, 8, 9, 10, 11, 12, 13) + " OR $18)"
+	// Another proxy may be another exit, shown another edition of the
+	// page: like a header in clear, its change re-baselines.
+	rebase := "baseline_at IS NOT NULL AND (" + admitsChanged(4, 5, 8, 9, 10, 11, 12, 13) + " OR $18 OR " + proxyChanged(19) + ")"
 	refetch := "(" + rebase + ") OR $17"
 	return scanPage(tx.QueryRow(ctx, `
 		UPDATE pages SET
@@ -354,8 +357,9 @@ func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageE
 			burst_detection   = coalesce($14, burst_detection),
 			articles          = coalesce($15, articles),
 			headers           = CASE WHEN $17 THEN nullif($16::jsonb, '[]') ELSE headers END,
-			sources           = coalesce($19::text[], sources),
-			sources_discovered_at = CASE WHEN $19::text[] IS NULL OR $19::text[] <@ sources THEN sources_discovered_at ELSE NULL END,
+			proxy             = CASE WHEN $19::text IS NULL THEN proxy ELSE nullif($19::text, '') END,
+			sources           = coalesce($20::text[], sources),
+			sources_discovered_at = CASE WHEN $20::text[] IS NULL OR $20::text[] <@ sources THEN sources_discovered_at ELSE NULL END,
 			rebaseline        = rebaseline OR (`+rebase+`),
 			etag              = CASE WHEN `+refetch+` THEN NULL ELSE etag END,
 			last_modified     = CASE WHEN `+refetch+` THEN NULL ELSE last_modified END,
@@ -366,7 +370,7 @@ func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageE
 		WHERE id = $1 AND deleted_at IS NULL
 		RETURNING `+pageColumns,
 		append(append(append([]any{id, intervalMS, e.Enabled, e.SameSiteOnly, ignore, e.Name, tags}, optionEditArgs(e)...), e.BurstDetection, e.Articles),
-			headers, headersTouched, headersRebase, sources)...))
+			headers, headersTouched, headersRebase, e.Proxy, sources)...))
 }
 
 // sourcesArg is the value of pages.sources for a normalised choice;
@@ -398,6 +402,13 @@ func rebaselineChosen(ctx context.Context, tx pgx.Tx, id int64, sources []string
 // text[] expression) includes the kind of a sources row.
 func sourceChosen(kind, sources string) string {
 	return `(CASE ` + kind + ` WHEN '` + watch.SourceFeed + `' THEN '` + watch.SourcesFeeds + `' ELSE '` + watch.SourcesSitemaps + `' END) = ANY(` + sources + `)`
+}
+
+// proxyChanged is the SQL condition that parameter n, a proxy name or NULL
+// for no change (an empty name for direct), names another proxy than the
+// row holds.
+func proxyChanged(n int) string {
+	return fmt.Sprintf("($%[1]d::text IS NOT NULL AND nullif($%[1]d::text, '') IS DISTINCT FROM proxy)", n)
 }
 
 // CheckNow makes the page due now, so that the next round of the scheduler
@@ -452,7 +463,7 @@ const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::
 	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
 	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
 	rebaseline, burst_detection, articles, deleted_at, coalesce(degraded, ''), coalesce(degraded_detail, ''), degraded_since,
-	coalesce(headers, '[]'), sources, sources_discovered_at`
+	coalesce(headers, '[]'), coalesce(proxy, ''), sources, sources_discovered_at`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -469,7 +480,7 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
 		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
 		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted,
-		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers, &p.Sources, &discovered)
+		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers, &p.Proxy, &p.Sources, &discovered)
 	if err != nil {
 		return watch.Page{}, err
 	}

@@ -50,7 +50,7 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams,
 			removed int
 		)
 		err := r.Scan(append([]any{&removed, &j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores,
-			&j.LinksDigest, &j.BodyDigest, &opts.Within, &opts.Exclude, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL, &j.Headers},
+			&j.LinksDigest, &j.BodyDigest, &opts.Within, &opts.Exclude, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL, &j.Headers, &j.Proxy},
 			followedDest(&f)...)...)
 		if len(j.Headers) == 0 {
 			j.Headers = nil // no field in the job
@@ -130,4 +130,4 @@ const ClaimDueQuery = `
 		RETURNING coalesce(cardinality(due.due_keys), 0), p.id, p.base_url, coalesce(p.etag, ''), coalesce(p.last_modified, ''), due.next_check_at,
 		          p.same_site_only, p.ignore_patterns, coalesce(p.links_digest, ''), coalesce(p.body_digest, ''),
 		          p.within_selectors, p.exclude_selectors, p.include_text, p.exclude_text, p.include_url, p.exclude_url,
-		          coalesce(p.headers, '[]'), ` + followedColumns
+		          coalesce(p.headers, '[]'), coalesce(p.proxy, ''), ` + followedColumns

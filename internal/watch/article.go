@@ -92,6 +92,9 @@ type ArticleWork struct {
 	DiscoveredAt time.Time
 	// Attempts counts the claims of this work so far, this one included.
 	Attempts int
+	// Proxy is the proxy of the page that found the link (Page.Proxy):
+	// its articles are read the way the page is.
+	Proxy string
 }
 
 // ArticleOutcome is what the extractor learned about one ArticleWork.

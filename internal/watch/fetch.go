@@ -40,6 +40,10 @@ type FetchRequest struct {
 	// origin of URL: a redirect to another origin drops them. Never sent
 	// with robots.txt.
 	Header []Header
+	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
+	// the fetch, robots.txt and every redirect go through; empty goes
+	// direct. A name the fetcher does not know fails with FetchProxy.
+	Proxy string
 }
 
 // FetchResult is the outcome of one fetch. A fetcher returns it filled as far
@@ -137,6 +141,10 @@ const (
 	// further away than the fetcher's MaxPoliteWait. Error.RetryAt says when to
 	// come back. The page is not at fault.
 	FetchDeferred
+	// FetchProxy: nothing was sent; the request names a proxy that is not
+	// in the fetcher's list (PORTALWATCH_PROXIES). The deployment, not the
+	// page, is at fault.
+	FetchProxy
 )
 
 var kindNames = [...]string{
@@ -154,6 +162,7 @@ var kindNames = [...]string{
 	FetchNotHTML:          "not_html",
 	FetchBadResponse:      "bad_response",
 	FetchDeferred:         "deferred",
+	FetchProxy:            "proxy",
 }
 
 // String returns the kind's stable snake_case name, suitable as a metric

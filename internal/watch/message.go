@@ -88,6 +88,10 @@ type Job struct {
 	// source the page chose (SourcesFeeds, SourcesSitemaps).
 	Discover bool     `json:"discover,omitempty"`
 	Sources  []string `json:"sources,omitempty"`
+	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
+	// the page is fetched through; empty goes direct. A crawler older than
+	// proxies ignores it and fetches direct.
+	Proxy string `json:"proxy,omitempty"`
 }
 
 // Task carries the result of one check of a page from a crawler to the

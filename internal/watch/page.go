@@ -85,6 +85,9 @@ type Page struct {
 	// SourcesDiscoveredAt is when the page's feeds and sitemaps were last
 	// discovered; zero until the first discovery.
 	SourcesDiscoveredAt time.Time
+	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
+	// the page and its articles are fetched through; "" goes direct.
+	Proxy string
 }
 
 // TrashRetention is how long a deleted page stays in the trash, restorable,
@@ -182,6 +185,9 @@ type PageSpec struct {
 	// Sources are what the page is watched through; nil is
 	// DefaultSources (see NormalizeSources).
 	Sources []string
+	// Proxy names the proxy the page is fetched through (Page.Proxy);
+	// "" goes direct.
+	Proxy string
 }
 
 // PageEdit changes a registered page; a nil field stays as it is. Check it
@@ -210,6 +216,9 @@ type PageEdit struct {
 	// Sources replaces the page's sources (NormalizeSources). A source
 	// chosen anew starts with a silent baseline.
 	Sources *[]string
+	// Proxy sets the proxy the page is fetched through; "" goes direct
+	// again.
+	Proxy *string
 }
 
 // Apply returns o with the lists e changes replaced.
@@ -255,7 +264,7 @@ func (s PageSpec) Normalize() (PageSpec, error) {
 	sources, sourcesErr := NormalizeSources(s.Sources)
 	s.Sources = sources
 	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr,
-		Refused("sources", sourcesErr)); err != nil {
+		Refused("proxy", CheckProxyName(s.Proxy)), Refused("sources", sourcesErr)); err != nil {
 		return PageSpec{}, err
 	}
 	return s, nil
@@ -296,6 +305,9 @@ func (e PageEdit) Normalize() (PageEdit, error) {
 		sources, err := NormalizeSources(*e.Sources)
 		errs = append(errs, Refused("sources", err))
 		e.Sources = &sources
+	}
+	if e.Proxy != nil {
+		errs = append(errs, Refused("proxy", CheckProxyName(*e.Proxy)))
 	}
 	if err := JoinRefused(errs...); err != nil {
 		return PageEdit{}, err

@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/portalwatch/portalwatch/internal/pagefile"
-	"github.com/portalwatch/portalwatch/internal/registration"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -62,6 +61,9 @@ type pageJSON struct {
 	// last discovered.
 	Sources             []string   `json:"sources"`
 	SourcesDiscoveredAt *time.Time `json:"sources_discovered_at,omitempty"`
+	// Proxy names the proxy of the operator's list the page and its
+	// articles are fetched through; "" is direct.
+	Proxy string `json:"proxy"`
 	// Restored marks the answer to an add that brought the page back
 	// from the trash; DeletedAt and PurgeAt are a trashed page's.
 	Restored  bool       `json:"restored,omitempty"`
@@ -114,7 +116,7 @@ func toPageJSON(p watch.Page) pageJSON {
 		LastTruncated: p.LastTruncated, LastCut: p.LastCut, pageOptionsJSON: toPageOptionsJSON(p.Options),
 		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(), Health: toHealthJSON(p.Health),
-		Headers: watch.ShownHeaderMap(p.Headers), Sources: nonNil(p.Sources),
+		Headers: watch.ShownHeaderMap(p.Headers), Proxy: p.Proxy, Sources: nonNil(p.Sources),
 	}
 	if !p.SourcesDiscoveredAt.IsZero() {
 		t := p.SourcesDiscoveredAt.UTC()
@@ -253,6 +255,9 @@ type createPageJSON struct {
 	Headers map[string]*string `json:"headers"`
 	// Sources are what the page is watched through; none is homepage.
 	Sources []string `json:"sources"`
+	// Proxy names one of the proxies of PORTALWATCH_PROXIES; "" or none
+	// is direct.
+	Proxy string `json:"proxy"`
 }
 
 // decodeJSON reads a JSON body into v: one object, known fields only, at
@@ -309,6 +314,7 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 		ArticlesOff:       in.Articles != nil && !*in.Articles,
 		Headers:           headerList(in.Headers),
 		Sources:           in.Sources,
+		Proxy:             in.Proxy,
 	})
 	if err != nil {
 		return watch.Page{}, err
@@ -333,6 +339,8 @@ type editPageJSON struct {
 	ClearHeaders bool               `json:"clear_headers"`
 	// Sources replaces what the page is watched through.
 	Sources *[]string `json:"sources"`
+	// Proxy sets the page's proxy; "" fetches it direct again.
+	Proxy *string `json:"proxy"`
 }
 
 func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
@@ -351,7 +359,7 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 		list := headerList(in.Headers)
 		edit.Headers = &list
 	}
-	edit.ClearHeaders = in.ClearHeaders
+	edit.ClearHeaders, edit.Proxy = in.ClearHeaders, in.Proxy
 	edit.Sources = in.Sources
 	if in.Interval != nil {
 		d := time.Duration(*in.Interval)
@@ -359,7 +367,7 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if edit.IsZero() {
 		s.problem(w, r, http.StatusBadRequest, "give at least one of interval, enabled, same_site_only, ignore, name, tags, "+
-			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles, headers, clear_headers, sources")
+			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles, headers, clear_headers, proxy, sources")
 		return
 	}
 	p, err := s.editPage(r, id, edit)
@@ -383,7 +391,7 @@ func (s *Server) editPage(r *http.Request, id int64, edit watch.PageEdit) (watch
 	if err != nil {
 		return watch.Page{}, err
 	}
-	if edit, err = registration.CheckEdit(edit, current.Options); err != nil {
+	if edit, err = s.cfg.Policy.CheckEdit(edit, current.Options); err != nil {
 		return watch.Page{}, err
 	}
 	return s.deps.Writer.EditPage(r.Context(), id, edit)

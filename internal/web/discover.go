@@ -127,8 +127,8 @@ type discoverView struct {
 
 func (s *Server) uiDiscover(w http.ResponseWriter, r *http.Request) {
 	raw := r.PostFormValue("url")
-	v := discoverView{view: s.viewOf(r, "Feeds and sitemaps", "pages"), Form: pageForm{URL: strings.TrimSpace(raw),
-		Interval: watch.FormatDuration(watch.DefaultInterval), Enabled: true, BurstDetection: true, Articles: true}}
+	v := discoverView{view: s.viewOf(r, "Feeds and sitemaps", "pages"), Form: s.withProxies(pageForm{URL: strings.TrimSpace(raw),
+		Interval: watch.FormatDuration(watch.DefaultInterval), Enabled: true, BurstDetection: true, Articles: true})}
 	res, status, err := s.discover(r, raw)
 	if err != nil {
 		v.Error = err.Error()

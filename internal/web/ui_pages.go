@@ -32,6 +32,12 @@ type pageForm struct {
 	Headers string
 	// Feeds and Sitemaps are the sources checked besides the homepage.
 	Feeds, Sitemaps bool
+	// Proxy is the proxy chosen, "" for direct; Proxies the names to
+	// choose from (PORTALWATCH_PROXIES), and ProxyUnlisted says that
+	// Proxy is not one of them (the list changed since it was chosen).
+	Proxy         string
+	Proxies       []string
+	ProxyUnlisted bool
 	// Errors holds the refusals by watch.RefusedError's Field (url,
 	// interval, name, tags, ignore, within, exclude, includeText,
 	// excludeText, includeUrl, excludeUrl, options), each shown beside
@@ -85,6 +91,7 @@ func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
 		SameSite: r.PostFormValue("same_site") == "on", BurstDetection: r.PostFormValue("burst_detection") == "on",
 		Articles: r.PostFormValue("articles") == "on", Headers: r.PostFormValue("headers"),
 		Feeds: r.PostFormValue("source_feeds") == "on", Sitemaps: r.PostFormValue("source_sitemaps") == "on",
+		Proxy: strings.TrimSpace(r.PostFormValue("proxy")),
 	}
 	o := watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore), Within: splitLines(f.Within),
 		Exclude: splitLines(f.Exclude), IncludeText: splitLines(f.IncludeText), ExcludeText: splitLines(f.ExcludeText),
@@ -182,7 +189,7 @@ func pageQueryOf(q url.Values) (watch.PageQuery, error) {
 }
 
 func (s *Server) showPages(w http.ResponseWriter, r *http.Request, status int, form pageForm) {
-	v := pagesView{view: s.viewOf(r, "Watched pages", "pages"), Form: form, Statuses: watch.PageStatuses}
+	v := pagesView{view: s.viewOf(r, "Watched pages", "pages"), Form: s.withProxies(form), Statuses: watch.PageStatuses}
 	var err error
 	v.Query, err = pageQueryOf(r.URL.Query())
 	if err == nil {
@@ -246,7 +253,7 @@ func formPage(r *http.Request) (pageForm, watch.PageSpec, error) {
 	f, options := formSettings(r)
 	f.URL, f.Enabled = strings.TrimSpace(r.PostFormValue("url")), true
 	p := watch.PageSpec{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options, BurstDetectionOff: !f.BurstDetection,
-		ArticlesOff: !f.Articles}
+		ArticlesOff: !f.Articles, Proxy: f.Proxy}
 	interval, intervalErr := formInterval(f.Interval, watch.DefaultInterval)
 	headers, headersErr := formHeaders(f.Headers)
 	p.Interval, p.Headers, p.Sources = interval, headers, f.sources()
@@ -326,7 +333,14 @@ func editFormOf(p watch.Page) pageForm {
 		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
 		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection, Articles: p.Articles,
 		Headers: lines(watch.ShownHeaders(p.Headers)), Feeds: slices.Contains(p.Sources, watch.SourcesFeeds),
-		Sitemaps: slices.Contains(p.Sources, watch.SourcesSitemaps)}
+		Sitemaps: slices.Contains(p.Sources, watch.SourcesSitemaps), Proxy: p.Proxy}
+}
+
+// withProxies gives form the proxies to choose from.
+func (s *Server) withProxies(form pageForm) pageForm {
+	form.Proxies = s.cfg.Policy.Proxies
+	form.ProxyUnlisted = form.Proxy != "" && !slices.Contains(form.Proxies, form.Proxy)
+	return form
 }
 
 func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p watch.Page, form pageForm) {
@@ -354,7 +368,7 @@ func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p 
 		s.fail(w, r, err)
 		return
 	}
-	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: form,
+	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: s.withProxies(form),
 		Revisions: revs, Sources: sources}
 	s.render(w, r, status, "page", v)
 }
@@ -413,6 +427,7 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	if headersErr == nil {
 		edit.Headers, edit.ClearHeaders = &headers, true
 	}
+	edit.Proxy = &form.Proxy
 	intervalErr = watch.JoinRefused(intervalErr, headersErr)
 	sources := form.sources()
 	edit.Sources = &sources
