@@ -21,6 +21,7 @@ import (
 	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/crawler"
+	"github.com/portalwatch/portalwatch/internal/discover"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/hostgate"
 	"github.com/portalwatch/portalwatch/internal/ops"
@@ -128,6 +129,7 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	crawlCfg := cfg.Crawler
 	crawlCfg.TaskQueue, crawlCfg.Gate, crawlCfg.Budget = cfg.Queues.Tasks, gate, gate
 	crawlCfg.HostSpacing, crawlCfg.MaxSlotWait = cfg.Fetch.MinHostSpacing, cfg.Fetch.MaxPoliteWait
+	crawlCfg.Discoverer = discover.Discoverer{Fetcher: fetcher, Limits: discover.DefaultLimits}
 	if crawlCfg.Secrets, err = cfg.Secrets.Sealer(); err != nil {
 		return err
 	}

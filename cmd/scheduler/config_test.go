@@ -34,10 +34,11 @@ func TestSchedulerSettings(t *testing.T) {
 		"PORTALWATCH_SCHEDULER_WORKERS": "0", "PORTALWATCH_SCHEDULER_POLL": "1ms",
 		"DATABASE_URL": "mysql://u:s3cr3t@db/portalwatch", "PORTALWATCH_HOST_SPACING": "-1s",
 		"PORTALWATCH_SCHEDULER_HORIZON": "2m", "PORTALWATCH_PARSE_MEMORY": "not read by the scheduler",
+		"PORTALWATCH_SCHEDULER_DISCOVERY_POLL": "2h",
 	})
 	for _, name := range []string{"PORTALWATCH_JITTER", "PORTALWATCH_SCHEDULER_BATCH", "PORTALWATCH_LEASE",
 		"PORTALWATCH_SCHEDULER_WORKERS", "PORTALWATCH_SCHEDULER_POLL", "DATABASE_URL", "PORTALWATCH_HOST_SPACING",
-		"PORTALWATCH_SCHEDULER_HORIZON"} {
+		"PORTALWATCH_SCHEDULER_HORIZON", "PORTALWATCH_SCHEDULER_DISCOVERY_POLL"} {
 		if err == nil || !strings.Contains(err.Error(), name+"=") {
 			t.Errorf("a bad %s was not named: %v", name, err)
 		}

@@ -72,7 +72,7 @@ func printEvents(w io.Writer, events []updateEvent, expand bool) error {
 		at := e.first.DiscoveredAt.Local().Format("2006-01-02 15:04:05")
 		page := fmt.Sprintf("%d %s", e.first.PageID, oneLine(e.first.PageName))
 		if !e.first.Burst {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", at, publishedCell(e.first.Article), page, placeCell(e.first.Place),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", at, updatePublished(e.first), page, updatePlace(e.first),
 				oneLine(e.first.Text), e.first.URL)
 			continue
 		}
@@ -95,6 +95,25 @@ func placeCell(p watch.Place) string {
 		return "-"
 	}
 	return strings.ReplaceAll(p.Label(), " · ", " ")
+}
+
+// updatePlace is the PLACE cell of an update: where it stood on its
+// homepage, or "via feed" or "via sitemap" for a story a source saw first.
+func updatePlace(u watch.Update) string {
+	if u.Source != "" && u.Source != watch.SourceHomepage {
+		return "via " + u.Source
+	}
+	return placeCell(u.Place)
+}
+
+// updatePublished is the PUBLISHED cell of an update: its article's date,
+// else the date its feed or sitemap states.
+func updatePublished(u watch.Update) string {
+	cell := publishedCell(u.Article)
+	if (cell == "-" || cell == string(watch.ArticlePending)) && u.PublishedAt != nil {
+		return u.PublishedAt.Local().Format("2006-01-02 15:04")
+	}
+	return cell
 }
 
 // publishedCell says when an update's article says it was published, in

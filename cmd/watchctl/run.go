@@ -64,6 +64,7 @@ type commandLine struct {
 	Notify    notifyCmd    `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`
 	Extract   extractCmd   `cmd:"" help:"Print the article of one saved page (headline, dates, authors, lead, body) as JSON."`
 	Discover  discoverCmd  `cmd:"" help:"List the feeds a page links and the sitemaps its robots.txt names (news sitemaps, indexes)."`
+	Sources   sourcesCmd   `cmd:"" help:"List a page's feeds and news sitemaps (watched with --sources) and how their checks go."`
 	Article   articleCmd   `cmd:"" help:"Print an article read from a new link, with every update that links it."`
 	Archive   archiveCmd   `cmd:"" help:"List a page's archived snapshots (the page as fetched, WARC), export them as one WARC file, or sweep the archive."`
 }
@@ -320,6 +321,7 @@ type addCmd struct {
 	BurstDetection *bool    `name:"burst-detection" placeholder:"true|false" help:"Show a check that floods the page with new links (a redesign) as one event (default true)."`
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article: headline, date, authors, lead and body (default true)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"A request header for the page's checks, such as 'Accept-Language: de' or 'Cookie: session=…' (repeatable). Cookie and Authorization are stored sealed and never shown again; they need PORTALWATCH_SECRETS_KEY."`
+	Sources        string   `placeholder:"LIST" help:"What the page is watched through, comma-separated: homepage, feeds (its RSS/Atom/JSON feeds), sitemaps (its news sitemaps); default homepage. Feeds and sitemaps are discovered daily and checked every interval."`
 	Proxy          string   `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES (default: direct)."`
 	Render         bool     `name:"render" help:"Check the page in headless Chromium (the renderer program), so that links its scripts insert are seen."`
 	WaitFor        string   `name:"wait-for" placeholder:"CSS" help:"With --render: read the page once this CSS selector matches (bounded by the renderer's deadline) instead of when its network is idle."`
@@ -355,11 +357,18 @@ func (a *addCmd) Run(c *cli) error {
 	if err != nil {
 		return err
 	}
+	var sources []string
+	if a.Sources != "" {
+		if sources, err = watch.ParseSources(a.Sources); err != nil {
+			return usagef("--sources: %v", err)
+		}
+	}
 	p, err := c.policy.CheckPage(c.ctx, watch.PageSpec{
 		URL: a.URL, Interval: time.Duration(a.Interval), Options: opts, Name: a.Name, Tags: a.Tag,
 		BurstDetectionOff: a.BurstDetection != nil && !*a.BurstDetection,
 		ArticlesOff:       a.Articles != nil && !*a.Articles,
 		Headers:           headers,
+		Sources:           sources,
 		Proxy:             a.Proxy,
 		Render:            a.Render,
 		WaitFor:           a.WaitFor,
@@ -393,6 +402,9 @@ func (a *addCmd) Run(c *cli) error {
 	if page.Render {
 		printRender(c.stdout, page)
 	}
+	if watch.HasBeyondHomepage(page.Sources) {
+		printSources(c.stdout, page)
+	}
 	return nil
 }
 
@@ -415,6 +427,15 @@ func printRender(w io.Writer, p watch.Page) {
 	default:
 		fmt.Fprintf(w, "page %d: fetched, not rendered\n", p.ID)
 	}
+}
+
+// printSources says what a page is watched through.
+func printSources(w io.Writer, p watch.Page) {
+	fmt.Fprintf(w, "page %d: sources %s", p.ID, strings.Join(p.Sources, ","))
+	if watch.HasBeyondHomepage(p.Sources) && p.SourcesDiscoveredAt.IsZero() {
+		fmt.Fprint(w, " (its feeds and sitemaps are discovered within a minute; see `watchctl sources "+strconv.FormatInt(p.ID, 10)+"`)")
+	}
+	fmt.Fprintln(w)
 }
 
 type listCmd struct {
@@ -441,7 +462,7 @@ func (l *listCmd) Run(c *cli) error {
 		return nil
 	}
 	tw := newTable(c.stdout)
-	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tLAST CHECK\tSTATUS\tHEALTH\tPROXY\tURL\tERROR")
+	fmt.Fprintln(tw, "ID\tNAME\tTAGS\tINTERVAL\tENABLED\tSOURCES\tLAST CHECK\tSTATUS\tHEALTH\tPROXY\tURL\tERROR")
 	for _, p := range pages {
 		last, status := "never", "-"
 		if !p.LastCheckedAt.IsZero() {
@@ -473,7 +494,8 @@ func (l *listCmd) Run(c *cli) error {
 		if proxy == "" {
 			proxy = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled, last, status, health, proxy, p.BaseURL, oneLine(problem))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, oneLine(p.DisplayName()), strings.Join(p.Tags, ","), watch.FormatDuration(p.Interval), p.Enabled,
+			strings.Join(p.Sources, ","), last, status, health, proxy, p.BaseURL, oneLine(problem))
 	}
 	return tw.Flush()
 }
@@ -488,7 +510,11 @@ func pageJSON(p watch.Page) map[string]any {
 		"exclude": p.Options.Exclude, "include_text": p.Options.IncludeText, "exclude_text": p.Options.ExcludeText,
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
 		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
-		"headers": watch.ShownHeaderMap(p.Headers), "proxy": p.Proxy, "render": p.Render, "wait_for": p.WaitFor, "suggest_render": p.SuggestRender(),
+		"headers": watch.ShownHeaderMap(p.Headers), "sources": p.Sources, "proxy": p.Proxy, "render": p.Render, "wait_for": p.WaitFor,
+		"suggest_render": p.SuggestRender(),
+	}
+	if !p.SourcesDiscoveredAt.IsZero() {
+		m["sources_discovered_at"] = p.SourcesDiscoveredAt
 	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
@@ -537,6 +563,7 @@ type setCmd struct {
 	Articles       *bool    `name:"articles" placeholder:"true|false" help:"Read each new link as an article (pages watched before articles existed have it off)."`
 	Header         []string `sep:"none" placeholder:"'NAME: VALUE'" help:"Set a request header, replacing one of the same name; 'NAME:' with no value removes it (repeatable; the others stay)."`
 	ClearHeaders   bool     `name:"clear-headers" help:"Remove every request header (before any --header)."`
+	Sources        string   `placeholder:"LIST" help:"What the page is watched through, comma-separated: homepage, feeds, sitemaps (replaces the list). A source chosen anew starts with a silent baseline."`
 	Proxy          *string  `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES; --proxy \"\" fetches direct again."`
 	Render         *bool    `name:"render" placeholder:"true|false" help:"Check the page in headless Chromium (true) or with a plain fetch (false)."`
 	WaitFor        *string  `name:"wait-for" placeholder:"CSS" help:"The CSS selector a rendered check waits for (\"\" waits for the network to go idle)."`
@@ -568,12 +595,19 @@ func (s *setCmd) Run(c *cli) error {
 	change.ClearHeaders = s.ClearHeaders
 	change.Proxy = s.Proxy
 	change.Render, change.WaitFor = s.Render, s.WaitFor
+	if s.Sources != "" {
+		sources, err := watch.ParseSources(s.Sources)
+		if err != nil {
+			return usagef("--sources: %v", err)
+		}
+		change.Sources = &sources
+	}
 	// Each setting on its own, before the database is asked.
 	if _, err = change.Normalize(); err != nil {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --proxy, --render, --wait-for or an option of regions and keyword rules")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --proxy, --sources, --render, --wait-for or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
@@ -612,6 +646,9 @@ func (s *setCmd) Run(c *cli) error {
 	}
 	if change.Render != nil || change.WaitFor != nil {
 		printRender(c.stdout, page)
+	}
+	if change.Sources != nil {
+		printSources(c.stdout, page)
 	}
 	if page.RebaselinePending && !reflect.DeepEqual(before.Options, page.Options) {
 		fmt.Fprintf(c.stdout, "page %d: its options changed what it admits; its next check re-baselines silently (the links now admitted are recorded, not reported as new)\n", page.ID)

@@ -89,6 +89,12 @@ type Config struct {
 	// PORTALWATCH_SECRETS_KEY. Nil: the check of a page with a secret
 	// header fails, with an error that says to set the key.
 	Secrets watch.Sealer
+	// Discoverer runs the discoveries of pages' feeds and news sitemaps
+	// (jobs with Discover), with the crawler's fetch client; nil fails
+	// them with a message. DiscoveryTimeout bounds one; default
+	// DefaultDiscoveryTimeout, 2m.
+	Discoverer       Discoverer
+	DiscoveryTimeout time.Duration
 	// Archive, when set, keeps the page as fetched for every check that
 	// read a new body and sends links (docs/archive.md); the task carries
 	// where (Task.Snapshot). Nil: nothing is archived.
@@ -138,6 +144,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxTaskBytes == 0 {
 		c.MaxTaskBytes = DefaultMaxTaskBytes
+	}
+	if c.DiscoveryTimeout == 0 {
+		c.DiscoveryTimeout = DefaultDiscoveryTimeout
 	}
 	c.Limits = c.Limits.WithDefaults()
 	return c
@@ -245,6 +254,11 @@ func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 		s.metrics.checks.WithLabelValues("malformed").Inc()
 		return watch.Permanent(err)
 	}
+	if job.Discover {
+		// A discovery paces each of its fetches in the fetcher; it books
+		// no slot of its own.
+		return s.publish(ctx, job, s.discoverSources(ctx, job))
+	}
 	now := time.Now()
 	// A slot booked before the job was held (by the scheduler, or by this
 	// crawler for a job whose slot went stale in the queue) is kept.
@@ -253,7 +267,7 @@ func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 	}
 	var task watch.Task
 	if job.Slot == nil || job.Slot.Stale(now) {
-		slot, deferTo := s.bookSlot(ctx, job.BaseURL)
+		slot, deferTo := s.bookSlot(ctx, job)
 		if !deferTo.IsZero() {
 			task = s.deferred(job, deferTo, "its origin's next slot is too far away")
 			return s.publish(ctx, job, task)
@@ -266,6 +280,8 @@ func (s *Service) Handle(ctx context.Context, d watch.Delivery) error {
 	}
 	leave, admitted := s.admit(ctx, job.BaseURL)
 	switch {
+	case admitted && job.Source != nil:
+		task = s.checkSource(ctx, job, leave)
 	case admitted:
 		task = s.check(ctx, job, leave)
 	case d.HeldSince.IsZero() || now.Sub(d.HeldSince) < s.cfg.BusyDelay:
@@ -299,6 +315,9 @@ func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
 	leave, admitted := s.admit(ctx, job.BaseURL)
 	if !admitted {
 		return s.deferBusy(job)
+	}
+	if job.Source != nil {
+		return s.checkSource(ctx, job, leave)
 	}
 	return s.check(ctx, job, leave)
 }

@@ -34,7 +34,13 @@ func newParseGate(budget int64, concurrency int) *parseGate {
 // cost alone exceeds the budget waits until it holds the whole budget, so it
 // is parsed alone. The error is ctx's, wrapped.
 func (g *parseGate) enter(ctx context.Context, src []byte, lim domwalk.Limits) (func(), error) {
-	cost := min(int64(len(src))+domwalk.ParseCost(src, lim), g.budget)
+	return g.enterCost(ctx, int64(len(src))+domwalk.ParseCost(src, lim))
+}
+
+// enterCost is enter for a parse whose cost, in bytes, the caller knows
+// (a feed's or sitemap's, see sourceparse.Cost).
+func (g *parseGate) enterCost(ctx context.Context, cost int64) (func(), error) {
+	cost = min(cost, g.budget)
 	// The body is counted before it waits for a slot: the bodies waiting,
 	// not only those being parsed, are what a burst of large pages piles up.
 	if err := g.memory.Acquire(ctx, cost); err != nil {

@@ -63,21 +63,26 @@ func (s *Service) deferBusy(job watch.Job) watch.Task {
 func (s *Service) deferred(job watch.Job, until time.Time, why string) watch.Task {
 	s.metrics.checks.WithLabelValues("deferred").Inc()
 	s.log.Debug("check deferred: "+why, "page_id", job.ID, "url", job.BaseURL, "until", until)
-	return watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}, FetchedAt: time.Now().UTC(), DeferredUntil: until}
+	return watch.Task{BaseURL: job.BaseURL, ID: job.ID, Context: []watch.Link{}, FetchedAt: time.Now().UTC(), DeferredUntil: until,
+		Source: job.Source}
 }
 
-// bookSlot books the next fetch slot of pageURL's origin in Config.Budget,
+// bookSlot books the next fetch slot of the origin of job's URL in Config.Budget,
 // for a job that came without one or whose slot went stale waiting in the
 // queue, so that the job waits for it held rather than in a worker. It
 // returns no slot when there is no budget or spacing (the fetcher paces by
 // Crawl-delay alone), and a time to defer the check to when the origin's
 // next slot is further than Config.MaxSlotWait.
-func (s *Service) bookSlot(ctx context.Context, pageURL string) (*watch.Slot, time.Time) {
-	origin, ok := watch.Origin(pageURL)
+func (s *Service) bookSlot(ctx context.Context, job watch.Job) (*watch.Slot, time.Time) {
+	origin, ok := watch.Origin(job.BaseURL)
 	if s.cfg.Budget == nil || s.cfg.HostSpacing <= 0 || !ok {
 		return nil, time.Time{}
 	}
-	b := s.cfg.Budget.Book(ctx, watch.HomepageFetch, s.cfg.HostSpacing, s.cfg.MaxSlotWait,
+	class := watch.HomepageFetch
+	if job.Source != nil {
+		class = watch.SourceFetch
+	}
+	b := s.cfg.Budget.Book(ctx, class, s.cfg.HostSpacing, s.cfg.MaxSlotWait,
 		[]watch.SlotRequest{{Origin: origin, N: 1}})[0]
 	if len(b.Slots) == 0 {
 		return nil, b.Next

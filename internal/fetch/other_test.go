@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -44,5 +46,31 @@ func TestFetchOtherKinds(t *testing.T) {
 		case !tt.refuse && (err != nil || len(res.Body) == 0 || res.Body[len(res.Body)-1] != '>' || len(res.HTML) != 0):
 			t.Errorf("kind %d, %s: %v, body %q; want the body as received", tt.want, tt.typ, err, res.Body)
 		}
+	}
+}
+
+// TestFetchSitemapGzipFileBomb: a sitemap served as a gzip file
+// (sitemap.xml.gz, no Content-Encoding) that unpacks to a GiB is cut at
+// MaxBodyBytes after decompression, in bounded time and memory.
+func TestFetchSitemapGzipFileBomb(t *testing.T) {
+	bomb := zeroBomb(t, 1024)
+	srv, _ := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/gzip")
+		w.Write(bomb)
+	}))
+	c := newClient(t, Config{AllowPrivate: true, IgnoreRobots: true})
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	_, err := c.Fetch(context.Background(), Request{URL: srv.URL + "/news-sitemap.xml.gz", Want: watch.ContentSitemap})
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	wantKind(t, err, KindTooLarge)
+	if elapsed > 5*time.Second {
+		t.Errorf("cutting the bomb took %v", elapsed)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 96<<20 {
+		t.Errorf("allocated %d MiB while cutting the bomb", alloc>>20)
 	}
 }

@@ -213,6 +213,7 @@ type packedPage struct {
 	interval time.Duration
 	flags    packedFlags
 	headers  []watch.Header // few and short: a list carries no secret
+	sources  []string       // three words at most
 	proxy    string
 	waitFor  string
 }
@@ -273,6 +274,9 @@ func pack(line int, s watch.PageSpec) packedPage {
 		// Strings of their own, as the text is.
 		p.headers = append(p.headers, watch.Header{Name: strings.Clone(h.Name), Value: strings.Clone(h.Value), Sealed: strings.Clone(h.Sealed)})
 	}
+	for _, src := range s.Sources {
+		p.sources = append(p.sources, strings.Clone(src))
+	}
 	return p
 }
 
@@ -294,6 +298,7 @@ func (p packedPage) unpack() watch.PageSpec {
 		ArticlesOff: p.flags&packedArticlesOff != 0, Headers: p.headers, Proxy: p.proxy,
 		Render: p.flags&packedRender != 0, WaitFor: p.waitFor}
 	s.Options.SameSiteOnly = p.flags&packedSameSiteOnly != 0
+	s.Sources = p.sources
 	for i, l := range listsOf(&s) {
 		if t := p.part(i + 2); t != "" {
 			*l = strings.Split(t, "\n")

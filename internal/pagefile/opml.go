@@ -209,6 +209,8 @@ func readOutline(attrs []xml.Attr) outlineAttrs {
 			dst = &a.ExcludeURL
 		case "pwHeaders":
 			dst = &a.Headers
+		case "pwSources":
+			dst = &a.Sources
 		case "pwProxy":
 			dst = &a.Proxy
 		case "pwRender":

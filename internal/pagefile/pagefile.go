@@ -99,10 +99,12 @@ const (
 // Authorization…): a list is a file people pass on. proxy names the proxy
 // of the operator's list the page is fetched through, empty for none.
 // render says the page is checked in headless Chromium (default false),
-// wait_for is the CSS selector its renderer waits for.
+// wait_for is the CSS selector its renderer waits for. sources holds what
+// the page is watched through, comma-separated (homepage,feeds,sitemaps);
+// empty is the homepage alone.
 var csvHeader = []string{"url", "name", "tags", "interval", "enabled", "same_site", "ignore",
 	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles", "headers",
-	"render", "wait_for", "proxy"}
+	"render", "wait_for", "proxy", "sources"}
 
 // FormatOf picks the format from a file name's extension (.csv; .opml or
 // .xml), or returns an error naming the choices.
@@ -284,7 +286,7 @@ func Read(r io.Reader, format string) ([]Row, error) {
 type settings struct {
 	Interval, Enabled, SameSite, BurstDetection, Articles                     string
 	Ignore, Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
-	Headers, Proxy                                                            string
+	Headers, Proxy, Sources                                                   string
 	Render, WaitFor                                                           string
 }
 
@@ -331,6 +333,13 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 			return Row{}, fmt.Errorf("%s holds more than %d items: a list has at most %d", l.name, MaxListItems, watch.MaxIgnorePatterns)
 		}
 		*l.dst = items
+	}
+	if strings.TrimSpace(s.Sources) != "" {
+		sources, err := watch.ParseSources(strings.ReplaceAll(s.Sources, " ", ","))
+		if err != nil {
+			return Row{}, fmt.Errorf("sources %s: %w", quoteShort(s.Sources), err)
+		}
+		row.Page.Sources = sources
 	}
 	items, ok := splitUpTo(s.Headers, "\n", watch.MaxHeaders)
 	if !ok {

@@ -23,7 +23,7 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 				strconv.FormatBool(p.Enabled), strconv.FormatBool(o.SameSiteOnly), lines(o.Ignore),
 				lines(o.Within), lines(o.Exclude), lines(o.IncludeText), lines(o.ExcludeText), lines(o.IncludeURL), lines(o.ExcludeURL),
 				strconv.FormatBool(p.BurstDetection), strconv.FormatBool(p.Articles), headerLines(p.Headers),
-				strconv.FormatBool(p.Render), p.WaitFor, p.Proxy})
+				strconv.FormatBool(p.Render), p.WaitFor, p.Proxy, strings.Join(sourcesOf(p), ",")})
 		}
 		cw.Flush()
 		return cw.Error()
@@ -36,6 +36,9 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 				IncludeText: lines(po.IncludeText), ExcludeText: lines(po.ExcludeText),
 				IncludeURL: lines(po.IncludeURL), ExcludeURL: lines(po.ExcludeURL), Headers: headerLines(p.Headers), Proxy: p.Proxy,
 				Render: p.Render, WaitFor: p.WaitFor}
+			if watch.HasBeyondHomepage(p.Sources) {
+				o.Sources = strings.Join(p.Sources, ",")
+			}
 			if !p.Enabled {
 				o.Enabled = "false"
 			}
@@ -109,6 +112,18 @@ type outline struct {
 	// Render and WaitFor are the page's rendering in headless Chromium.
 	Render  bool   `xml:"pwRender,attr,omitempty"`
 	WaitFor string `xml:"pwWaitFor,attr,omitempty"`
+	// Sources are what the page is watched through, comma-separated;
+	// written only beyond the homepage alone.
+	Sources string `xml:"pwSources,attr,omitempty"`
+}
+
+// sourcesOf is what p is watched through, its homepage when it says
+// nothing.
+func sourcesOf(p watch.Page) []string {
+	if len(p.Sources) == 0 {
+		return watch.DefaultSources
+	}
+	return p.Sources
 }
 
 // lines joins a list as its cell or attribute holds it.

@@ -280,6 +280,9 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 		s.log.Warn("task carries an impossible HTTP status; recorded as 0", "page_id", task.ID, "status", task.Status)
 		task.Status = 0
 	}
+	if task.Source != nil || task.Discover {
+		return s.processSource(ctx, task)
+	}
 	if !task.DeferredUntil.IsZero() {
 		return s.deferCheck(ctx, task)
 	}

@@ -231,3 +231,50 @@ func TestNoSpacingBooksNoSlots(t *testing.T) {
 		}
 	}
 }
+
+// A page and its feed on one origin: the homepage takes the origin's slot
+// now and the next ones within the horizon; the feed, of the class below,
+// takes only a slot free now, so it is postponed (unleased, due when the
+// origin frees) rather than booked ahead of the homepage. A feed on an
+// origin of its own goes out at once, with its slot.
+func TestSourcesBookBelowTheHomepage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFrontier(t, scheduler.Config{BatchSize: 100, HostSpacing: time.Second, Horizon: 2 * time.Second})
+	var page int64
+	if err := f.pool.QueryRow(ctx, `INSERT INTO pages (base_url, sources) VALUES ('http://portal.example/', '{homepage,feeds}') RETURNING id`).Scan(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{`UPDATE pages SET sources_discovered_at = now() WHERE id = $1`,
+		`INSERT INTO sources (page_id, kind, url) VALUES ($1, 'feed', 'http://portal.example/rss'), ($1, 'feed', 'http://feeds.example/portal')`} {
+		if _, err := f.pool.Exec(ctx, sql, page); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.svc.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	jobs := f.jobs(t)
+	var home, elsewhere bool
+	for _, j := range jobs {
+		switch {
+		case j.Source == nil && j.BaseURL == "http://portal.example/":
+			home = j.Slot != nil
+		case j.Source != nil && j.Source.URL == "http://feeds.example/portal":
+			elsewhere = j.Slot != nil && j.PageURL == "http://portal.example/"
+		default:
+			t.Errorf("job %+v: the feed on the homepage's origin went out beside the homepage's check", j)
+		}
+	}
+	if !home || !elsewhere {
+		t.Fatalf("jobs %+v: want the homepage's check and the feed of the other origin, each with a slot", jobs)
+	}
+	var leased bool
+	var due time.Time
+	if err := f.pool.QueryRow(ctx, `SELECT lease_until IS NOT NULL, next_check_at FROM sources WHERE url = 'http://portal.example/rss'`).Scan(&leased, &due); err != nil {
+		t.Fatal(err)
+	}
+	if leased || !due.After(time.Now().Add(-time.Second)) {
+		t.Fatalf("the postponed feed: leased %t, due %v; want unleased and due when its origin frees", leased, due)
+	}
+}

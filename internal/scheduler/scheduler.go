@@ -33,6 +33,14 @@ type Claimer interface {
 		dispatch func(context.Context, []watch.Job) ([]watch.Postponed, error)) (watch.Claimed, error)
 }
 
+// SourceClaimer claims the due checks of pages' feeds and news sitemaps,
+// and the pages due for a discovery of them (store.ClaimDueSources). A
+// Claimer that is one too schedules sources.
+type SourceClaimer interface {
+	ClaimDueSources(ctx context.Context, p watch.ClaimParams, discover int,
+		dispatch func(context.Context, []watch.Job) ([]watch.Postponed, error)) (watch.Claimed, error)
+}
+
 // Budget books fetch slots in the fleet's per-origin budget
 // (hostgate.Gate).
 type Budget interface {
@@ -90,6 +98,11 @@ type Config struct {
 	// PORTALWATCH_MAX_POLITE_WAIT. From 0 to 1m; default DefaultHorizon,
 	// 2s.
 	Horizon time.Duration `env:"PORTALWATCH_SCHEDULER_HORIZON"`
+	// DiscoveryPoll is how often a round also claims the pages whose feeds
+	// and sitemaps are due to be discovered again: that claim reads every
+	// page with sources beyond its homepage, so it is not run every round.
+	// From 10ms to 1h; default DefaultDiscoveryPoll, 1m.
+	DiscoveryPoll time.Duration `env:"PORTALWATCH_SCHEDULER_DISCOVERY_POLL"`
 }
 
 // Defaults of Config, applied by WithDefaults.
@@ -102,6 +115,7 @@ const (
 	DefaultWorkers        = 2
 	DefaultHostSpacing    = time.Second
 	DefaultHorizon        = 2 * time.Second
+	DefaultDiscoveryPoll  = time.Minute
 )
 
 // WithDefaults returns a copy of c with every unset (zero) field given its
@@ -126,6 +140,9 @@ func (c Config) WithDefaults() Config {
 	if c.Horizon == 0 {
 		c.Horizon = DefaultHorizon
 	}
+	if c.DiscoveryPoll == 0 {
+		c.DiscoveryPoll = DefaultDiscoveryPoll
+	}
 	return c
 }
 
@@ -140,6 +157,7 @@ func (c Config) Validate() error {
 		config.Between("Workers", c.Workers, 1, 64),
 		config.Between("HostSpacing", c.HostSpacing, 0, time.Hour),
 		config.Between("Horizon", c.Horizon, 0, time.Minute),
+		config.Between("DiscoveryPoll", c.DiscoveryPoll, 10*time.Millisecond, time.Hour),
 	)
 }
 
@@ -151,6 +169,9 @@ type Service struct {
 	pub     Publisher
 	log     *slog.Logger
 	metrics metrics
+	// lastDiscovery is when a round last claimed discoveries.
+	discoveryMu   sync.Mutex
+	lastDiscovery time.Time
 }
 
 type metrics struct {
@@ -245,21 +266,90 @@ func (s *Service) Round(ctx context.Context) (int, error) {
 		s.metrics.removals.Add(float64(c.Removals))
 		s.log.Debug("jobs published", "count", c.Jobs, "postponed", c.Postponed, "removals", c.Removals)
 	}
+	// A failure of the sources' claim must not hold the homepages back:
+	// it is counted and logged, and the next round tries again.
+	n, err := s.roundSources(ctx)
+	if err != nil && ctx.Err() == nil {
+		s.metrics.failures.Inc()
+		s.log.Warn("scheduling sources failed; the next round tries again", "err", err)
+	}
+	return max(c.Jobs+c.Postponed, n), nil
+}
+
+// roundSources claims and dispatches one batch of due feeds and news
+// sitemaps, and, once every DiscoveryPoll, of due discoveries, when the
+// store schedules sources. It returns how many it claimed.
+func (s *Service) roundSources(ctx context.Context) (int, error) {
+	sc, ok := s.store.(SourceClaimer)
+	if !ok {
+		return 0, nil
+	}
+	discover := 0
+	s.discoveryMu.Lock()
+	if now := time.Now(); now.Sub(s.lastDiscovery) >= s.cfg.DiscoveryPoll {
+		s.lastDiscovery, discover = now, max(s.cfg.BatchSize/10, 1)
+	}
+	s.discoveryMu.Unlock()
+	c, err := sc.ClaimDueSources(ctx, watch.ClaimParams{Limit: s.cfg.BatchSize, Lease: s.cfg.Lease, Jitter: s.cfg.Jitter}, discover,
+		s.dispatchSources)
+	if err != nil {
+		return 0, err
+	}
+	if c.Jobs+c.Postponed > 0 {
+		s.metrics.published.Add(float64(c.Jobs))
+		s.metrics.postponed.Add(float64(c.Postponed))
+		s.log.Debug("source jobs published", "count", c.Jobs, "postponed", c.Postponed)
+	}
 	return c.Jobs + c.Postponed, nil
+}
+
+// dispatchSources books slots of the class below the homepages' for the
+// source checks (a discovery paces its own fetches in the crawler),
+// publishes the jobs that got one, and returns the rest as postponed.
+func (s *Service) dispatchSources(ctx context.Context, jobs []watch.Job) ([]watch.Postponed, error) {
+	var checks, discoveries []watch.Job
+	for _, j := range jobs {
+		if j.Discover {
+			discoveries = append(discoveries, j)
+		} else {
+			checks = append(checks, j)
+		}
+	}
+	send, later := s.bookAs(ctx, watch.SourceFetch, 0, checks)
+	return later, s.publishJobs(ctx, append(discoveries, send...))
 }
 
 // dispatch books the jobs' slots, publishes the jobs that got one, in the
 // order of their slots, and returns the rest as postponed.
 func (s *Service) dispatch(ctx context.Context, jobs []watch.Job) ([]watch.Postponed, error) {
-	send, later := s.book(ctx, jobs)
-	if len(send) == 0 {
-		return later, nil
+	send, later := s.bookAs(ctx, watch.HomepageFetch, s.cfg.Horizon, jobs)
+	if err := s.publishJobs(ctx, send); err != nil {
+		return nil, err
+	}
+	return later, nil
+}
+
+// queueOf is the queue of j: the render queue for a homepage check of a
+// page rendered in Chromium, when the scheduler has one, else the job
+// queue (feeds, sitemaps and discoveries are never rendered).
+func (s *Service) queueOf(j watch.Job) string {
+	if j.Render && j.Source == nil && !j.Discover && s.cfg.RenderQueue != "" {
+		return s.cfg.RenderQueue
+	}
+	return s.cfg.Queue
+}
+
+// publishJobs publishes jobs, each to its queue (queueOf), and waits for
+// the broker's confirms.
+func (s *Service) publishJobs(ctx context.Context, jobs []watch.Job) error {
+	if len(jobs) == 0 {
+		return nil
 	}
 	byQueue := map[string][]watch.Message{}
-	for _, j := range send {
+	for _, j := range jobs {
 		body, err := watch.EncodeJob(j)
 		if err != nil {
-			return nil, fmt.Errorf("encode job for page %d: %w", j.ID, err)
+			return fmt.Errorf("encode job for page %d: %w", j.ID, err)
 		}
 		q := s.queueOf(j)
 		byQueue[q] = append(byQueue[q], watch.Message{Body: body})
@@ -269,29 +359,21 @@ func (s *Service) dispatch(ctx context.Context, jobs []watch.Job) ([]watch.Postp
 	for _, q := range []string{s.cfg.Queue, s.cfg.RenderQueue} {
 		if msgs := byQueue[q]; len(msgs) > 0 {
 			if err := s.pub.Publish(ctx, q, msgs...); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return later, nil
+	return nil
 }
 
-// queueOf is the queue of j: the render queue for a page rendered in
-// Chromium, when the scheduler has one, else the job queue.
-func (s *Service) queueOf(j watch.Job) string {
-	if j.Render && s.cfg.RenderQueue != "" {
-		return s.cfg.RenderQueue
-	}
-	return s.cfg.Queue
-}
-
-// book asks the budget for a slot for each job, all of one origin's jobs in
+// bookAs asks the budget for slots of class for each job, all of one origin's jobs in
 // one request, and returns the jobs that got one, each carrying its slot,
 // sorted by slot, and the pages of the rest, each postponed to about when
 // its origin's slot will be within the horizon: the first one to when the
 // origin's next free slot is, later ones a spacing apart each. Slots are
 // times by Redis's clock, so hosts must keep their clocks (NTP).
-func (s *Service) book(ctx context.Context, jobs []watch.Job) ([]watch.Job, []watch.Postponed) {
+// A postponed check of a source names it (Postponed.Source).
+func (s *Service) bookAs(ctx context.Context, class watch.FetchClass, horizon time.Duration, jobs []watch.Job) ([]watch.Job, []watch.Postponed) {
 	if s.budget == nil || s.cfg.HostSpacing <= 0 {
 		return jobs, nil
 	}
@@ -318,7 +400,7 @@ func (s *Service) book(ctx context.Context, jobs []watch.Job) ([]watch.Job, []wa
 		reqs[r].N++
 		members[r] = append(members[r], i)
 	}
-	for r, b := range s.budget.Book(ctx, watch.HomepageFetch, s.cfg.HostSpacing, s.cfg.Horizon, reqs) {
+	for r, b := range s.budget.Book(ctx, class, s.cfg.HostSpacing, horizon, reqs) {
 		for k, i := range members[r] {
 			j := jobs[i]
 			if k < len(b.Slots) {
@@ -327,7 +409,11 @@ func (s *Service) book(ctx context.Context, jobs []watch.Job) ([]watch.Job, []wa
 				continue
 			}
 			n := time.Duration(k - len(b.Slots))
-			later = append(later, watch.Postponed{ID: j.ID, Until: b.Next.Add(-s.cfg.Horizon + n*b.Spacing)})
+			p := watch.Postponed{ID: j.ID, Until: b.Next.Add(-horizon + n*b.Spacing)}
+			if j.Source != nil {
+				p.Source = j.Source.ID
+			}
+			later = append(later, p)
 		}
 	}
 	slices.SortStableFunc(send, func(a, b watch.Job) int {

@@ -192,8 +192,8 @@ func (s *Store) Article(ctx context.Context, id int64) (watch.ArticleSightings, 
 	}
 	as.Sightings, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Update, error) {
 		var u watch.Update
-		err := r.Scan(&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary, &u.Burst,
-			&u.Position, &u.Heading, &u.Landmark)
+		err := r.Scan(append([]any{&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary, &u.Burst},
+			placeDest(&u)...)...)
 		return u, err
 	})
 	if err != nil {

@@ -368,21 +368,25 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 // more than perCheck headlines (a redesign), and a link with fewer than
 // perLink revisions; other rewrites only update the text. The links of the
 // check that are new are not in retitled: the statement reads links as
-// they were before its own insert.
+// they were before its own insert. A link a feed or sitemap found first
+// (links.source not homepage) holds that source's item title: the
+// homepage's first sighting of it replaces the text and makes the link the
+// homepage's, without a revision, since no headline was rewritten.
 func rewrites(perCheck, perLink string) string {
 	return `retitled AS (
-			SELECT l.link_key, l.url, l.text AS old_text, g.t AS new_text
+			SELECT l.link_key, l.url, l.text AS old_text, g.t AS new_text, l.source = '` + watch.SourceHomepage + `' AS was_homepage
 			FROM page CROSS JOIN unnest($10::bigint[], $12::text[]) AS g(k, t)
 				JOIN links l ON l.page_id = $1 AND l.link_key = g.k
-			WHERE page.check_fresh AND l.text <> g.t
+			WHERE page.check_fresh AND (l.text <> g.t OR l.source <> '` + watch.SourceHomepage + `')
 		), retext AS (
-			UPDATE links SET text = retitled.new_text FROM retitled
+			UPDATE links SET text = retitled.new_text, source = '` + watch.SourceHomepage + `' FROM retitled
 			WHERE links.page_id = $1 AND links.link_key = retitled.link_key
 		), revised AS (
 			INSERT INTO events (page_id, kind, at, link_key, url, old_text, new_text)
 			SELECT $1, '` + string(watch.LinkRewritten) + `', $2, r.link_key, r.url, r.old_text, r.new_text
 			FROM page, retitled r
-			WHERE page.texts_were_known AND NOT page.silent AND (SELECT count(*) FROM retitled) <= ` + perCheck + `
+			WHERE page.texts_were_known AND NOT page.silent AND r.was_homepage AND r.old_text <> r.new_text
+				AND (SELECT count(*) FROM retitled WHERE was_homepage) <= ` + perCheck + `
 				AND ` + afterNews + `
 				AND (SELECT count(*) FROM events e WHERE e.page_id = $1 AND e.link_key = r.link_key
 				     AND e.kind = '` + string(watch.LinkRewritten) + `') < ` + perLink + `

@@ -461,8 +461,9 @@ func pendingUpdates(ctx context.Context, q streamReader, sub watch.Subscription,
 			pending bool
 			article articleScan
 		)
-		if err := rows.Scan(append([]any{&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.Summary, &u.Burst,
-			&u.Position, &u.Heading, &u.Landmark, &uXact, &p.page.URL, &p.page.Name, &pending}, article.dest()...)...); err != nil {
+		dest := append(append([]any{&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.Summary, &u.Burst}, placeDest(u)...),
+			&uXact, &p.page.URL, &p.page.Name, &pending)
+		if err := rows.Scan(append(dest, article.dest()...)...); err != nil {
 			return nil, fmt.Errorf("pending updates of subscription %d: %w", sub.ID, err)
 		}
 		if u.Article, err = article.articleOf(pending, u.URL); err != nil {

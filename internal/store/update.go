@@ -102,8 +102,9 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 			pending bool
 			scan    articleScan
 		)
-		err := r.Scan(append([]any{&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary,
-			&u.Burst, &u.Position, &u.Heading, &u.Landmark, &u.RemovedAt, &current, &pending}, scan.dest()...)...)
+		dest := append(append([]any{&u.ID, &u.PageID, &u.URL, &u.Text, &u.Code, &u.DiscoveredAt, &u.PageName, &u.Summary, &u.Burst},
+			placeDest(&u)...), &u.RemovedAt, &current, &pending)
+		err := r.Scan(append(dest, scan.dest()...)...)
 		if err != nil {
 			return u, err
 		}
@@ -121,7 +122,14 @@ func (s *Store) QueryUpdates(ctx context.Context, f watch.UpdateFilter) ([]watch
 
 // placeColumns are an update's place (watch.Place) over updates u: zero
 // values where it is not known, as for updates recorded before places.
-const placeColumns = `coalesce(u.position, 0), coalesce(u.heading, 0), coalesce(u.landmark, '')`
+const placeColumns = `coalesce(u.position, 0), coalesce(u.heading, 0), coalesce(u.landmark, ''),
+	u.source, coalesce(u.source_id, 0), u.published_at`
+
+// placeDest is where placeColumns are scanned to: the update's place and
+// its source (watch.Update.Source, SourceID, PublishedAt).
+func placeDest(u *watch.Update) []any {
+	return []any{&u.Position, &u.Heading, &u.Landmark, &u.Source, &u.SourceID, &u.PublishedAt}
+}
 
 // tagPagesMerged is the most pages a tag may have for its updates to be
 // read page by page and merged; a tag on more pages is read from the

@@ -143,6 +143,11 @@ const MaxArticleBody = 256 << 10
 // the pages' checks leave free.
 const ArticleFetch FetchClass = 1
 
+// SourceFetch is the class of the checks of a page's feeds and news
+// sitemaps: below HomepageFetch, so that they take only the slots the
+// homepages' checks leave free.
+const SourceFetch FetchClass = 1
+
 // Lasting reports whether an article with status s stands for every later
 // link to its URL, so that none is fetched again: the page was read, is no
 // article, or is behind a paywall. An error, a cap or a block may pass.

@@ -169,6 +169,9 @@ type Retitled struct {
 type Postponed struct {
 	ID    int64
 	Until time.Time
+	// Source is the id of the feed or sitemap whose check was postponed
+	// (Job.Source), 0 for a homepage check.
+	Source int64
 }
 
 // ClaimParams tunes one scheduling round.

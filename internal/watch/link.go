@@ -3,6 +3,7 @@ package watch
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // LinkOptions are a page's per-page link filters. Every field is optional
@@ -58,6 +59,9 @@ type Link struct {
 	// in the message: a link without them is one sent by a crawler older
 	// than places, and its place is not known.
 	Place
+	// PublishedAt is when a feed or news sitemap says its item was
+	// published; nil when it says nothing, and for homepage links.
+	PublishedAt *time.Time `json:"publishedAt,omitempty"`
 }
 
 // NewLink is a link to record: its 64-bit key (internal/shortlink), URL, text
@@ -73,6 +77,8 @@ type NewLink struct {
 	// Place is where the link stood on the page (Link.Place); it goes into
 	// the link's update.
 	Place Place
+	// PublishedAt is Link.PublishedAt; it goes into the link's update.
+	PublishedAt *time.Time
 }
 
 // Caps on a page's region selectors (Within and Exclude). Every element of

@@ -76,6 +76,22 @@ type Job struct {
 	// archives a body with its digest writes a revisit record. Nil when
 	// the page has none.
 	Snapshot *SnapshotOriginal `json:"snapshot,omitempty"`
+	// Source, when set, asks for a check of one of the page's feeds or
+	// news sitemaps instead of its homepage; ETag and LastModified are
+	// then that source's, and ItemsDigest the digest of the items of its
+	// last recorded check. A crawler older than sources would check the
+	// homepage instead, which the processor records as a homepage check.
+	Source      *SourceRef `json:"source,omitempty"`
+	ItemsDigest string     `json:"itemsDigest,omitempty"`
+	// PageURL is the page's own URL in a source's job, whose BaseURL is
+	// the source's: a secret header of the page goes to the source only
+	// when both are of one origin.
+	PageURL string `json:"pageUrl,omitempty"`
+	// Discover asks for a discovery of the page's feeds and news sitemaps
+	// (package discover) instead of a check; Sources are the kinds of
+	// source the page chose (SourcesFeeds, SourcesSitemaps).
+	Discover bool     `json:"discover,omitempty"`
+	Sources  []string `json:"sources,omitempty"`
 	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
 	// the page is fetched through; empty goes direct. A crawler older than
 	// proxies ignores it and fetches direct.
@@ -148,6 +164,16 @@ type Task struct {
 	// ScriptedMaxLinks) from a page that holds scripts: its links may be
 	// built by JavaScript (Page.RenderHint).
 	Scripted bool `json:"scripted,omitempty"`
+	// Source is the job's Source: the task is a check of that feed or
+	// news sitemap, its items in Context (each with its PublishedAt
+	// when the source states one), and ItemsDigest their digest.
+	Source      *SourceRef `json:"source,omitempty"`
+	ItemsDigest string     `json:"itemsDigest,omitempty"`
+	// Discover says the task is the result of the job's discovery:
+	// Discovered lists the feeds and news sitemaps it found (of the kinds
+	// the page chose), and Error says why it failed.
+	Discover   bool               `json:"discover,omitempty"`
+	Discovered []DiscoveredSource `json:"discovered,omitempty"`
 }
 
 // ScriptedMaxLinks is the most links a page with scripts may show a plain

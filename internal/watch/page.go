@@ -87,6 +87,12 @@ type Page struct {
 	// Headers are sent with every fetch of the page, secrets sealed (see
 	// Header); nil for none.
 	Headers []Header
+	// Sources are what the page is watched through (SourceChoices): its
+	// homepage, and its feeds and news sitemaps when chosen.
+	Sources []string
+	// SourcesDiscoveredAt is when the page's feeds and sitemaps were last
+	// discovered; zero until the first discovery.
+	SourcesDiscoveredAt time.Time
 	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
 	// the page and its articles are fetched through; "" goes direct.
 	Proxy string
@@ -200,6 +206,9 @@ type PageSpec struct {
 	// Headers are sent with the page's fetches, values in clear: the
 	// store seals the secrets once it knows the page id.
 	Headers []Header
+	// Sources are what the page is watched through; nil is
+	// DefaultSources (see NormalizeSources).
+	Sources []string
 	// Proxy names the proxy the page is fetched through (Page.Proxy);
 	// "" goes direct.
 	Proxy string
@@ -231,6 +240,9 @@ type PageEdit struct {
 	// first. See MergeHeaders.
 	Headers      *[]Header
 	ClearHeaders bool
+	// Sources replaces the page's sources (NormalizeSources). A source
+	// chosen anew starts with a silent baseline.
+	Sources *[]string
 	// Proxy sets the proxy the page is fetched through; "" goes direct
 	// again.
 	Proxy *string
@@ -282,8 +294,10 @@ func (s PageSpec) Normalize() (PageSpec, error) {
 	}
 	var waitErr error
 	s.WaitFor, waitErr = NormalizeWaitFor(s.WaitFor)
+	sources, sourcesErr := NormalizeSources(s.Sources)
+	s.Sources = sources
 	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr,
-		Refused("proxy", CheckProxyName(s.Proxy)), Refused("wait_for", waitErr)); err != nil {
+		Refused("proxy", CheckProxyName(s.Proxy)), Refused("wait_for", waitErr), Refused("sources", sourcesErr)); err != nil {
 		return PageSpec{}, err
 	}
 	return s, nil
@@ -319,6 +333,11 @@ func (e PageEdit) Normalize() (PageEdit, error) {
 		// The caps of the headers as stored are for the store to judge,
 		// which holds the other headers of the page.
 		errs = append(errs, checkHeaderChanges(*e.Headers))
+	}
+	if e.Sources != nil {
+		sources, err := NormalizeSources(*e.Sources)
+		errs = append(errs, Refused("sources", err))
+		e.Sources = &sources
 	}
 	if e.Proxy != nil {
 		errs = append(errs, Refused("proxy", CheckProxyName(*e.Proxy)))

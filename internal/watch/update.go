@@ -45,6 +45,16 @@ type Update struct {
 	// from DiscoveredAt to RemovedAt (see Dwell); Published sets it, and
 	// it is nil while no removal is recorded.
 	DwellSeconds *int64 `json:"dwell_seconds,omitempty"`
+	// Source is where the link was seen first: homepage, feed or sitemap
+	// (SourceHomepage, SourceFeed, SourceSitemap); updates recorded before
+	// sources existed are homepage's. SourceID names the page's feed or
+	// sitemap (Source.ID), 0 for the homepage.
+	Source   string `json:"source"`
+	SourceID int64  `json:"source_id,omitempty"`
+	// PublishedAt is when that feed or sitemap says the story was
+	// published; nil when it says nothing, and for the homepage. The
+	// article's own date is Article.Published, kept beside it.
+	PublishedAt *time.Time `json:"published_at,omitempty"`
 }
 
 // Published returns u as it leaves portalwatch: its times in UTC. Its
@@ -55,6 +65,13 @@ func (u Update) Published() Update {
 		removed := u.RemovedAt.UTC()
 		u.RemovedAt = &removed
 		u.DwellSeconds = DwellSeconds(u.DiscoveredAt, removed)
+	}
+	if u.PublishedAt != nil {
+		published := u.PublishedAt.UTC()
+		u.PublishedAt = &published
+	}
+	if u.Source == "" {
+		u.Source = SourceHomepage
 	}
 	if u.Article != nil {
 		a := *u.Article

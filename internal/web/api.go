@@ -56,6 +56,11 @@ type pageJSON struct {
 	// Headers are the request headers the checks of the page send, by
 	// name; the value of a secret (Cookie, Authorization…) shows as "(set)".
 	Headers map[string]string `json:"headers"`
+	// Sources are what the page is watched through (homepage, feeds,
+	// sitemaps); SourcesDiscoveredAt when its feeds and sitemaps were
+	// last discovered.
+	Sources             []string   `json:"sources"`
+	SourcesDiscoveredAt *time.Time `json:"sources_discovered_at,omitempty"`
 	// Proxy names the proxy of the operator's list the page and its
 	// articles are fetched through; "" is direct.
 	Proxy string `json:"proxy"`
@@ -120,7 +125,11 @@ func toPageJSON(p watch.Page) pageJSON {
 		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(), Health: toHealthJSON(p.Health),
 		Headers: watch.ShownHeaderMap(p.Headers), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor,
-		SuggestRender: p.SuggestRender(),
+		SuggestRender: p.SuggestRender(), Sources: nonNil(p.Sources),
+	}
+	if !p.SourcesDiscoveredAt.IsZero() {
+		t := p.SourcesDiscoveredAt.UTC()
+		out.SourcesDiscoveredAt = &t
 	}
 	if !p.LastCheckedAt.IsZero() {
 		t := p.LastCheckedAt.UTC()
@@ -253,6 +262,8 @@ type createPageJSON struct {
 	// Headers are sent with the page's fetches, values in clear here:
 	// the secrets are stored sealed and never shown again.
 	Headers map[string]*string `json:"headers"`
+	// Sources are what the page is watched through; none is homepage.
+	Sources []string `json:"sources"`
 	// Proxy names one of the proxies of PORTALWATCH_PROXIES; "" or none
 	// is direct.
 	Proxy   string `json:"proxy"`
@@ -313,6 +324,7 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 		BurstDetectionOff: in.BurstDetection != nil && !*in.BurstDetection,
 		ArticlesOff:       in.Articles != nil && !*in.Articles,
 		Headers:           headerList(in.Headers),
+		Sources:           in.Sources,
 		Proxy:             in.Proxy,
 		Render:            in.Render,
 		WaitFor:           in.WaitFor,
@@ -338,6 +350,8 @@ type editPageJSON struct {
 	// removes every header first.
 	Headers      map[string]*string `json:"headers"`
 	ClearHeaders bool               `json:"clear_headers"`
+	// Sources replaces what the page is watched through.
+	Sources *[]string `json:"sources"`
 	// Proxy sets the page's proxy; "" fetches it direct again.
 	Proxy   *string `json:"proxy"`
 	Render  *bool   `json:"render"`
@@ -361,13 +375,14 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 		edit.Headers = &list
 	}
 	edit.ClearHeaders, edit.Proxy = in.ClearHeaders, in.Proxy
+	edit.Sources = in.Sources
 	if in.Interval != nil {
 		d := time.Duration(*in.Interval)
 		edit.Interval = &d
 	}
 	if edit.IsZero() {
 		s.problem(w, r, http.StatusBadRequest, "give at least one of interval, enabled, same_site_only, ignore, name, tags, "+
-			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles, headers, clear_headers, proxy")
+			"within, exclude, include_text, exclude_text, include_url, exclude_url, burst_detection, articles, headers, clear_headers, proxy, sources")
 		return
 	}
 	p, err := s.editPage(r, id, edit)

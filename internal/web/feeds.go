@@ -182,12 +182,13 @@ type entry struct {
 	watch.Update
 	// ID is the entry's stable id: entryID for an update.
 	ID string
-	// Source is the address of the RSS feed the entry belongs to; empty is
-	// its page's updates feed.
-	Source string
+	// Channel is the address of the RSS feed the entry belongs to; empty
+	// is its page's updates feed.
+	Channel string
 	// Title is the article's headline, else the link's text (entryTitle).
 	Title string
-	// Published is when the article says it was published, else when the
+	// Published is when the article says it was published, else when
+	// the feed or sitemap that saw the link first says so, else when the
 	// link was found; Updated is always when the link was found, which
 	// orders the entries.
 	Published, Updated time.Time
@@ -215,6 +216,9 @@ func entryOf(u watch.Update, full bool) entry {
 	e := entry{Update: u, ID: entryID(u), Title: entryTitle(u), Published: u.DiscoveredAt.UTC(), Updated: u.DiscoveredAt.UTC()}
 	if u.PageName != "" {
 		e.Authors = []string{u.PageName}
+	}
+	if u.PublishedAt != nil {
+		e.Published = u.PublishedAt.UTC()
 	}
 	a := u.Article
 	if a == nil || a.Status != watch.ArticleOK {
@@ -328,7 +332,7 @@ func writeAtom(buf *bytes.Buffer, f *feeds.Feed, entries []entry, self string) e
 		}
 		e.Author = nil // the entry's authors are atomEntry's
 		var categories []atomCategory
-		for _, c := range placeCategories(entries[i].Place) {
+		for _, c := range placeCategories(entries[i].Update) {
 			categories = append(categories, atomCategory{Term: c})
 		}
 		doc.Entries = append(doc.Entries, &atomEntry{AtomEntry: e, Authors: authors, Categories: categories})
@@ -371,8 +375,14 @@ type atomCategory struct {
 // placeCategories says where an update's link stood on its page as feed
 // categories, which readers show and filter by: "position:3", then
 // "landmark:main" unless the landmark is none, then "heading:2" when its
-// text is a heading; none when its place is not known.
-func placeCategories(p watch.Place) []string {
+// text is a heading; none when its place is not known. A story a feed or
+// a news sitemap saw first has no place, and says "via:feed" or
+// "via:sitemap" instead.
+func placeCategories(u watch.Update) []string {
+	if u.Source != "" && u.Source != watch.SourceHomepage {
+		return []string{"via:" + u.Source}
+	}
+	p := u.Place
 	if !p.Known() {
 		return nil
 	}
@@ -464,12 +474,12 @@ func writeRSS(buf *bytes.Buffer, f *feeds.Feed, entries []entry, base string) er
 		if e.Article != nil && e.Article.Status == watch.ArticleOK {
 			creators = e.Article.Author
 		}
-		source := &rssSource{URL: e.Source, Name: e.PageName}
+		source := &rssSource{URL: e.Channel, Name: e.PageName}
 		if source.URL == "" {
 			source.URL = fmt.Sprintf("%s/feeds/pages/%d.rss", base, e.PageID)
 		}
 		doc.Channel.Items = append(doc.Channel.Items, rssItem{RssItem: it, Creators: creators, Source: source,
-			Categories: placeCategories(e.Place)})
+			Categories: placeCategories(e.Update)})
 	}
 	rf.Items = nil
 	return writeXML(buf, doc)
@@ -524,7 +534,7 @@ func writeJSONFeed(buf *bytes.Buffer, f *feeds.Feed, entries []entry, self strin
 		FeedURL: self, Description: f.Description, Items: make([]jsonFeedItem, len(entries))}
 	for i, e := range entries {
 		item := jsonFeedItem{ID: e.ID, URL: e.URL, Title: e.Title, ContentText: e.text(), Summary: e.Summary,
-			DatePublished: e.Published.Format(time.RFC3339Nano), Tags: placeCategories(e.Place)}
+			DatePublished: e.Published.Format(time.RFC3339Nano), Tags: placeCategories(e.Update)}
 		if e.Body != "" {
 			item.ContentText = e.Body
 		}

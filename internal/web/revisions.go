@@ -226,7 +226,7 @@ func revisionEntry(p watch.Page, v watch.Revision, base string) entry {
 		Published: at,
 		Updated:   at,
 		Authors:   []string{p.DisplayName()},
-		Source:    base + revisionsFeedPath(v.PageID) + ".rss",
+		Channel:   base + revisionsFeedPath(v.PageID) + ".rss",
 	}
 	return e
 }

@@ -211,6 +211,9 @@ type Deps struct {
 	// stored in it; nil (archiving off) answers 503.
 	Snapshots      SnapshotReader
 	SnapshotBodies SnapshotBodies
+	// Sources lists the feeds and news sitemaps a page is watched
+	// through; nil lists none.
+	Sources SourceReader
 }
 
 // Server serves the API, the feeds and the web page. It is safe for
@@ -302,6 +305,8 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v1/pages/{id}/revisions", read, s.apiPageRevisions, true},
 		{"GET", "/api/v1/pages/{id}/snapshots", token, s.apiPageSnapshots, true},
 		{"GET", "/api/v1/snapshots/{id}", token, s.apiSnapshot, true},
+		{"GET", "/api/v1/pages/{id}/sources", read, s.apiPageSources, true},
+		{"GET", "/pages/{id}/sources.opml", read, s.pageSourcesOPML, false},
 		{"GET", "/api/v1/trash", read, s.apiListTrash, true},
 		{"POST", "/api/v1/trash/{id}/restore", write, s.apiRestorePage, true},
 		{"POST", "/api/v1/pages/import", write, s.apiImport, true},
@@ -475,7 +480,7 @@ func (s *Server) secureCookies(r *http.Request) bool {
 
 // Defaults of Config's time budgets.
 const (
-	DefaultQueryBudget    = 5 * time.Second
+	DefaultQueryBudget = 5 * time.Second
 	// An import of 10,000 pages took 18 to 30 s on a busy two-core
 	// machine: a budget at the edge of that would refuse the largest
 	// files whenever the database is busy, and cut the import whole.

@@ -30,6 +30,8 @@ type pageForm struct {
 	// Headers are the request headers, "Name: value" a line, secrets
 	// as "Name: (set)".
 	Headers string
+	// Feeds and Sitemaps are the sources checked besides the homepage.
+	Feeds, Sitemaps bool
 	// Proxy is the proxy chosen, "" for direct; Proxies the names to
 	// choose from (PORTALWATCH_PROXIES), and ProxyUnlisted says that
 	// Proxy is not one of them (the list changed since it was chosen).
@@ -92,6 +94,7 @@ func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
 		IncludeURL: r.PostFormValue("include_url"), ExcludeURL: r.PostFormValue("exclude_url"),
 		SameSite: r.PostFormValue("same_site") == "on", BurstDetection: r.PostFormValue("burst_detection") == "on",
 		Articles: r.PostFormValue("articles") == "on", Headers: r.PostFormValue("headers"),
+		Feeds: r.PostFormValue("source_feeds") == "on", Sitemaps: r.PostFormValue("source_sitemaps") == "on",
 		Proxy:  strings.TrimSpace(r.PostFormValue("proxy")),
 		Render: r.PostFormValue("render") == "on", WaitFor: strings.TrimSpace(r.PostFormValue("wait_for")),
 	}
@@ -111,6 +114,18 @@ func formInterval(typed string, def time.Duration) (time.Duration, error) {
 		return 0, &watch.RefusedError{Field: "interval", Err: err}
 	}
 	return d, nil
+}
+
+// sources are what the form's checkboxes choose: the homepage always.
+func (f pageForm) sources() []string {
+	out := []string{watch.SourcesHomepage}
+	if f.Feeds {
+		out = append(out, watch.SourcesFeeds)
+	}
+	if f.Sitemaps {
+		out = append(out, watch.SourcesSitemaps)
+	}
+	return out
 }
 
 // formHeaders reads the headers textarea, "Name: value" a line.
@@ -246,7 +261,7 @@ func formPage(r *http.Request) (pageForm, watch.PageSpec, error) {
 		ArticlesOff: !f.Articles, Proxy: f.Proxy, Render: f.Render, WaitFor: f.WaitFor}
 	interval, intervalErr := formInterval(f.Interval, watch.DefaultInterval)
 	headers, headersErr := formHeaders(f.Headers)
-	p.Interval, p.Headers = interval, headers
+	p.Interval, p.Headers, p.Sources = interval, headers, f.sources()
 	return f, p, watch.JoinRefused(intervalErr, headersErr)
 }
 
@@ -284,6 +299,8 @@ type pageView struct {
 	// Snapshots are the page's newest archived snapshots, for a signed-in
 	// reader only (they need a token); the section is left out without.
 	Snapshots []watch.Snapshot
+	// Sources are the page's feeds and news sitemaps.
+	Sources []watch.Source
 }
 
 func (s *Server) uiPage(w http.ResponseWriter, r *http.Request) {
@@ -323,7 +340,8 @@ func editFormOf(p watch.Page) pageForm {
 		Ignore: lines(o.Ignore), Within: lines(o.Within), Exclude: lines(o.Exclude), IncludeText: lines(o.IncludeText),
 		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
 		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection, Articles: p.Articles,
-		Headers: lines(watch.ShownHeaders(p.Headers)), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor}
+		Headers: lines(watch.ShownHeaders(p.Headers)), Feeds: slices.Contains(p.Sources, watch.SourcesFeeds),
+		Sitemaps: slices.Contains(p.Sources, watch.SourcesSitemaps), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor}
 }
 
 // withProxies gives form the proxies to choose from.
@@ -353,8 +371,13 @@ func (s *Server) showPage(w http.ResponseWriter, r *http.Request, status int, p 
 		s.fail(w, r, err)
 		return
 	}
+	sources, err := s.pageSources(r.Context(), p.ID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	v := pageView{view: s.viewOf(r, p.DisplayName(), "pages"), Page: p, Spark: newSparkline(lines[p.ID]), River: river, Form: s.withProxies(form),
-		Revisions: revs}
+		Revisions: revs, Sources: sources}
 	if v.SignedIn && s.deps.Snapshots != nil {
 		if v.Snapshots, err = s.deps.Snapshots.Snapshots(r.Context(), p.ID, pageSnapshots); err != nil {
 			s.fail(w, r, err)
@@ -421,6 +444,8 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 	}
 	edit.Proxy = &form.Proxy
 	intervalErr = watch.JoinRefused(intervalErr, headersErr)
+	sources := form.sources()
+	edit.Sources = &sources
 	before, err := s.deps.Pages.Page(r.Context(), id)
 	if err == nil {
 		var after watch.Page

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -30,6 +31,27 @@ type riverItem struct {
 	// SoFar is how long the story has been on its page, for a story the
 	// page view knows is still there; empty elsewhere.
 	SoFar string
+}
+
+// Via names the source a story was seen on first when it is not its
+// page's homepage ("feed", "news sitemap"); empty for the homepage.
+func (it riverItem) Via() string {
+	switch it.Source {
+	case watch.SourceFeed:
+		return "feed"
+	case watch.SourceSitemap:
+		return "news sitemap"
+	}
+	return ""
+}
+
+// Published is when the story's feed or sitemap says it was published;
+// zero when it says nothing.
+func (it riverItem) Published() time.Time {
+	if it.PublishedAt == nil {
+		return time.Time{}
+	}
+	return *it.PublishedAt
 }
 
 // OnPage says how long the story of it was on its page, or has been so

@@ -1,0 +1,125 @@
+package crawler_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/portalwatch/portalwatch/internal/crawler"
+	"github.com/portalwatch/portalwatch/internal/discover"
+	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// A source job fetches the feed conditionally, applies the page's keyword
+// rules to its items, sends their digest, says unchanged when the digest
+// is the job's, and fails with a message for a body that is no feed.
+func TestCheckOfAFeed(t *testing.T) {
+	t.Parallel()
+	var broken atomic.Bool
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") == `"v2"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("ETag", `"v2"`)
+		if broken.Load() {
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprint(w, "not a feed at all")
+			return
+		}
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprintf(w, `<rss version="2.0"><channel><title>T</title>
+<item><title>Politics: vote</title><link>/politik/1</link><pubDate>Tue, 01 Dec 2026 10:00:00 GMT</pubDate></item>
+<item><title>Sport: match</title><link>/sport/2</link></item></channel></rss>`)
+	})
+	svc := newService(t, &recorder{})
+	src := &watch.SourceRef{ID: 4, Kind: watch.SourceFeed, URL: srv.URL + "/feed.xml"}
+	job := watch.Job{ID: 1, BaseURL: src.URL, Source: src, Options: &watch.LinkOptions{ExcludeURL: []string{"/sport/"}}}
+	task := svc.Check(context.Background(), job)
+	if task.Failed() || task.Source == nil || task.Source.ID != 4 || len(task.Context) != 1 || task.ETag != `"v2"` || task.ItemsDigest == "" {
+		t.Fatalf("task = %+v, want the politics item alone with the source, ETag and digest", task)
+	}
+	if l := task.Context[0]; l.URL != srv.URL+"/politik/1" || l.Text != "Politics: vote" || l.PublishedAt == nil ||
+		!l.PublishedAt.Equal(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)) {
+		t.Fatalf("item = %+v", l)
+	}
+	job.ItemsDigest = task.ItemsDigest
+	if again := svc.Check(context.Background(), job); !again.Unchanged || len(again.Context) != 0 {
+		t.Fatalf("the same items again = %+v, want unchanged", again)
+	}
+	job.ETag = `"v2"`
+	if cond := svc.Check(context.Background(), job); !cond.NotModified() || cond.Status != 304 {
+		t.Fatalf("a conditional fetch = %+v, want 304", cond)
+	}
+	broken.Store(true)
+	job.ETag = ""
+	if bad := svc.Check(context.Background(), job); !bad.Failed() || !strings.Contains(bad.Error, "not a feed") {
+		t.Fatalf("a body that is no feed = %+v", bad)
+	}
+}
+
+// fakeDiscoverer answers every discovery with its result.
+type fakeDiscoverer struct{ res discover.Result }
+
+func (f fakeDiscoverer) Discover(context.Context, string) (discover.Result, error) { return f.res, nil }
+
+// A discovery job sends the feeds and news sitemaps of the kinds the page
+// chose, and nothing else discovery lists.
+func TestDiscoveryKeepsTheChosenKinds(t *testing.T) {
+	t.Parallel()
+	pub := &recorder{}
+	f := fakeDiscoverer{res: discover.Result{Sources: []discover.Found{
+		{URL: "https://a.example/rss", Kind: discover.KindFeed, Title: "News"},
+		{URL: "https://a.example/news.xml", Kind: discover.KindNewsSitemap},
+		{URL: "https://a.example/sitemap.xml", Kind: discover.KindSitemap},
+		{URL: "https://a.example/broken", Kind: discover.KindUnreadable},
+	}}}
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks", Discoverer: f}, nil, pub, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := watch.EncodeJob(watch.Job{ID: 3, BaseURL: "https://a.example/", Discover: true, Sources: []string{"homepage", "feeds"}})
+	if err := svc.Handle(context.Background(), watch.Delivery{Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	task, err := watch.DecodeTask(pub.msgs[0].Body)
+	if err != nil || !task.Discover || len(task.Discovered) != 1 || task.Discovered[0].Kind != watch.SourceFeed || task.Discovered[0].Title != "News" {
+		t.Fatalf("discovery task = %+v, %v; want the feed alone", task, err)
+	}
+}
+
+// A page's cookie goes to its feed on its own origin, never to a feed
+// hosted on another; its other headers go to both.
+func TestSourceHeadersKeepSecretsHome(t *testing.T) {
+	t.Parallel()
+	var cookies, languages atomic.Int64
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Cookie") != "" {
+			cookies.Add(1)
+		}
+		if r.Header.Get("Accept-Language") == "de" {
+			languages.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprint(w, `<rss version="2.0"><channel><title>T</title></channel></rss>`)
+	}
+	home, elsewhere := serve(t, handler), serve(t, handler)
+	svc := newService(t, &recorder{})
+	headers := []watch.Header{{Name: "Cookie", Value: "session=1"}, {Name: "Accept-Language", Value: "de"}}
+	for _, feed := range []string{home.URL + "/rss", elsewhere.URL + "/rss"} {
+		src := &watch.SourceRef{ID: 1, Kind: watch.SourceFeed, URL: feed}
+		if task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: feed, PageURL: home.URL + "/", Source: src, Headers: headers}); task.Failed() {
+			t.Fatalf("check of %s: %s", feed, task.Error)
+		}
+	}
+	if cookies.Load() != 1 || languages.Load() != 2 {
+		t.Fatalf("%d fetches with the cookie, %d with the language; want the cookie at home only, the language at both", cookies.Load(), languages.Load())
+	}
+}

@@ -1,0 +1,117 @@
+package web
+
+import (
+	"context"
+	"encoding/xml"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/portalwatch/portalwatch/internal/watch"
+)
+
+// SourceReader lists the feeds and news sitemaps of a page
+// (store.Store.Sources).
+type SourceReader interface {
+	// Sources returns watch.ErrPageNotFound for a page not watched.
+	Sources(ctx context.Context, pageID int64) ([]watch.Source, error)
+}
+
+// sourceJSON is a source in the API, with its status in one word.
+type sourceJSON struct {
+	watch.Source
+	Status string `json:"status"`
+}
+
+// pageSources reads the sources of page id; a server without a
+// SourceReader has none to show.
+func (s *Server) pageSources(ctx context.Context, id int64) ([]watch.Source, error) {
+	if s.deps.Sources == nil {
+		return nil, nil
+	}
+	return s.deps.Sources.Sources(ctx, id)
+}
+
+// apiPageSources answers GET /api/v1/pages/{id}/sources: the page's feeds
+// and news sitemaps, enabled ones first, with the state of their checks.
+func (s *Server) apiPageSources(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	if _, err := s.deps.Pages.Page(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sources, err := s.pageSources(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Sources []sourceJSON `json:"sources"`
+	}{Sources: make([]sourceJSON, len(sources))}
+	for i, src := range sources {
+		out.Sources[i] = sourceJSON{Source: utcSource(src), Status: src.Status()}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func utcSource(src watch.Source) watch.Source {
+	utc := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		u := t.UTC()
+		return &u
+	}
+	src.NextCheckAt, src.DiscoveredAt, src.FoundAt = src.NextCheckAt.UTC(), src.DiscoveredAt.UTC(), src.FoundAt.UTC()
+	src.LastCheckedAt, src.BaselineAt = utc(src.LastCheckedAt), utc(src.BaselineAt)
+	return src
+}
+
+// pageSourcesOPML answers GET /pages/{id}/sources.opml: the feeds
+// discovery found on the page, enabled ones, as an OPML list a feed
+// reader imports.
+func (s *Server) pageSourcesOPML(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.pathWatchedPage(w, r)
+	if !ok {
+		return
+	}
+	sources, err := s.pageSources(r.Context(), p.ID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	type outline struct {
+		Text    string `xml:"text,attr"`
+		Title   string `xml:"title,attr,omitempty"`
+		Type    string `xml:"type,attr"`
+		XMLURL  string `xml:"xmlUrl,attr"`
+		HTMLURL string `xml:"htmlUrl,attr"`
+	}
+	doc := struct {
+		XMLName xml.Name  `xml:"opml"`
+		Version string    `xml:"version,attr"`
+		Title   string    `xml:"head>title"`
+		Items   []outline `xml:"body>outline"`
+	}{Version: "2.0", Title: fmt.Sprintf("Feeds of %s", p.DisplayName())}
+	for _, src := range sources {
+		if src.Kind != watch.SourceFeed || !src.Enabled {
+			continue
+		}
+		text := src.Title
+		if text == "" {
+			text = p.DisplayName()
+		}
+		doc.Items = append(doc.Items, outline{Text: text, Title: text, Type: "rss", XMLURL: src.URL, HTMLURL: p.BaseURL})
+	}
+	w.Header().Set("Content-Type", "text/x-opml; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="page-%d-feeds.opml"`, p.ID))
+	fmt.Fprint(w, xml.Header)
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		s.log.Warn("write the feeds' OPML", "page_id", p.ID, "err", err)
+	}
+}
