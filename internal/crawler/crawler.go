@@ -307,11 +307,15 @@ func (s *Service) publish(ctx context.Context, job watch.Job, task watch.Task) e
 	return nil
 }
 
-// Check fetches the job's page and returns its task: its links, the
-// failure, or, when its origin has the most checks in flight (Config.Gate)
-// or its next polite slot is too far away to wait for, the time the check
-// is deferred to (Task.DeferredUntil).
+// Check fetches the job's page (or its feed or sitemap, or runs its
+// discovery) and returns its task: its links, the failure, or, when its
+// origin has the most checks in flight (Config.Gate) or its next polite
+// slot is too far away to wait for, the time the check is deferred to
+// (Task.DeferredUntil).
 func (s *Service) Check(ctx context.Context, job watch.Job) watch.Task {
+	if job.Discover {
+		return s.discoverSources(ctx, job)
+	}
 	leave, admitted := s.admit(ctx, job.BaseURL)
 	if !admitted {
 		return s.deferBusy(job)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portalwatch/portalwatch/internal/crawler"
+	"github.com/portalwatch/portalwatch/internal/discover"
 	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -37,7 +38,8 @@ func newProxiedService(t *testing.T, pub crawler.Publisher, proxies string) *cra
 		t.Fatal(err)
 	}
 	t.Cleanup(f.CloseIdleConnections)
-	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks"}, f, pub, testsvc.Logger(t), prometheus.NewRegistry())
+	svc, err := crawler.New(crawler.Config{TaskQueue: "tasks", Discoverer: discover.Discoverer{Fetcher: f, Limits: discover.DefaultLimits}},
+		f, pub, testsvc.Logger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,5 +91,45 @@ func TestJobsGoThroughTheirProxy(t *testing.T) {
 	}
 	if len(proxy.Requests()) != 1 {
 		t.Fatal("a job with an unknown proxy reached the proxy")
+	}
+}
+
+// A page watched through a proxy has its feeds discovered and checked
+// through it too: a site that answers only the proxy shows its feed, and
+// the feed's items arrive.
+func TestSourcesOfAProxiedPageGoThroughItsProxy(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Via") != testsvc.ProxyVia {
+			http.Error(w, "direct", http.StatusForbidden)
+			return
+		}
+		switch r.URL.Path {
+		case "/":
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(`<link rel="alternate" type="application/rss+xml" title="News" href="/feed.xml"><a href="/a">A</a>`))
+		case "/feed.xml":
+			w.Header().Set("Content-Type", "application/rss+xml")
+			w.Write([]byte(`<rss version="2.0"><channel><title>News</title><item><title>Only in the feed</title><link>/feed-only</link></item></channel></rss>`))
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	proxy := testsvc.StartForwardProxy(t)
+	svc := newProxiedService(t, &recorder{}, "corp="+proxy.URL)
+	page := "http://news.example:" + port + "/"
+
+	found := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: page, Proxy: "corp", Discover: true, Sources: []string{watch.SourcesFeeds}})
+	if found.Failed() || len(found.Discovered) != 1 || found.Discovered[0].URL != page+"feed.xml" {
+		t.Fatalf("discovery through corp: %+v; want the feed the site shows the proxy", found)
+	}
+	src := &watch.SourceRef{ID: 7, Kind: watch.SourceFeed, URL: found.Discovered[0].URL}
+	task := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: src.URL, PageURL: page, Source: src, Proxy: "corp"})
+	if task.Failed() || len(task.Context) != 1 || task.Context[0].Text != "Only in the feed" {
+		t.Fatalf("feed through corp: %+v", task)
+	}
+	if direct := svc.Check(context.Background(), watch.Job{ID: 1, BaseURL: src.URL, PageURL: page, Source: src}); !direct.Failed() {
+		t.Fatalf("the same feed direct: %+v; want the site's refusal (the control)", direct)
 	}
 }

@@ -16,7 +16,9 @@ import (
 // Discoverer lists the feeds and sitemaps of a page (discover.Discoverer,
 // with the crawler's fetch client).
 type Discoverer interface {
-	Discover(ctx context.Context, pageURL string) (discover.Result, error)
+	// DiscoverThrough discovers through proxy, a name of the operator's
+	// list ("" is direct).
+	DiscoverThrough(ctx context.Context, pageURL, proxy string) (discover.Result, error)
 }
 
 // DefaultDiscoveryTimeout bounds one discovery: about twenty fetches of
@@ -35,7 +37,7 @@ func (s *Service) discoverSources(ctx context.Context, job watch.Job) watch.Task
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoveryTimeout)
 	defer cancel()
-	res, err := s.cfg.Discoverer.Discover(ctx, job.BaseURL)
+	res, err := s.cfg.Discoverer.DiscoverThrough(ctx, job.BaseURL, job.Proxy)
 	task.FetchedAt = time.Now().UTC()
 	if err != nil {
 		task.Error = watch.CleanText(err.Error())
@@ -108,7 +110,7 @@ func (s *Service) checkSource(ctx context.Context, job watch.Job, leave func()) 
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
 	res, err := s.fetcher.Fetch(fetchCtx, watch.FetchRequest{URL: src.URL, ETag: job.ETag, LastModified: job.LastModified,
-		Want: want, Slot: job.Slot, Header: headers})
+		Want: want, Slot: job.Slot, Header: headers, Proxy: job.Proxy})
 	cancel()
 	leave()
 	defer func() { s.metrics.duration.Observe(time.Since(start).Seconds()) }()

@@ -68,7 +68,9 @@ func TestCheckOfAFeed(t *testing.T) {
 // fakeDiscoverer answers every discovery with its result.
 type fakeDiscoverer struct{ res discover.Result }
 
-func (f fakeDiscoverer) Discover(context.Context, string) (discover.Result, error) { return f.res, nil }
+func (f fakeDiscoverer) DiscoverThrough(context.Context, string, string) (discover.Result, error) {
+	return f.res, nil
+}
 
 // A discovery job sends the feeds and news sitemaps of the kinds the page
 // chose, and nothing else discovery lists.

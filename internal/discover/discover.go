@@ -28,8 +28,25 @@ import (
 type Fetcher interface {
 	Fetch(ctx context.Context, req watch.FetchRequest) (watch.FetchResult, error)
 	// Sitemaps returns the Sitemap lines of the robots.txt of pageURL's
-	// origin.
-	Sitemaps(ctx context.Context, pageURL string) ([]string, error)
+	// origin, read through proxy ("" is direct).
+	Sitemaps(ctx context.Context, pageURL, proxy string) ([]string, error)
+}
+
+// through is a Fetcher whose every request goes through one proxy of the
+// operator's list: a page watched through a proxy is discovered through
+// it too, robots.txt included.
+type through struct {
+	Fetcher
+	proxy string
+}
+
+func (t through) Fetch(ctx context.Context, req watch.FetchRequest) (watch.FetchResult, error) {
+	req.Proxy = t.proxy
+	return t.Fetcher.Fetch(ctx, req)
+}
+
+func (t through) Sitemaps(ctx context.Context, pageURL, _ string) ([]string, error) {
+	return t.Fetcher.Sitemaps(ctx, pageURL, t.proxy)
 }
 
 // Limits bound one discovery.
@@ -103,6 +120,13 @@ func (d Discoverer) Discover(ctx context.Context, pageURL string) (Result, error
 	return Discover(ctx, d.Fetcher, pageURL, d.Limits)
 }
 
+// DiscoverThrough is Discover with every fetch through proxy, a name of
+// the operator's list ("" is direct): a crawler discovers a page's
+// sources the way it fetches the page.
+func (d Discoverer) DiscoverThrough(ctx context.Context, pageURL, proxy string) (Result, error) {
+	return Discover(ctx, through{Fetcher: d.Fetcher, proxy: proxy}, pageURL, d.Limits)
+}
+
 // Discover fetches pageURL and lists its feeds and sitemaps. It fails
 // only when the page itself cannot be fetched; a source that cannot be
 // read is listed as unreadable with its error.
@@ -142,7 +166,7 @@ func Discover(ctx context.Context, f Fetcher, pageURL string, lim Limits) (Resul
 		}
 	}
 
-	sitemaps, err := f.Sitemaps(ctx, base.String())
+	sitemaps, err := f.Sitemaps(ctx, base.String(), "")
 	if err != nil {
 		res.Sources = append(res.Sources, Found{URL: base.ResolveReference(&url.URL{Path: "/robots.txt"}).String(),
 			Kind: KindUnreadable, Via: ViaRobots, Error: watch.CleanText(err.Error())})

@@ -374,15 +374,19 @@ func sanitizeRobots(body []byte) ([]byte, robotsCut) {
 // Sitemaps returns the sitemaps the robots.txt of pageURL's origin names
 // (its Sitemap lines, at most MaxRobotsSitemaps), read through the same
 // cache and guard as every fetch; none when it has no robots.txt.
-func (c *Client) Sitemaps(ctx context.Context, pageURL string) ([]string, error) {
+func (c *Client) Sitemaps(ctx context.Context, pageURL, proxy string) ([]string, error) {
 	u, err := parseURL(pageURL)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.checkURL(pageURL, u); err != nil {
+	rt, err := c.routeOf(pageURL, proxy)
+	if err != nil {
 		return nil, err
 	}
-	rules, err := c.robots.rules(ctx, c.direct, originOf(u))
+	if err := c.checkTarget(ctx, rt, pageURL, u); err != nil {
+		return nil, err
+	}
+	rules, err := c.robots.rules(ctx, rt, originOf(u))
 	if err != nil {
 		return nil, c.waitError(ctx, pageURL, fmt.Errorf("reading robots.txt: %w", err))
 	}

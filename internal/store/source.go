@@ -46,14 +46,14 @@ func (s *Store) ClaimDueSources(ctx context.Context, p watch.ClaimParams, discov
 			)
 			UPDATE pages p SET sources_discovered_at = now() - $2 * interval '1 millisecond' + $3 * interval '1 millisecond'
 			FROM due WHERE p.id = due.id
-			RETURNING p.id, p.base_url, p.sources, coalesce(p.headers, '[]')`,
+			RETURNING p.id, p.base_url, p.sources, coalesce(p.headers, '[]'), coalesce(p.proxy, '')`,
 			discover, watch.SourceRediscovery.Milliseconds(), p.Lease.Milliseconds())
 		if err != nil {
 			return watch.Claimed{}, fmt.Errorf("claim due discoveries: %w", err)
 		}
 		found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Job, error) {
 			j := watch.Job{Discover: true}
-			err := r.Scan(&j.ID, &j.BaseURL, &j.Sources, &j.Headers)
+			err := r.Scan(&j.ID, &j.BaseURL, &j.Sources, &j.Headers, &j.Proxy)
 			if len(j.Headers) == 0 {
 				j.Headers = nil
 			}
@@ -83,7 +83,7 @@ func (s *Store) ClaimDueSources(ctx context.Context, p watch.ClaimParams, discov
 		WHERE s.id = due.id AND p.id = s.page_id
 		RETURNING s.page_id, s.id, s.kind, s.url, coalesce(s.etag, ''), coalesce(s.last_modified, ''), coalesce(s.items_digest, ''),
 			due.next_check_at, p.same_site_only, p.ignore_patterns, p.include_text, p.exclude_text, p.include_url, p.exclude_url,
-			coalesce(p.headers, '[]'), p.base_url`, p.Limit, p.Jitter, p.Lease.Milliseconds())
+			coalesce(p.headers, '[]'), p.base_url, coalesce(p.proxy, '')`, p.Limit, p.Jitter, p.Lease.Milliseconds())
 	if err != nil {
 		return watch.Claimed{}, fmt.Errorf("claim due sources: %w", err)
 	}
@@ -94,7 +94,7 @@ func (s *Store) ClaimDueSources(ctx context.Context, p watch.ClaimParams, discov
 			opts watch.LinkOptions
 		)
 		err := r.Scan(&j.ID, &src.ID, &src.Kind, &src.URL, &j.ETag, &j.LastModified, &j.ItemsDigest, &j.ScheduledAt,
-			&opts.SameSiteOnly, &opts.Ignore, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL, &j.Headers, &j.PageURL)
+			&opts.SameSiteOnly, &opts.Ignore, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL, &j.Headers, &j.PageURL, &j.Proxy)
 		if len(j.Headers) == 0 {
 			j.Headers = nil
 		}
