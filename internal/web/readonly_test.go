@@ -24,6 +24,7 @@ GRANT SELECT ON subscriptions, deliveries TO ROLE;
 GRANT SELECT ON articles, article_links, article_work TO ROLE;
 GRANT SELECT ON events TO ROLE;
 GRANT SELECT ON sources TO ROLE;
+GRANT SELECT ON snapshots TO ROLE;
 GRANT SELECT, INSERT, DELETE ON sessions TO ROLE;
 GRANT SELECT, INSERT, UPDATE ON reader_marks TO ROLE;`
 
