@@ -134,22 +134,13 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 		return err
 	}
 	if cfg.Archive.Enabled {
-		files, err := archive.NewFS(cfg.Archive.Directory())
+		writer, closeArchive, err := archive.Open(cfg.Archive, "portalwatch", "portalwatch crawler")
 		if err != nil {
 			return err
 		}
-		defer files.Close()
-		// A file is sealed well within the grace, so a sweep never seals one
-		// its writer still holds.
-		writer := archive.NewWriter(files, archive.WriterConfig{FileBytes: cfg.Archive.FileBytes, FileAge: min(archive.DefaultFileAge, cfg.Archive.Grace/2),
-			Software: "portalwatch crawler"})
 		// Sealed after the consumer stopped (deferred calls run last
 		// first), so no write of a check in flight is cut off.
-		defer func() {
-			if err := writer.Close(context.WithoutCancel(ctx)); err != nil {
-				log.Warn("archive file not sealed; the sweep seals it after its grace", "err", err)
-			}
-		}()
+		defer sealArchive(ctx, log, closeArchive)
 		crawlCfg.Archive = writer
 		log.Info("archiving checks that find something", "dir", cfg.Archive.Directory())
 	}
@@ -185,4 +176,12 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 		return consumer.Run(ctx)
 	})
 	return g.Wait()
+}
+
+// sealArchive seals the archive's current file when the program stops;
+// a file left open is sealed by a sweep after its grace.
+func sealArchive(ctx context.Context, log *slog.Logger, closeArchive func(context.Context) error) {
+	if err := closeArchive(context.WithoutCancel(ctx)); err != nil {
+		log.Warn("archive file not sealed; the sweep seals it after its grace", "err", err)
+	}
 }

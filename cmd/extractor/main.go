@@ -136,16 +136,13 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	}
 	extractCfg := cfg.Extractor
 	if cfg.Archive.Enabled {
-		files, err := archive.NewFS(cfg.Archive.Directory())
+		writer, closeArchive, err := archive.Open(cfg.Archive, "portalwatch-articles", "portalwatch extractor")
 		if err != nil {
 			return err
 		}
-		defer files.Close()
-		writer := archive.NewWriter(files, archive.WriterConfig{Prefix: "portalwatch-articles", FileBytes: cfg.Archive.FileBytes,
-			FileAge: min(archive.DefaultFileAge, cfg.Archive.Grace/2), Software: "portalwatch extractor"})
 		// Sealed after the service stopped (deferred calls run last first).
 		defer func() {
-			if err := writer.Close(context.WithoutCancel(ctx)); err != nil {
+			if err := closeArchive(context.WithoutCancel(ctx)); err != nil {
 				log.Warn("archive file not sealed; the sweep seals it after its grace", "err", err)
 			}
 		}()

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/portalwatch/portalwatch/internal/archive"
 	"github.com/portalwatch/portalwatch/internal/config"
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/fetch"
@@ -55,6 +56,10 @@ type settings struct {
 	// Secrets opens the sealed secret headers of pages just before their
 	// document is fetched.
 	Secrets secrets.Config
+	// Archive keeps the page's document as fetched and the DOM rendered
+	// from it for the checks that find something, as the crawlers keep
+	// the pages they fetch.
+	Archive archive.Config
 }
 
 func defaults() settings {
@@ -68,6 +73,7 @@ func defaults() settings {
 		Fetch:    fetch.Config{MaxRedirects: fetch.DefaultMaxRedirects, MinHostSpacing: fetch.DefaultMinHostSpacing}.WithDefaults(),
 		Crawler:  crawler.Config{}.WithDefaults(),
 		Renderer: renderer.Config{}.WithDefaults(),
+		Archive:  archive.Defaults(),
 	}
 }
 
@@ -121,6 +127,20 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	crawlCfg.CheckTimeout = max(crawlCfg.CheckTimeout, crawlCfg.CheckTimeout+2*(renderCfg.PageTimeout+5*time.Second))
 	if crawlCfg.Secrets, err = cfg.Secrets.Sealer(); err != nil {
 		return err
+	}
+	if cfg.Archive.Enabled {
+		writer, closeArchive, err := archive.Open(cfg.Archive, "portalwatch-rendered", "portalwatch renderer")
+		if err != nil {
+			return err
+		}
+		// Sealed after the consumer stopped (deferred calls run last
+		// first), so no write of a check in flight is cut off.
+		defer func() {
+			if err := closeArchive(context.WithoutCancel(ctx)); err != nil {
+				log.Warn("archive file not sealed; the sweep seals it after its grace", "err", err)
+			}
+		}()
+		crawlCfg.Archive = writer
 	}
 	svc, err := crawler.New(crawlCfg, rend, pub, log, reg)
 	if err != nil {

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"time"
@@ -103,4 +104,18 @@ func (c Config) Directory() string {
 // Sweep is the sweep's configuration.
 func (c Config) Sweep() SweepConfig {
 	return SweepConfig{Grace: c.Grace, Retention: c.Retention, MaxBytes: c.MaxBytes}
+}
+
+// Open returns the writer a program archives with under c, into a
+// directory store, its files named with prefix and its warcinfo naming
+// software; close seals its current file and closes the store, after the
+// program stopped writing. Files are sealed well within the grace, so a
+// sweep never seals one its writer still holds.
+func Open(c Config, prefix, software string) (w *Writer, close func(context.Context) error, err error) {
+	files, err := NewFS(c.Directory())
+	if err != nil {
+		return nil, nil, err
+	}
+	w = NewWriter(files, WriterConfig{Prefix: prefix, FileBytes: c.FileBytes, FileAge: min(DefaultFileAge, c.Grace/2), Software: software})
+	return w, func(ctx context.Context) error { return errors.Join(w.Close(ctx), files.Close()) }, nil
 }

@@ -291,8 +291,28 @@ func buildCheck(c Check, now time.Time) ([]gowarc.WarcRecord, watch.SnapshotRef,
 	if err != nil {
 		return nil, ref, fmt.Errorf("metadata record: %w", err)
 	}
-	return []gowarc.WarcRecord{request, response, metadata}, ref, nil
+	if len(cp.Rendered) == 0 {
+		return []gowarc.WarcRecord{request, response, metadata}, ref, nil
+	}
+	// The DOM a browser built is no exchange with the site: a resource
+	// record under a URN of its own, so that a replay of the archive still
+	// finds the response under the page's URL.
+	dom := newBuilder(gowarc.Resource)
+	dom.AddWarcHeader(gowarc.WarcTargetURI, RenderedURI(cp.URL))
+	dom.AddWarcHeaderTime(gowarc.WarcDate, at)
+	dom.AddWarcHeader(gowarc.ContentType, "text/html; charset=utf-8")
+	dom.AddWarcHeader(gowarc.WarcConcurrentTo, "<"+ref.RecordID+">")
+	writerOf(dom).Write(cp.Rendered) //nolint:errcheck // to memory
+	rendered, _, err := dom.Build()
+	if err != nil {
+		return nil, ref, fmt.Errorf("resource record of the rendered DOM: %w", err)
+	}
+	return []gowarc.WarcRecord{request, response, rendered, metadata}, ref, nil
 }
+
+// RenderedURI is the WARC-Target-URI of the resource record that holds
+// the DOM rendered from the page at pageURL.
+func RenderedURI(pageURL string) string { return "urn:portalwatch:rendered:" + pageURL }
 
 // responseHead is the status line and header of cp as received, with the
 // framing fixed to the stored body: a Transfer-Encoding is dropped (the

@@ -143,3 +143,47 @@ func TestWriterRotatesBySize(t *testing.T) {
 		t.Fatalf("%d files written, %d of %d sealed: want rotation past 2000 bytes, one file open", len(files), sealed, len(list))
 	}
 }
+
+// A rendered check keeps the DOM the browser built beside the response,
+// as a resource record under its own URN: the snapshot still reads as the
+// page as fetched, and the DOM is there for whoever needs what the check
+// read its links from.
+func TestRenderedDOMIsAResourceBesideTheResponse(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := archive.NewFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := archive.NewWriter(store, archive.WriterConfig{FileBytes: 1 << 20})
+	cp := capture([]byte(`<html><script src=/app.js></script></html>`), "")
+	cp.Rendered = []byte(`<html><body><a href="/story">Inserted by a script</a></body></html>`)
+	ref, err := w.Write(ctx, archive.Check{PageID: 9, CheckID: "c-r", Capture: cp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ref.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := warcread.Read(t, data)
+	var types []string
+	for _, r := range recs {
+		types = append(types, r.Header.Get("WARC-Type"))
+	}
+	if got := strings.Join(types, " "); got != "warcinfo request response resource metadata" {
+		t.Fatalf("records %s", got)
+	}
+	dom := recs[3]
+	if !bytes.Equal(dom.Block, cp.Rendered) || dom.Header.Get("WARC-Target-URI") != archive.RenderedURI(cp.URL) ||
+		dom.Header.Get("WARC-Concurrent-To") != "<"+ref.RecordID+">" || !strings.HasPrefix(dom.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("resource record %v %q", dom.Header, dom.Block)
+	}
+	got, err := archive.ReadResponse(ctx, store, watch.Snapshot{Ref: ref}, 1<<20)
+	if err != nil || !bytes.Equal(got.Payload, cp.Body) {
+		t.Fatalf("the snapshot reads %q, %v; want the document as fetched", got.Payload, err)
+	}
+}

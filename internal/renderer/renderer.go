@@ -278,6 +278,9 @@ func (r *Renderer) Fetch(ctx context.Context, req watch.FetchRequest) (watch.Fet
 	r.metrics.renders.WithLabelValues("ok").Inc()
 	r.metrics.domBytes.Observe(float64(len(dom)))
 	doc.HTML, doc.Rendered, doc.BodyDigest, doc.Charset = []byte(dom), true, "", "utf-8"
+	if doc.Capture != nil {
+		doc.Capture.Rendered = doc.HTML
+	}
 	return doc, nil
 }
 

@@ -30,6 +30,10 @@ type Capture struct {
 	TransferEncoding []string
 	// Body is the entity body as received, still content-coded.
 	Body []byte
+	// Rendered is the DOM headless Chromium built from Body, as HTML,
+	// when the check rendered the page: kept beside the response as a
+	// resource record, since it is what the check read its links from.
+	Rendered []byte
 	// At is when the request was sent.
 	At time.Time
 }
