@@ -252,10 +252,10 @@ func TestBodyCarriesTheArticle(t *testing.T) {
 		`"code":"c1","discovered_at":"2026-11-30T08:00:00Z","summary":"","burst":false,` +
 		`"article":{"id":3,"status":"ok","url":"https://ministry.example/a","headline":"Fees cut","description":"The lead.",` +
 		`"date_published":"2026-11-30T07:55:00Z","author":["A. Writer"],"in_language":"en","sources":{"headline":"json-ld"},` +
-		`"fetched_at":"2026-11-30T08:00:05Z"}},` +
+		`"fetched_at":"2026-11-30T08:00:05Z"},"source":"homepage"},` +
 		`{"id":12,"page_id":7,"page_name":"Ministry","url":"https://ministry.example/b","text":"B","code":"c2",` +
 		`"discovered_at":"2026-11-30T08:00:00Z","summary":"","burst":false,` +
-		`"article":{"id":0,"status":"pending","url":"https://ministry.example/b"}}]}`
+		`"article":{"id":0,"status":"pending","url":"https://ministry.example/b"},"source":"homepage"}]}`
 	if got := string(<-bodies); got != want {
 		t.Errorf("body\n%s\nwant\n%s", got, want)
 	}
