@@ -2,7 +2,6 @@ package archive
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha1" //nolint:gosec // WARC payload digests are SHA-1 by custom, for dedup, not security
 	"encoding/base32"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/nlnwa/gowarc/v3"
 
@@ -377,7 +378,14 @@ func writeHeader(b *strings.Builder, h http.Header) {
 // seek into by offset.
 func writeMember(w io.Writer, rec gowarc.WarcRecord) error {
 	defer closeRecord(rec)
-	zw := gzip.NewWriter(w)
+	// The fastest level: the crawler compresses every record on its check
+	// path, where the standard library at its default level doubled the
+	// crawler's CPU a page (pwbench history, every body unique: 10.5 ms
+	// off, 21.5 on; 13.2 at this level), for files 1.4 times as large.
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return fmt.Errorf("compress %s record: %w", rec.Type(), err)
+	}
 	if _, _, err := gowarc.NewMarshaler().Marshal(zw, rec, 0); err != nil {
 		return fmt.Errorf("marshal %s record: %w", rec.Type(), err)
 	}
