@@ -7,7 +7,12 @@ GO         ?= go
 SUPERVISOR := deploy/supervisor
 SUPCONF    := $(SUPERVISOR)/supervisord.conf
 SUPCTL     := supervisorctl -c $(SUPCONF)
-DB_NAME    ?= portalwatch
+# The database make up creates where it runs PostgreSQL: the one DATABASE_URL
+# names (the programs and watchctl migrate use that one), else portalwatch.
+ifeq ($(origin DB_NAME),command line)
+$(error DB_NAME is not a setting: name the database in DATABASE_URL (postgres://postgres@127.0.0.1:5432/NAME?sslmode=disable), which make up creates here and the programs use)
+endif
+DB_NAME    := $(or $(shell printf '%s' "$$DATABASE_URL" | sed -nE 's|^postgres(ql)?://[^/]*/([^?]+).*|\2|p'),portalwatch)
 PROGRAMS   := scheduler crawler processor extractor watchctl web notifier renderer
 FUZZTIME   ?= 5s
 # What one machine runs (make up ROLES=crawler,processor): a comma-separated

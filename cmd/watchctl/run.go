@@ -646,6 +646,9 @@ func (s *setCmd) Run(c *cli) error {
 	}
 	if change.Render != nil || change.WaitFor != nil {
 		printRender(c.stdout, page)
+		if page.RebaselinePending && !before.RebaselinePending {
+			fmt.Fprintf(c.stdout, "page %d: it is read another way now; its next check re-baselines silently (the links it finds are recorded, not reported as new)\n", page.ID)
+		}
 	}
 	if change.Sources != nil {
 		printSources(c.stdout, page)

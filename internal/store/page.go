@@ -195,15 +195,27 @@ func (s *Store) setHeaders(ctx context.Context, q rowQuerier, id int64, hs []wat
 // setRender sets whether page id is rendered and the selector its
 // renderer waits for; nil keeps a setting, an empty selector is NULL. A
 // page turned to rendering or back forgets its validators and digests: the
-// DOM after scripts is another body than the page as fetched.
+// DOM after scripts is another body than the page as fetched. It is also
+// another set of links, so a page with a baseline re-baselines silently,
+// as a change of options does: the links a script inserts were there all
+// along, not news. A new selector of a rendered page may read another
+// state of its DOM, and re-baselines too.
 func setRender(ctx context.Context, q rowQuerier, id int64, render *bool, waitFor *string) (watch.Page, error) {
+	const (
+		renderChanged = `render IS DISTINCT FROM coalesce($2, render)`
+		newWaitFor    = `CASE WHEN $3::text IS NULL THEN wait_for ELSE nullif($3, '') END`
+		rebase        = `baseline_at IS NOT NULL AND (` + renderChanged + ` OR (coalesce($2, render) AND wait_for IS DISTINCT FROM ` + newWaitFor + `))`
+	)
 	return scanPage(q.QueryRow(ctx, `
 		UPDATE pages SET
-			etag          = CASE WHEN render IS DISTINCT FROM coalesce($2, render) THEN NULL ELSE etag END,
-			last_modified = CASE WHEN render IS DISTINCT FROM coalesce($2, render) THEN NULL ELSE last_modified END,
-			body_digest   = CASE WHEN render IS DISTINCT FROM coalesce($2, render) THEN NULL ELSE body_digest END,
+			etag          = CASE WHEN `+renderChanged+` OR `+rebase+` THEN NULL ELSE etag END,
+			last_modified = CASE WHEN `+renderChanged+` OR `+rebase+` THEN NULL ELSE last_modified END,
+			body_digest   = CASE WHEN `+renderChanged+` OR `+rebase+` THEN NULL ELSE body_digest END,
+			links_digest  = CASE WHEN `+rebase+` THEN NULL ELSE links_digest END,
+			kept_counts   = CASE WHEN `+rebase+` THEN '{}' ELSE kept_counts END,
+			rebaseline    = rebaseline OR (`+rebase+`),
 			render        = coalesce($2, render),
-			wait_for      = CASE WHEN $3::text IS NULL THEN wait_for ELSE nullif($3, '') END
+			wait_for      = `+newWaitFor+`
 		WHERE id = $1 AND deleted_at IS NULL
 		RETURNING `+pageColumns, id, render, waitFor))
 }

@@ -87,3 +87,63 @@ func TestRenderHintFollowsTheLastCheck(t *testing.T) {
 		t.Error("a later check with links kept the hint")
 	}
 }
+
+// Turning rendering on or off re-baselines a page with a baseline, since
+// the links a script inserts were on the page all along; so does a new
+// selector of a rendered page. A page without a baseline, a selector of a
+// page not rendered and an edit of something else re-baseline nothing.
+func TestRenderChangeRebaselines(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	p, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://spa.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, off, sel := true, false, "#news a"
+	if p, err = st.EditPage(ctx, p.ID, watch.PageEdit{Render: &on}); err != nil || p.RebaselinePending {
+		t.Fatalf("render on before any baseline: rebaseline %t, %v; want none", p.RebaselinePending, err)
+	}
+	checked := func() {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `UPDATE pages SET baseline_at = now(), rebaseline = false, links_digest = 'l1', kept_counts = '{3,4}'
+			WHERE id = $1`, p.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending := func(step string, want bool) {
+		t.Helper()
+		var rebase, digestKept, countsKept bool
+		if err := pool.QueryRow(ctx, `SELECT rebaseline, links_digest IS NOT NULL, cardinality(kept_counts) > 0 FROM pages WHERE id = $1`,
+			p.ID).Scan(&rebase, &digestKept, &countsKept); err != nil {
+			t.Fatal(err)
+		}
+		if rebase != want || digestKept == want || countsKept == want {
+			t.Errorf("%s: rebaseline %t, links digest kept %t, kept counts kept %t; want a re-baseline %t", step, rebase, digestKept, countsKept, want)
+		}
+	}
+	checked()
+	name := "SPA"
+	if _, err := st.EditPage(ctx, p.ID, watch.PageEdit{Name: &name, Render: &on}); err != nil {
+		t.Fatal(err)
+	}
+	pending("render on again", false)
+	if _, err := st.EditPage(ctx, p.ID, watch.PageEdit{WaitFor: &sel}); err != nil {
+		t.Fatal(err)
+	}
+	pending("a selector of a rendered page", true)
+	checked()
+	if _, err := st.EditPage(ctx, p.ID, watch.PageEdit{WaitFor: &sel}); err != nil {
+		t.Fatal(err)
+	}
+	pending("the same selector again", false)
+	if p, err = st.EditPage(ctx, p.ID, watch.PageEdit{Render: &off}); err != nil || !p.RebaselinePending {
+		t.Fatalf("render off: rebaseline %t, %v; want it", p.RebaselinePending, err)
+	}
+	checked()
+	none := ""
+	if _, err := st.EditPage(ctx, p.ID, watch.PageEdit{WaitFor: &none}); err != nil {
+		t.Fatal(err)
+	}
+	pending("a selector of a page not rendered", false)
+}
