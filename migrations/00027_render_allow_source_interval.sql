@@ -1,6 +1,6 @@
 -- +goose Up
 -- The two per-page and per-source settings issues 32 and 35 left for
--- later, in one step.
+-- later, and the size of a rendered snapshot, in one step.
 
 -- Hosts beyond the page's own site a rendered page may load subresources
 -- from (a CDN, an API host), as host names or host:port. The renderer
@@ -16,6 +16,14 @@ ALTER TABLE pages ADD COLUMN render_allow text[] NOT NULL DEFAULT '{}'
 ALTER TABLE sources ADD COLUMN check_interval interval
     CHECK (check_interval IS NULL OR check_interval >= '10 seconds');
 
+-- The size of the DOM a rendered check archived beside its response (a
+-- resource record in the same range of the file); NULL for a plain
+-- fetch. The evidence of a page built by scripts is its DOM, so the API
+-- and the page view offer it only where a check kept one.
+ALTER TABLE snapshots ADD COLUMN rendered_bytes bigint
+    CHECK (rendered_bytes IS NULL OR rendered_bytes >= 0);
+
 -- +goose Down
+ALTER TABLE snapshots DROP COLUMN rendered_bytes;
 ALTER TABLE sources DROP COLUMN check_interval;
 ALTER TABLE pages DROP COLUMN render_allow;

@@ -55,6 +55,9 @@ func (v *archiveListCmd) Run(c *cli) error {
 		if s.Revisit() {
 			stored = "revisit of " + s.Original.RecordID
 		}
+		if s.Ref.RenderedBytes > 0 {
+			stored += fmt.Sprintf(", rendered DOM of %d bytes", s.Ref.RenderedBytes)
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%s\t%s %s@%d\n", s.ID, localTime(&s.FetchedAt), s.Ref.Status, found(s), s.Ref.PayloadBytes,
 			stored, s.Ref.RecordID, s.Ref.File, s.Ref.Offset)
 	}

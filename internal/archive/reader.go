@@ -132,6 +132,66 @@ func responseOf(rec gowarc.WarcRecord, ref watch.SnapshotRef, max int64) (Respon
 	return res, true, nil
 }
 
+// ErrNotRendered is returned for the rendered DOM of a snapshot whose
+// check was a plain fetch.
+var ErrNotRendered = watch.ErrSnapshotNotRendered
+
+// ReadRendered reads the DOM a rendered check kept beside the response of
+// ref, its digest verified; ErrNotRendered when the range holds none, an
+// error wrapping ErrTooLarge past max bytes (max <= 0: no cap).
+func ReadRendered(ctx context.Context, store Store, ref watch.SnapshotRef, max int64) ([]byte, error) {
+	if ref.RenderedBytes == 0 {
+		return nil, fmt.Errorf("snapshot %s: %w", ref.RecordID, ErrNotRendered)
+	}
+	rc, err := store.Open(ctx, ref.File, ref.Offset, ref.Length)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	gowarcOptions.Lock()
+	wr, err := gowarc.NewWarcFileReaderFromStream(rc, ref.Offset, gowarc.WithStrictValidation())
+	gowarcOptions.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s at %d: %v", ErrCorrupt, ref.File, ref.Offset, err)
+	}
+	defer wr.Close()
+	want := RenderedURI(ref.TargetURI)
+	for {
+		rec, err := wr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: no rendered DOM beside %s in %s at %d", ErrCorrupt, ref.RecordID, ref.File, ref.Offset)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s at %d: %v", ErrCorrupt, ref.File, ref.Offset, err)
+		}
+		h := rec.WarcRecord.WarcHeader()
+		if rec.WarcRecord.Type() != gowarc.Resource || h.Get(gowarc.WarcTargetURI) != want ||
+			h.Get(gowarc.WarcConcurrentTo) != "<"+ref.RecordID+">" {
+			_ = rec.Close()
+			continue
+		}
+		dom, err := renderedOf(rec.WarcRecord, max)
+		_ = rec.Close()
+		return dom, err
+	}
+}
+
+func renderedOf(rec gowarc.WarcRecord, max int64) ([]byte, error) {
+	r, err := rec.Block().RawBytes()
+	if err != nil {
+		return nil, fmt.Errorf("%w: rendered DOM %s: %v", ErrCorrupt, rec.RecordId(), err)
+	}
+	dom, err := readCapped(r, max)
+	if err != nil {
+		return nil, fmt.Errorf("rendered DOM %s: %w", rec.RecordId(), err)
+	}
+	// Read whole, so the block digest is checked.
+	if v, err := rec.ValidateDigest(); err != nil || len(v) > 0 {
+		return nil, fmt.Errorf("%w: rendered DOM %s: %v", ErrCorrupt, rec.RecordId(), errors.Join(append(v, err)...))
+	}
+	return dom, nil
+}
+
 // ErrTooLarge is returned for a payload over the reader's cap.
 var ErrTooLarge = watch.ErrSnapshotTooLarge
 
@@ -195,6 +255,12 @@ type Bodies struct {
 
 // MaxBytes is b.Max.
 func (b Bodies) MaxBytes() int64 { return b.Max }
+
+// Rendered returns the DOM the rendered check of snapshot s kept, at most
+// max bytes; an error wrapping ErrNotRendered for a plain fetch.
+func (b Bodies) Rendered(ctx context.Context, s watch.Snapshot, max int64) ([]byte, error) {
+	return ReadRendered(ctx, b.Store, s.Ref, max)
+}
 
 // Body returns the body snapshot s stored, its content coding undone, at
 // most max bytes (an error wrapping ErrTooLarge past it).

@@ -308,6 +308,7 @@ func buildCheck(c Check, now time.Time) ([]gowarc.WarcRecord, watch.SnapshotRef,
 	if err != nil {
 		return nil, ref, fmt.Errorf("resource record of the rendered DOM: %w", err)
 	}
+	ref.RenderedBytes = int64(len(cp.Rendered))
 	return []gowarc.WarcRecord{request, response, rendered, metadata}, ref, nil
 }
 

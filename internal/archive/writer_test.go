@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -185,5 +186,26 @@ func TestRenderedDOMIsAResourceBesideTheResponse(t *testing.T) {
 	got, err := archive.ReadResponse(ctx, store, watch.Snapshot{Ref: ref}, 1<<20)
 	if err != nil || !bytes.Equal(got.Payload, cp.Body) {
 		t.Fatalf("the snapshot reads %q, %v; want the document as fetched", got.Payload, err)
+	}
+	if ref.RenderedBytes != int64(len(cp.Rendered)) {
+		t.Fatalf("ref says %d rendered bytes, want %d", ref.RenderedBytes, len(cp.Rendered))
+	}
+	if got, err := archive.ReadRendered(ctx, store, ref, 1<<20); err != nil || !bytes.Equal(got, cp.Rendered) {
+		t.Fatalf("the rendered DOM reads %q, %v", got, err)
+	}
+	if _, err := archive.ReadRendered(ctx, store, ref, 10); !errors.Is(err, archive.ErrTooLarge) {
+		t.Errorf("the DOM over a 10-byte cap: %v; want ErrTooLarge", err)
+	}
+	plain, err := w.Write(ctx, archive.Check{PageID: 9, CheckID: "c-p", Capture: capture([]byte(`<html>plain</html>`), "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archive.ReadRendered(ctx, store, plain, 1<<20); !errors.Is(err, archive.ErrNotRendered) {
+		t.Errorf("a plain fetch read as rendered: %v; want ErrNotRendered", err)
+	}
+	// A ref that claims a DOM its range does not hold is corrupt, not empty.
+	plain.RenderedBytes = 5
+	if _, err := archive.ReadRendered(ctx, store, plain, 1<<20); !errors.Is(err, archive.ErrCorrupt) {
+		t.Errorf("a range without the DOM its ref claims: %v; want ErrCorrupt", err)
 	}
 }

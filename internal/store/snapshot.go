@@ -65,15 +65,15 @@ func indexSnapshot(ctx context.Context, tx pgx.Tx, c watch.Check, rec watch.Reco
 	var id int64
 	err := tx.QueryRow(ctx, `
 		INSERT INTO snapshots (page_id, check_id, fetched_at, file, file_offset, length, record_id, payload_digest,
-			revisit_of, target_uri, status, content_type, payload_bytes, baseline, updates, revisions, removals)
-		SELECT $1, $2::uuid, $3, $4, $5, $6, $7, $8, o.id, $10, $11, $12, $13, $14, $15, $16, $17
+			revisit_of, target_uri, status, content_type, payload_bytes, baseline, updates, revisions, removals, rendered_bytes)
+		SELECT $1, $2::uuid, $3, $4, $5, $6, $7, $8, o.id, $10, $11, $12, $13, $14, $15, $16, $17, nullif($18::bigint, 0)
 		FROM (SELECT NULL) AS one LEFT JOIN snapshots o ON o.record_id = $9 AND o.page_id = $1
 		WHERE $9 = '' OR o.id IS NOT NULL
 		ON CONFLICT (record_id) DO NOTHING
 		RETURNING id`,
 		c.PageID, ref.CheckID, c.FetchedAt, ref.File, ref.Offset, ref.Length, ref.RecordID, ref.PayloadDigest,
 		ref.RevisitOf, ref.TargetURI, ref.Status, ref.ContentType, ref.PayloadBytes, rec.Baseline,
-		len(rec.Updates), rec.Revisions, rec.Due).Scan(&id)
+		len(rec.Updates), rec.Revisions, rec.Due, ref.RenderedBytes).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -129,7 +129,7 @@ func (s *Store) ArticleSnapshots(ctx context.Context, id int64) ([]watch.Snapsho
 // its original o (LEFT JOIN snapshots o ON o.id = s.revisit_of).
 const snapshotColumns = `s.id, coalesce(s.page_id, 0), coalesce(s.article_id, 0), s.check_id::text, s.fetched_at, s.file, s.file_offset, s.length, s.record_id,
 	s.payload_digest, s.target_uri, s.status, s.content_type, s.payload_bytes, s.fetched_at,
-	s.baseline, s.updates, s.revisions, s.removals,
+	s.baseline, s.updates, s.revisions, s.removals, coalesce(s.rendered_bytes, 0),
 	o.file, o.file_offset, o.length, o.record_id, o.payload_digest, o.target_uri, o.status, o.content_type, o.payload_bytes, o.fetched_at`
 
 func scanSnapshot(row pgx.Row) (watch.Snapshot, error) {
@@ -149,7 +149,7 @@ func scanSnapshot(row pgx.Row) (watch.Snapshot, error) {
 	)
 	err := row.Scan(&s.ID, &s.PageID, &s.ArticleID, &s.CheckID, &s.FetchedAt, &s.Ref.File, &s.Ref.Offset, &s.Ref.Length, &s.Ref.RecordID,
 		&s.Ref.PayloadDigest, &s.Ref.TargetURI, &s.Ref.Status, &s.Ref.ContentType, &s.Ref.PayloadBytes, &s.Ref.WrittenAt,
-		&s.Baseline, &s.Updates, &s.Revisions, &s.Removals,
+		&s.Baseline, &s.Updates, &s.Revisions, &s.Removals, &s.Ref.RenderedBytes,
 		&oF, &oOff, &oLen, &oID, &oDig, &oURI, &oSt, &oCT, &oPB, &oAt)
 	if err != nil {
 		return s, err

@@ -28,6 +28,10 @@ var ErrSnapshotNotFound = errors.New("snapshot not found")
 // set (PORTALWATCH_SNAPSHOT_MAX_BYTES for the API).
 var ErrSnapshotTooLarge = errors.New("stored body over the byte cap")
 
+// ErrSnapshotNotRendered is returned for the rendered DOM of a snapshot
+// whose check fetched the page without rendering it.
+var ErrSnapshotNotRendered = errors.New("the check was not rendered: it kept no DOM")
+
 // ErrDuplicatePage is returned when a page with the same base URL is already
 // registered.
 var ErrDuplicatePage = errors.New("page already registered")

@@ -67,6 +67,9 @@ type SnapshotRef struct {
 	// RevisitOf is the RecordID of the original whose payload a revisit
 	// record refers to; empty for a record that holds its payload.
 	RevisitOf string `json:"revisitOf,omitempty"`
+	// RenderedBytes is the size of the DOM a rendered check keeps in a
+	// resource record of the same range; 0 for a plain fetch.
+	RenderedBytes int64 `json:"renderedBytes,omitempty"`
 }
 
 // SnapshotOriginal is the page's newest snapshot that holds its payload,

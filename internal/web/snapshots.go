@@ -22,6 +22,9 @@ type SnapshotReader interface {
 // past it).
 type SnapshotBodies interface {
 	Body(ctx context.Context, s watch.Snapshot, max int64) ([]byte, error)
+	// Rendered is the DOM a rendered check kept, an error wrapping
+	// watch.ErrSnapshotNotRendered for a plain fetch.
+	Rendered(ctx context.Context, s watch.Snapshot, max int64) ([]byte, error)
 	MaxBytes() int64
 }
 
@@ -49,14 +52,22 @@ type snapshotJSON struct {
 	Revisions     int       `json:"revisions"`
 	Removals      int       `json:"removals"`
 	Body          string    `json:"body"`
+	// The DOM a rendered check kept beside the response, when it was
+	// rendered.
+	RenderedBytes int64  `json:"rendered_bytes,omitempty"`
+	RenderedBody  string `json:"rendered_body,omitempty"`
 }
 
 func snapshotOf(s watch.Snapshot) snapshotJSON {
-	return snapshotJSON{ID: s.ID, PageID: s.PageID, CheckID: s.CheckID, FetchedAt: s.FetchedAt.UTC(), URL: s.Ref.TargetURI,
+	out := snapshotJSON{ID: s.ID, PageID: s.PageID, CheckID: s.CheckID, FetchedAt: s.FetchedAt.UTC(), URL: s.Ref.TargetURI,
 		Status: s.Ref.Status, ContentType: s.Ref.ContentType, PayloadBytes: s.Ref.PayloadBytes, PayloadDigest: s.Ref.PayloadDigest,
 		RecordID: s.Ref.RecordID, RevisitOf: s.Ref.RevisitOf, File: s.Ref.File, Offset: s.Ref.Offset, Length: s.Ref.Length,
 		Baseline: s.Baseline, Updates: s.Updates, Revisions: s.Revisions, Removals: s.Removals,
 		Body: "/api/v1/snapshots/" + strconv.FormatInt(s.ID, 10)}
+	if s.Ref.RenderedBytes > 0 {
+		out.RenderedBytes, out.RenderedBody = s.Ref.RenderedBytes, out.Body+"/rendered"
+	}
+	return out
 }
 
 // apiPageSnapshots lists a page's snapshots, newest first.
@@ -100,7 +111,16 @@ func (s *Server) apiPageSnapshots(w http.ResponseWriter, r *http.Request) {
 // browser renders: an attachment of type application/octet-stream, not
 // sniffed, sandboxed should anything render it, so a stored page never
 // runs as a page of portalwatch's origin.
-func (s *Server) apiSnapshot(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiSnapshot(w http.ResponseWriter, r *http.Request) { s.sendSnapshot(w, r, false) }
+
+// apiSnapshotRendered sends the DOM a rendered check kept, the same way:
+// for a page built by scripts it is what the page showed, where the body
+// as fetched may hold no story at all.
+func (s *Server) apiSnapshotRendered(w http.ResponseWriter, r *http.Request) {
+	s.sendSnapshot(w, r, true)
+}
+
+func (s *Server) sendSnapshot(w http.ResponseWriter, r *http.Request, rendered bool) {
 	id, ok := s.pathID(w, r)
 	if !ok {
 		return
@@ -118,8 +138,15 @@ func (s *Server) apiSnapshot(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := s.deps.SnapshotBodies.Body(r.Context(), snap, s.deps.SnapshotBodies.MaxBytes())
+	read, name := s.deps.SnapshotBodies.Body, fmt.Sprintf("page-%d-snapshot-%d.html", snap.PageID, snap.ID)
+	if rendered {
+		read, name = s.deps.SnapshotBodies.Rendered, fmt.Sprintf("page-%d-snapshot-%d-rendered.html", snap.PageID, snap.ID)
+	}
+	body, err := read(r.Context(), snap, s.deps.SnapshotBodies.MaxBytes())
 	switch {
+	case errors.Is(err, watch.ErrSnapshotNotRendered):
+		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("snapshot %d: %v; its body is at /api/v1/snapshots/%d", id, err, id))
+		return
 	case errors.Is(err, watch.ErrSnapshotTooLarge):
 		s.problem(w, r, http.StatusForbidden, fmt.Sprintf("snapshot %d: %v; `watchctl archive export %d FILE` writes it whole", id, err, snap.PageID))
 		return
@@ -129,7 +156,7 @@ func (s *Server) apiSnapshot(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
-	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="page-%d-snapshot-%d.html"`, snap.PageID, snap.ID))
+	h.Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox; default-src 'none'; frame-ancestors 'none'")
 	h.Set("Cache-Control", "private, max-age=3600")

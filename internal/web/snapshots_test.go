@@ -122,3 +122,69 @@ func TestSnapshotOverTheCapIsRefused(t *testing.T) {
 		t.Fatalf("a body over the cap: %d %s", resp.StatusCode, body)
 	}
 }
+
+// A rendered check's snapshot offers the DOM its scripts built beside the
+// body as fetched, as the same kind of download; a plain fetch has none.
+func TestRenderedSnapshotOffersItsDOM(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, publicRead)
+	ctx := context.Background()
+	plainID, _ := e.archivedPage(`<html><a href="/b">b</a></html>`)
+	p, err := e.st.CreatePage(ctx, watch.PageSpec{URL: "https://scripted.example/", Render: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := `<html><body><a href="/story">Inserted by a script</a><script>alert(1)</script></body></html>`
+	cp := watch.Capture{URL: "https://scripted.example/", Method: "GET", RequestURI: "/", Proto: "HTTP/1.1", Status: "200 OK",
+		Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(`<html><script src=/app.js></script></html>`),
+		Rendered: []byte(dom), At: time.Now()}
+	ref, err := archive.NewWriter(e.archive, archive.WriterConfig{}).Write(ctx, archive.Check{PageID: p.ID, CheckID: watch.NewCheckID(), Capture: cp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.RecordCheck(ctx, watch.Check{PageID: p.ID, FetchedAt: time.Now(), Status: 200, FullSet: true, Snapshot: &ref},
+		[]watch.NewLink{{Key: 1, URL: "https://scripted.example/story", Text: "Inserted by a script", Code: "s"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	list := func(id int64) []snapshotJSON {
+		t.Helper()
+		resp, body := e.do("GET", fmt.Sprintf("/api/v1/pages/%d/snapshots", id), e.readTok, "")
+		var out struct{ Snapshots []snapshotJSON }
+		if err := json.Unmarshal(body, &out); err != nil || resp.StatusCode != http.StatusOK || len(out.Snapshots) == 0 {
+			t.Fatalf("list of page %d: %d %s", id, resp.StatusCode, body)
+		}
+		return out.Snapshots
+	}
+	snap := list(p.ID)[0]
+	if snap.RenderedBytes != int64(len(dom)) || snap.RenderedBody != snap.Body+"/rendered" {
+		t.Fatalf("rendered snapshot %+v: want its DOM's size and path", snap)
+	}
+	if resp, _ := e.do("GET", snap.RenderedBody, "", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the DOM without a token: %d, want 401 even with public reads", resp.StatusCode)
+	}
+	resp, got := e.do("GET", snap.RenderedBody, e.readTok, "")
+	h := resp.Header
+	if resp.StatusCode != http.StatusOK || string(got) != dom {
+		t.Fatalf("GET %s: %d %q, want the rendered DOM", snap.RenderedBody, resp.StatusCode, got)
+	}
+	if h.Get("Content-Type") != "application/octet-stream" || !strings.Contains(h.Get("Content-Disposition"), "-rendered.html") ||
+		h.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(h.Get("Content-Security-Policy"), "sandbox") {
+		t.Fatalf("GET %s headers %v: want a sandboxed, unsniffed attachment", snap.RenderedBody, h)
+	}
+	plain := list(plainID)[0]
+	if plain.RenderedBytes != 0 || plain.RenderedBody != "" {
+		t.Fatalf("plain snapshot %+v offers a DOM", plain)
+	}
+	resp, body := e.do("GET", plain.Body+"/rendered", e.readTok, "")
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "not rendered") {
+		t.Fatalf("the DOM of a plain fetch: %d %s; want 404 saying it was not rendered", resp.StatusCode, body)
+	}
+	resp, page := e.do("GET", fmt.Sprintf("/pages/%d", p.ID), e.readTok, "")
+	if link := fmt.Sprintf(`href="/snapshots/%d/rendered" download`, snap.ID); resp.StatusCode != http.StatusOK || !strings.Contains(string(page), link) {
+		t.Fatalf("page view without %s", link)
+	}
+	if resp, got := e.do("GET", fmt.Sprintf("/snapshots/%d/rendered", snap.ID), e.readTok, ""); resp.StatusCode != http.StatusOK || string(got) != dom {
+		t.Fatalf("the page view's link: %d %q", resp.StatusCode, got)
+	}
+}
