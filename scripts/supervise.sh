@@ -56,7 +56,7 @@ stop() {
   return 1
 }
 
-redact() { sed -E -e 's#(://[^:/@]*:)[^@]*@#\1xxxxx@#g' -e 's#^(PORTALWATCH_SECRETS_KEY=).+#\1(set)#'; }
+redact() { sed -E -e 's#(://[^:/@]*:)[^@]*@#\1xxxxx@#g' -e 's#^(PORTALWATCH_SECRETS_(OLD_)?KEYS?=).+#\1(set)#'; }
 
 # newKey prints 32 random bytes in base64, a PORTALWATCH_SECRETS_KEY.
 newKey() {

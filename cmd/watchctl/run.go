@@ -59,6 +59,7 @@ type commandLine struct {
 	Revisions revisionsCmd `cmd:"" help:"Print a page's headline changes, newest first: a known link's text before and after."`
 	Dead      deadCmd      `cmd:"" help:"Show, retry or drop dead-lettered messages."`
 	Token     tokenCmd     `cmd:"" help:"Create, list and revoke the web API's tokens."`
+	Secrets   secretsCmd   `cmd:"" help:"Seal the stored secret headers again after PORTALWATCH_SECRETS_KEY changed."`
 	Import    importCmd    `cmd:"" help:"Watch every page of a CSV or OPML list: all of them, or none if any row is bad."`
 	Export    exportCmd    `cmd:"" help:"Print the watched pages as CSV or OPML."`
 	Notify    notifyCmd    `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`

@@ -10,7 +10,9 @@
 // and the header name, so a sealed value copied to another page or header
 // does not open. The key id (the first 4 bytes of the SHA-256 of the key,
 // in hex) lets a crawler with another key say so instead of failing
-// obscurely.
+// obscurely, and lets a program that holds old keys besides the current
+// one (PORTALWATCH_SECRETS_OLD_KEYS, while a key is being changed) open a
+// value with the key that sealed it.
 package secrets
 
 import (
@@ -38,22 +40,58 @@ type Config struct {
 	// are refused where they would be stored, and a crawler fails the
 	// checks of pages that have them.
 	Key string `env:"PORTALWATCH_SECRETS_KEY"`
+	// OldKeys are earlier keys, comma-separated, in the same form: values
+	// sealed with them still open, and nothing is sealed with them. They
+	// are for the time a key is changed: every program gets the new Key
+	// with the old one here, `watchctl secrets reseal` seals every stored
+	// value again with Key, and then the old keys can go. Empty, the
+	// default, opens only what Key sealed.
+	OldKeys string `env:"PORTALWATCH_SECRETS_OLD_KEYS"`
 }
 
-// Validate refuses a key that is not base64 of 32 bytes.
+// Validate refuses a key that is not base64 of 32 bytes, old keys without
+// a current one, and an old key that is the current one. Its messages
+// never show a key.
 func (c Config) Validate() error {
-	if c.Key == "" {
-		return nil
+	if c.Key != "" {
+		if _, err := decodeKey(c.Key); err != nil {
+			return fmt.Errorf("PORTALWATCH_SECRETS_KEY: %w", err)
+		}
 	}
-	if _, err := decodeKey(c.Key); err != nil {
-		return fmt.Errorf("PORTALWATCH_SECRETS_KEY: %w", err)
+	old := c.oldKeys()
+	if len(old) > 0 && c.Key == "" {
+		return errors.New("PORTALWATCH_SECRETS_OLD_KEYS is set without PORTALWATCH_SECRETS_KEY: old keys only open values, so give the key that seals from now on too")
+	}
+	for i, o := range old {
+		raw, err := decodeKey(o)
+		if err != nil {
+			return fmt.Errorf("PORTALWATCH_SECRETS_OLD_KEYS, key %d of %d: %w", i+1, len(old), err)
+		}
+		if cur, _ := decodeKey(c.Key); string(raw) == string(cur) {
+			return fmt.Errorf("PORTALWATCH_SECRETS_OLD_KEYS, key %d of %d: it is PORTALWATCH_SECRETS_KEY itself; list only the keys it replaces", i+1, len(old))
+		}
 	}
 	return nil
 }
 
-// Sealer returns the Key of c as a watch.Sealer, or nil when c has none
-// (a nil interface, not a nil *Key).
+// oldKeys returns the entries of OldKeys, blanks dropped.
+func (c Config) oldKeys() []string {
+	var out []string
+	for _, k := range strings.Split(c.OldKeys, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Sealer returns the keys of c as a watch.Sealer: the Key alone, or a
+// Keyring when c has old keys; nil when c has no key (a nil interface,
+// not a nil *Key).
 func (c Config) Sealer() (watch.Sealer, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
 	if c.Key == "" {
 		return nil, nil
 	}
@@ -61,7 +99,64 @@ func (c Config) Sealer() (watch.Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k, nil
+	old := c.oldKeys()
+	if len(old) == 0 {
+		return k, nil
+	}
+	ring := &Keyring{current: k, old: make(map[string]*Key, len(old))}
+	for _, o := range old {
+		ok, err := ParseKey(o)
+		if err != nil {
+			return nil, err
+		}
+		ring.old[ok.id] = ok
+	}
+	return ring, nil
+}
+
+// Keyring seals with its current key and opens with the key that sealed
+// a value, current or old. It implements watch.Sealer and is safe for
+// concurrent use.
+type Keyring struct {
+	current *Key
+	old     map[string]*Key // by ID
+}
+
+var _ watch.Sealer = (*Keyring)(nil)
+
+// Seal seals value with the current key.
+func (r *Keyring) Seal(pageID int64, name, value string) (string, error) {
+	return r.current.Seal(pageID, name, value)
+}
+
+// Open opens a value sealed with the current key or an old one.
+func (r *Keyring) Open(pageID int64, name, sealed string) (string, error) {
+	if old, ok := r.old[keyIDOf(sealed)]; ok {
+		return old.Open(pageID, name, sealed)
+	}
+	return r.current.Open(pageID, name, sealed)
+}
+
+// keyIDOf returns the key id a sealed value records, "" when it has none.
+func keyIDOf(sealed string) string {
+	parts := strings.SplitN(sealed, ".", 3)
+	if len(parts) != 3 || parts[0] != version {
+		return ""
+	}
+	return parts[1]
+}
+
+// Current reports whether sealed was sealed with the key that seals now
+// (s is a *Key or a *Keyring): a value that is not needs sealing again
+// before the old key goes.
+func Current(s watch.Sealer, sealed string) bool {
+	switch k := s.(type) {
+	case *Key:
+		return keyIDOf(sealed) == k.id
+	case *Keyring:
+		return keyIDOf(sealed) == k.current.id
+	}
+	return false
 }
 
 // Key seals and opens header values; it implements watch.Sealer and is
@@ -138,7 +233,8 @@ func (k *Key) Open(pageID int64, name, sealed string) (string, error) {
 	}
 	if parts[1] != k.id {
 		return "", fmt.Errorf("header %s of page %d: %w (key id %s; this program has %s): "+
-			"give every program the same key, or set the header again", name, pageID, ErrOtherKey, parts[1], k.id)
+			"give every program the same key, list the key that sealed it in PORTALWATCH_SECRETS_OLD_KEYS, or set the header again",
+			name, pageID, ErrOtherKey, parts[1], k.id)
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil || len(raw) < k.aead.NonceSize()+k.aead.Overhead() {
