@@ -1,6 +1,7 @@
 -- +goose Up
 -- The two per-page and per-source settings issues 32 and 35 left for
--- later, and the size of a rendered snapshot, in one step.
+-- later, why a discovery failed, and the size of a rendered snapshot, in
+-- one step.
 
 -- Hosts beyond the page's own site a rendered page may load subresources
 -- from (a CDN, an API host), as host names or host:port. The renderer
@@ -16,6 +17,13 @@ ALTER TABLE pages ADD COLUMN render_allow text[] NOT NULL DEFAULT '{}'
 ALTER TABLE sources ADD COLUMN check_interval interval
     CHECK (check_interval IS NULL OR check_interval >= '10 seconds');
 
+-- Why the page's last discovery of feeds and sitemaps failed (the page
+-- did not load, robots.txt refused it...); NULL after one that worked.
+-- Shown with the page's sources, so a page that chose feeds and has none
+-- says why.
+ALTER TABLE pages ADD COLUMN sources_discovery_error text
+    CHECK (length(sources_discovery_error) <= 1000);
+
 -- The size of the DOM a rendered check archived beside its response (a
 -- resource record in the same range of the file); NULL for a plain
 -- fetch. The evidence of a page built by scripts is its DOM, so the API
@@ -25,5 +33,6 @@ ALTER TABLE snapshots ADD COLUMN rendered_bytes bigint
 
 -- +goose Down
 ALTER TABLE snapshots DROP COLUMN rendered_bytes;
+ALTER TABLE pages DROP COLUMN sources_discovery_error;
 ALTER TABLE sources DROP COLUMN check_interval;
 ALTER TABLE pages DROP COLUMN render_allow;

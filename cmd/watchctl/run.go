@@ -517,6 +517,9 @@ func pageJSON(p watch.Page) map[string]any {
 	if !p.SourcesDiscoveredAt.IsZero() {
 		m["sources_discovered_at"] = p.SourcesDiscoveredAt
 	}
+	if p.SourcesDiscoveryError != "" {
+		m["sources_discovery_error"] = p.SourcesDiscoveryError
+	}
 	if !p.LastCheckedAt.IsZero() {
 		m["last_checked_at"] = p.LastCheckedAt
 	}

@@ -51,7 +51,10 @@ func (s *sourcesCmd) Run(c *cli) error {
 		return nil
 	}
 	discovered := "not yet"
-	if !page.SourcesDiscoveredAt.IsZero() {
+	switch {
+	case page.SourcesDiscoveryError != "":
+		discovered = "failed, tried again within the hour: " + page.SourcesDiscoveryError
+	case !page.SourcesDiscoveredAt.IsZero():
 		discovered = page.SourcesDiscoveredAt.Local().Format("2006-01-02 15:04:05")
 	}
 	fmt.Fprintf(c.stdout, "page %d: sources %s; last discovery %s\n", page.ID, strings.Join(page.Sources, ","), discovered)

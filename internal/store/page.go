@@ -501,7 +501,8 @@ const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::
 	same_site_only, ignore_patterns, created_at, last_truncated, last_cut, name, tags, coalesce(title, ''),
 	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
 	rebaseline, burst_detection, articles, deleted_at, coalesce(degraded, ''), coalesce(degraded_detail, ''), degraded_since,
-	coalesce(headers, '[]'), coalesce(proxy, ''), render, coalesce(wait_for, ''), render_hint, sources, sources_discovered_at`
+	coalesce(headers, '[]'), coalesce(proxy, ''), render, coalesce(wait_for, ''), render_hint, sources, sources_discovered_at,
+	coalesce(sources_discovery_error, '')`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -518,7 +519,8 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 		&p.LastTruncated, &p.LastCut, &p.Name, &p.Tags, &p.Title,
 		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
 		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted,
-		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers, &p.Proxy, &p.Render, &p.WaitFor, &p.RenderHint, &p.Sources, &discovered)
+		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers, &p.Proxy, &p.Render, &p.WaitFor, &p.RenderHint, &p.Sources, &discovered,
+		&p.SourcesDiscoveryError)
 	if err != nil {
 		return watch.Page{}, err
 	}

@@ -141,13 +141,15 @@ func (s *Store) ClaimDueSources(ctx context.Context, p watch.ClaimParams, discov
 // enabled again, re-baselined when it had been disabled); the page's
 // sources not found for watch.SourceGoneAfter are disabled, kept with
 // their updates. A failed discovery (failure not empty) records nothing
-// but its time, so that it is tried again an hour later rather than a day.
+// but its time, so that it is tried again an hour later rather than a day,
+// and its failure, shown with the page's sources until one works.
 // It returns watch.ErrPageNotFound for a page deleted meanwhile.
 func (s *Store) RecordDiscovery(ctx context.Context, pageID int64, found []watch.DiscoveredSource, failure string) error {
 	if failure != "" {
 		tag, err := s.pool.Exec(ctx, `
-			UPDATE pages SET sources_discovered_at = now() - $2 * interval '1 millisecond' + interval '1 hour'
-			WHERE id = $1 AND deleted_at IS NULL`, pageID, watch.SourceRediscovery.Milliseconds())
+			UPDATE pages SET sources_discovered_at = now() - $2 * interval '1 millisecond' + interval '1 hour',
+				sources_discovery_error = left($3, 1000)
+			WHERE id = $1 AND deleted_at IS NULL`, pageID, watch.SourceRediscovery.Milliseconds(), failure)
 		if err != nil {
 			return fmt.Errorf("record failed discovery of page %d: %w", pageID, interpretError(err))
 		}
@@ -185,7 +187,7 @@ func (s *Store) RecordDiscovery(ctx context.Context, pageID int64, found []watch
 			WHERE sources.page_id = page.id AND sources.enabled AND sources.found_at < now() - $5 * interval '1 millisecond'
 				AND sources.url <> ALL($3::text[])
 		)
-		UPDATE pages SET sources_discovered_at = now() FROM page WHERE pages.id = page.id
+		UPDATE pages SET sources_discovered_at = now(), sources_discovery_error = NULL FROM page WHERE pages.id = page.id
 		RETURNING (SELECT count(*) FROM upsert)`, pageID, kinds, urls, titles, watch.SourceGoneAfter.Milliseconds()).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("page %d: %w", pageID, watch.ErrPageNotFound)

@@ -286,3 +286,32 @@ func TestClaimDueSources(t *testing.T) {
 		t.Fatalf("second claim = %+v; want the page's discovery alone (its feed is leased)", jobs)
 	}
 }
+
+// A failed discovery keeps its sources and says why, until one works; the
+// page is tried again within the hour, not the next day.
+func TestFailedDiscoverySaysWhy(t *testing.T) {
+	t.Parallel()
+	st, _ := openStore(t)
+	ctx := context.Background()
+	page, _ := sourcePage(t, st, "https://failing.example/")
+	const why = "fetch https://failing.example/: robots.txt disallows it"
+	if err := st.RecordDiscovery(ctx, page.ID, nil, why); err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.Page(ctx, page.ID)
+	if err != nil || p.SourcesDiscoveryError != why {
+		t.Fatalf("after a failed discovery: error %q, %v; want %q", p.SourcesDiscoveryError, err, why)
+	}
+	if again := p.SourcesDiscoveredAt.Add(watch.SourceRediscovery); again.After(time.Now().Add(time.Hour + time.Minute)) {
+		t.Errorf("a failed discovery is tried again at %v; want within the hour", again)
+	}
+	if sources, err := st.Sources(ctx, page.ID); err != nil || len(sources) != 1 || !sources[0].Enabled {
+		t.Fatalf("sources after a failed discovery: %+v, %v; want the feed kept", sources, err)
+	}
+	if err := st.RecordDiscovery(ctx, page.ID, []watch.DiscoveredSource{{Kind: watch.SourceFeed, URL: "https://failing.example/feed.xml"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = st.Page(ctx, page.ID); err != nil || p.SourcesDiscoveryError != "" {
+		t.Fatalf("after a discovery that worked: error %q, %v; want none", p.SourcesDiscoveryError, err)
+	}
+}

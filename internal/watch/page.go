@@ -97,6 +97,9 @@ type Page struct {
 	// SourcesDiscoveredAt is when the page's feeds and sitemaps were last
 	// discovered; zero until the first discovery.
 	SourcesDiscoveredAt time.Time
+	// SourcesDiscoveryError is why the last discovery failed (it is tried
+	// again within the hour); empty after one that worked.
+	SourcesDiscoveryError string
 	// Proxy names the proxy of the operator's list (PORTALWATCH_PROXIES)
 	// the page and its articles are fetched through; "" goes direct.
 	Proxy string

@@ -58,9 +58,11 @@ type pageJSON struct {
 	Headers map[string]string `json:"headers"`
 	// Sources are what the page is watched through (homepage, feeds,
 	// sitemaps); SourcesDiscoveredAt when its feeds and sitemaps were
-	// last discovered.
-	Sources             []string   `json:"sources"`
-	SourcesDiscoveredAt *time.Time `json:"sources_discovered_at,omitempty"`
+	// last discovered, and SourcesDiscoveryError why the last discovery
+	// failed (it is tried again within the hour).
+	Sources               []string   `json:"sources"`
+	SourcesDiscoveredAt   *time.Time `json:"sources_discovered_at,omitempty"`
+	SourcesDiscoveryError string     `json:"sources_discovery_error,omitempty"`
 	// Proxy names the proxy of the operator's list the page and its
 	// articles are fetched through; "" is direct.
 	Proxy string `json:"proxy"`
@@ -125,7 +127,7 @@ func toPageJSON(p watch.Page) pageJSON {
 		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(), Health: toHealthJSON(p.Health),
 		Headers: watch.ShownHeaderMap(p.Headers), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor,
-		SuggestRender: p.SuggestRender(), Sources: nonNil(p.Sources),
+		SuggestRender: p.SuggestRender(), Sources: nonNil(p.Sources), SourcesDiscoveryError: p.SourcesDiscoveryError,
 	}
 	if !p.SourcesDiscoveredAt.IsZero() {
 		t := p.SourcesDiscoveredAt.UTC()
