@@ -122,16 +122,16 @@ func (c *e2eConfig) flags(fs *flag.FlagSet) {
 
 // snapshot is every cumulative counter the run reads, at one instant.
 type snapshot struct {
-	at      time.Time
-	tasks   float64 // homepage tasks the processors handled
+	at    time.Time
+	tasks float64 // homepage tasks the processors handled
 	// sourceTasks are the tasks of feeds, sitemaps and discoveries.
 	sourceTasks float64
-	docFetches  int64 // feed and sitemap responses the farm served
-	updates float64 // updates they recorded
-	fetches int64   // responses the farm served
-	cpu     cpuSample
-	pg      pgCounters
-	redis   map[string]float64
+	docFetches  int64   // feed and sitemap responses the farm served
+	updates     float64 // updates they recorded
+	fetches     int64   // responses the farm served
+	cpu         cpuSample
+	pg          pgCounters
+	redis       map[string]float64
 }
 
 // e2eRun is one run of the whole pipeline.

@@ -20,10 +20,10 @@ type window struct {
 	// sourcesPerSec are the feed and sitemap checks (and discoveries)
 	// recorded a second; docFetchesPerSec their fetches.
 	sourcesPerSec, docFetchesPerSec float64
-	updates       float64
-	cpuPerPage    map[string]float64 // CPU seconds per page check, by process group
-	busyCores     float64            // the whole machine, in cores
-	otherPerPage  float64            // machine CPU per page not accounted to any group
+	updates                         float64
+	cpuPerPage                      map[string]float64 // CPU seconds per page check, by process group
+	busyCores                       float64            // the whole machine, in cores
+	otherPerPage                    float64            // machine CPU per page not accounted to any group
 
 	pgXacts, pgInserted, pgUpdated, pgWAL float64            // per page check
 	pgTableIns, pgTableUpd, pgTableHot    map[string]float64 // per page check
@@ -111,8 +111,8 @@ type e2eResult struct {
 	wrongSample          []string
 	bySource             map[string]int
 	onlyTruth, onlyFound map[string]int
-	extraSample         []string
-	rss                 map[string]float64 // MB, largest process of each kind
+	extraSample          []string
+	rss                  map[string]float64 // MB, largest process of each kind
 	// withArticle and workLeft are, with -articles, the updates given their
 	// article and the links still waiting when the queues have drained.
 	withArticle, workLeft int
