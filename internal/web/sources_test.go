@@ -127,6 +127,9 @@ func TestAPISourceInterval(t *testing.T) {
 	if got := list(); got.IntervalSeconds != 120 || got.FollowsPage {
 		t.Fatalf("listed after 2m: %+v", got.SourceSchedule)
 	}
+	if _, body := e.get(fmt.Sprintf("/pages/%d", page.ID), e.writeTk); !strings.Contains(body, "<td>2m</td>") {
+		t.Fatalf("the page view does not show the source's 2m:\n%s", body)
+	}
 	resp, b = e.do("PATCH", path, e.writeTk, `{"interval":"page"}`)
 	if got := decode[sourceJSON](t, b); resp.StatusCode != 200 || got.Interval != "10m0s" || !got.FollowsPage {
 		t.Fatalf("interval page: %d %s", resp.StatusCode, b)
