@@ -90,20 +90,7 @@ type farm struct {
 
 // listenFarm opens hosts loopback listeners. Addresses in 127.0.0.0/8 are all
 // local on Linux, so no setup is needed.
-func listenFarm(hosts int) ([]net.Listener, error) {
-	var ls []net.Listener
-	for i := range hosts {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.1.%d:0", 1+i))
-		if err != nil {
-			for _, l := range ls {
-				l.Close()
-			}
-			return nil, fmt.Errorf("listen on loopback: %w", err)
-		}
-		ls = append(ls, l)
-	}
-	return ls, nil
-}
+func listenFarm(hosts int) ([]net.Listener, error) { return listenFarmPorts(hosts, hosts) }
 
 // listenFarmPorts opens n loopback listeners spread over hosts addresses,
 // each on its own port: one origin per page, as a page with its own news
