@@ -2,6 +2,7 @@
 #
 #   make bench            the whole pipeline on 1,000 synthetic portals (pwbench e2e)
 #   make bench-history    the same, replaying ../shared/corpus/history
+#   make bench-sources    the same with every portal's feed and news sitemap as sources, against off, alternating
 #   make bench-ab A=rev [B=rev]  two revisions side by side, alternating runs, each figure as B/A
 #   make bench-scheduler  1,000,000 due pages vs raw confirmed publishing
 #   make bench-peer       urlwatch and portalwatch on the same 200 pages
@@ -30,7 +31,7 @@ BENCH_TIME  ?= 1s
 BENCH_PKGS  ?= $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /bench/)
 PWBENCH     := bin/pwbench
 
-.PHONY: bench bench-ab bench-history bench-scheduler bench-peer bench-polite bench-go bench-redis bench-hostile bench-partition bench-articles bench-render pwbench
+.PHONY: bench bench-ab bench-sources bench-history bench-scheduler bench-peer bench-polite bench-go bench-redis bench-hostile bench-partition bench-articles bench-render pwbench
 
 pwbench:
 	@scripts/services.sh check-go
@@ -50,6 +51,18 @@ AB_PAIRS ?= 3
 AB_FLAGS ?= -mode history -vary-bodies -redis-links 0
 bench-ab: services pwbench
 	@scripts/bench-ab.sh $(PWBENCH) "$(A)" "$(B)" $(AB_PAIRS) -- $(AB_FLAGS)
+
+## bench-sources: feeds and news sitemaps off (-port-per-page: the same farm,
+## one origin a page, as a news sitemap named by robots.txt needs) and on
+## (-sources), SOURCES_PAIRS pairs alternating; compare each pair's pages/s
+## and CPU a page (docs/benchmarks.md, issue 32).
+SOURCES_PAIRS ?= 2
+SOURCES_FLAGS ?= -redis-links 0
+bench-sources: services pwbench
+	@for i in $$(seq 1 $(SOURCES_PAIRS)); do \
+		$(PWBENCH) e2e -repo . -port-per-page $(SOURCES_FLAGS) $(BENCH_FLAGS) || exit 1; \
+		$(PWBENCH) e2e -repo . -sources $(SOURCES_FLAGS) $(BENCH_FLAGS) || exit 1; \
+	done
 
 ## bench-history: the pipeline replaying the real homepage histories.
 bench-history: services pwbench

@@ -18,6 +18,32 @@ import (
 // scrapeCounter returns the sum of every sample of the named metric that
 // the program at addr serves on /metrics (Prometheus text format).
 func scrapeCounter(ctx context.Context, addr, name string) (float64, error) {
+	return scrapeCounterLabel(ctx, addr, name, nil)
+}
+
+// isSourceOutcome is true for the samples of the processor's tasks that
+// were a feed's or a sitemap's check or a discovery, not a page check.
+func isSourceOutcome(labels string) bool {
+	return strings.Contains(labels, `outcome="source_`) || strings.Contains(labels, `outcome="discovery"`)
+}
+
+// scrapeAllLabel sums, over several programs, the samples of a metric whose
+// labels (the text between the braces) keep accepts.
+func scrapeAllLabel(ctx context.Context, procs []*process, name string, keep func(labels string) bool) (float64, error) {
+	var sum float64
+	for _, p := range procs {
+		v, err := scrapeCounterLabel(ctx, p.httpAddr, name, keep)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// scrapeCounterLabel is scrapeCounter over the samples whose labels keep
+// accepts (nil: every sample).
+func scrapeCounterLabel(ctx context.Context, addr, name string, keep func(labels string) bool) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
@@ -37,6 +63,15 @@ func scrapeCounter(ctx context.Context, addr, name string) (float64, error) {
 		rest := line[len(name):]
 		if rest == "" || (rest[0] != ' ' && rest[0] != '{') {
 			continue // another metric whose name starts with this one
+		}
+		if keep != nil {
+			labels := ""
+			if rest[0] == '{' {
+				labels = rest[:strings.IndexByte(rest, '}')+1]
+			}
+			if !keep(labels) {
+				continue
+			}
 		}
 		f := strings.Fields(line)
 		v, err := strconv.ParseFloat(f[len(f)-1], 64)

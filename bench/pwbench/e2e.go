@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,6 +65,9 @@ type e2eConfig struct {
 	// localLinks makes the replayed histories link their own farm host,
 	// which answers with real article pages (-local-links, see localLinks).
 	localLinks bool
+	// portPerPage gives every page its own listener port, so its own
+	// origin and robots.txt (-port-per-page; implied by -sources).
+	portPerPage bool
 	// bin holds programs built already (pwbench ab builds each revision
 	// once); empty: build them from repo.
 	bin string
@@ -89,6 +93,11 @@ func (c *e2eConfig) flags(fs *flag.FlagSet) {
 		"read new links as articles: PORTALWATCH_ARTICLES=true and -extractors extractor processes (default off, as before articles)")
 	fs.IntVar(&c.extractors, "extractors", 1, "extractor processes, with -articles")
 	fs.IntVar(&c.extractorNice, "extractor-nice", 0, "with -articles: start the extractors at this nice value, 1 to 19 (0: as the others)")
+	fs.BoolVar(&c.synth.sources, "sources", false,
+		"every synthetic page serves an RSS feed (linked from it) and a news sitemap (named by robots.txt) too, with stories of their own, "+
+			"and is registered with sources homepage,feeds,sitemaps; implies -port-per-page")
+	fs.BoolVar(&c.portPerPage, "port-per-page", false,
+		"every page on its own port (its own origin and robots.txt), spread over -hosts addresses: the farm of -sources without the sources")
 	fs.BoolVar(&c.localLinks, "local-links", false,
 		"history mode: every link to another host points at the page's own farm host instead, which answers it with a real article page")
 	fs.IntVar(&c.crawlers, "crawlers", 1, "crawler processes")
@@ -113,13 +122,16 @@ func (c *e2eConfig) flags(fs *flag.FlagSet) {
 
 // snapshot is every cumulative counter the run reads, at one instant.
 type snapshot struct {
-	at      time.Time
-	tasks   float64 // tasks the processors handled
-	updates float64 // updates they recorded
-	fetches int64   // responses the farm served
-	cpu     cpuSample
-	pg      pgCounters
-	redis   map[string]float64
+	at    time.Time
+	tasks float64 // homepage tasks the processors handled
+	// sourceTasks are the tasks of feeds, sitemaps and discoveries.
+	sourceTasks float64
+	docFetches  int64   // feed and sitemap responses the farm served
+	updates     float64 // updates they recorded
+	fetches     int64   // responses the farm served
+	cpu         cpuSample
+	pg          pgCounters
+	redis       map[string]float64
 }
 
 // e2eRun is one run of the whole pipeline.
@@ -152,10 +164,22 @@ func runE2E(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("bad page shape flags: %w", ErrUsage)
 	}
 	cfg.synth.seed = 20240501
+	if cfg.synth.sources {
+		if cfg.mode != "synthetic" {
+			return fmt.Errorf("-sources needs -mode synthetic: %w", ErrUsage)
+		}
+		cfg.portPerPage = true
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 
 	r := &e2eRun{cfg: cfg, log: stderr}
+	if cfg.synth.sources {
+		// The scheduler discovers a batch's tenth of pages a minute by
+		// default: 1,000 new pages would wait 20 minutes for theirs. A
+		// claim a second over 1,000 pages costs nothing the run can see.
+		r.extraEnv = append(r.extraEnv, "PORTALWATCH_SCHEDULER_DISCOVERY_POLL=1s")
+	}
 	defer r.close()
 	if err := r.setup(ctx); err != nil {
 		return err
@@ -183,7 +207,12 @@ func (r *e2eRun) setup(ctx context.Context) error {
 		return err
 	}
 
-	ls, err := listenFarm(r.cfg.hosts)
+	var ls []net.Listener
+	if r.cfg.portPerPage {
+		ls, err = listenFarmPorts(r.cfg.pages, r.cfg.hosts)
+	} else {
+		ls, err = listenFarm(r.cfg.hosts)
+	}
 	if err != nil {
 		return err
 	}
@@ -264,10 +293,14 @@ func (r *e2eRun) register(ctx context.Context) error {
 	for i, p := range r.farm.pages {
 		urls[i] = p.url
 	}
+	sources := []string{"homepage"}
+	if r.cfg.synth.sources {
+		sources = []string{"homepage", "feeds", "sitemaps"}
+	}
 	rows, err := r.db.Query(ctx, `
-		INSERT INTO pages (base_url, check_interval)
-		SELECT u, interval '1 hour' FROM unnest($1::text[]) AS u
-		RETURNING id, base_url`, urls)
+		INSERT INTO pages (base_url, check_interval, sources)
+		SELECT u, interval '1 hour', $2 FROM unnest($1::text[]) AS u
+		RETURNING id, base_url`, urls, sources)
 	if err != nil {
 		return fmt.Errorf("register pages: %w", err)
 	}
@@ -399,12 +432,19 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 func (r *e2eRun) snapshot(ctx context.Context) (snapshot, error) {
-	s := snapshot{at: time.Now(), fetches: r.farm.fetches.Load()}
+	s := snapshot{at: time.Now(), fetches: r.farm.fetches.Load(), docFetches: r.farm.docFetches.Load()}
 	var err error
 	procs := r.kind("processor")
 	if s.tasks, err = scrapeAll(ctx, procs, "portalwatch_processor_tasks_total"); err != nil {
 		return s, err
 	}
+	// A page check is a homepage's task; the tasks of feeds, sitemaps and
+	// discoveries are counted apart, so pages/s means what it meant before
+	// -sources.
+	if s.sourceTasks, err = scrapeAllLabel(ctx, procs, "portalwatch_processor_tasks_total", isSourceOutcome); err != nil {
+		return s, err
+	}
+	s.tasks -= s.sourceTasks
 	if s.updates, err = scrapeAll(ctx, procs, "portalwatch_processor_updates_total"); err != nil {
 		return s, err
 	}
@@ -450,7 +490,7 @@ func (r *e2eRun) countPages(ctx context.Context, where string, args ...any) (int
 // measure runs the phases: baseline, saturation, half rate, drain; then
 // checks correctness and measures memory and the parse ceiling.
 func (r *e2eRun) measure(ctx context.Context) (*e2eResult, error) {
-	res := &e2eResult{cfg: r.cfg, pages: len(r.farm.pages)}
+	res := &e2eResult{cfg: r.cfg, pages: len(r.farm.pages), bySource: map[string]int{}, onlyTruth: map[string]int{}, onlyFound: map[string]int{}}
 	for _, phase := range []func(context.Context, *e2eResult) error{
 		r.baseline, r.saturate, r.halfRate, r.drain, r.evaluate, r.memory, r.ceiling,
 	} {
@@ -473,6 +513,26 @@ func (r *e2eRun) baseline(ctx context.Context, res *e2eResult) error {
 	}
 	res.baselinePerSec = float64(n) / time.Since(start).Seconds()
 	r.logf("baseline: %d pages in %.1fs (%.0f pages/s, every link inserted)", n, time.Since(start).Seconds(), res.baselinePerSec)
+	if !r.cfg.synth.sources {
+		return nil
+	}
+	// Discovery and each source's silent first check happen here, before
+	// the rounds start, so that no measured window holds them and every
+	// source's baseline is its version 0.
+	want := 2 * n
+	err = r.waitFor(ctx, "every page's feed and news sitemap to be discovered and baselined", 10*time.Minute, func() (bool, string, error) {
+		var found, kinds, baselined int
+		err := r.db.QueryRow(ctx, `SELECT count(*), count(DISTINCT (page_id, kind)), count(baseline_at) FROM sources WHERE enabled`).
+			Scan(&found, &kinds, &baselined)
+		if err == nil && found > want {
+			err = fmt.Errorf("discovery found %d sources for %d pages, want one feed and one news sitemap each", found, n)
+		}
+		return kinds == want && baselined == want, fmt.Sprintf("%d of %d found, %d baselined", kinds, want, baselined), err
+	})
+	if err != nil {
+		return err
+	}
+	r.logf("sources: %d feeds and news sitemaps discovered and baselined %.1fs after the pages' baselines began", want, time.Since(start).Seconds())
 	return nil
 }
 
@@ -483,6 +543,11 @@ func (r *e2eRun) saturate(ctx context.Context, res *e2eResult) error {
 	r.farm.startRounds(time.Now())
 	if _, err := r.db.Exec(ctx, `UPDATE pages SET check_interval = $1 * interval '1 millisecond', next_check_at = now()`,
 		r.cfg.satInterval.Milliseconds()); err != nil {
+		return err
+	}
+	// Sources follow their page's interval; their next checks were an
+	// hour away.
+	if _, err := r.db.Exec(ctx, `UPDATE sources SET next_check_at = now()`); err != nil {
 		return err
 	}
 	r.logf("saturation: interval %s, warming up %s, then measuring %s", r.cfg.satInterval, r.cfg.warmup, r.cfg.window)
@@ -511,6 +576,10 @@ func (r *e2eRun) halfRate(ctx context.Context, res *e2eResult) error {
 	res.interval = interval
 	if _, err := r.db.Exec(ctx, `UPDATE pages SET check_interval = $1 * interval '1 millisecond',
 		next_check_at = now() + random() * $1 * interval '1 millisecond'`, interval.Milliseconds()); err != nil {
+		return err
+	}
+	if _, err := r.db.Exec(ctx, `UPDATE sources SET next_check_at = now() + random() * $1 * interval '1 millisecond'`,
+		interval.Milliseconds()); err != nil {
 		return err
 	}
 	settle := 3 * interval / 2
@@ -665,7 +734,14 @@ func (r *e2eRun) evaluate(ctx context.Context, res *e2eResult) error {
 	for _, t := range truth {
 		res.truth += len(t)
 	}
-	rows, err := r.db.Query(ctx, `SELECT page_id, url, discovered_at FROM updates`)
+	for _, t := range truth {
+		for _, l := range t {
+			if k := l.only(); k != kindHomepage && k != "" {
+				res.onlyTruth[k]++
+			}
+		}
+	}
+	rows, err := r.db.Query(ctx, `SELECT page_id, url, discovered_at, source FROM updates`)
 	if err != nil {
 		return err
 	}
@@ -678,11 +754,11 @@ func (r *e2eRun) evaluate(ctx context.Context, res *e2eResult) error {
 	var halfLat, satLat []float64
 	for rows.Next() {
 		var (
-			id int64
-			u  string
-			at time.Time
+			id     int64
+			u, src string
+			at     time.Time
 		)
-		if err := rows.Scan(&id, &u, &at); err != nil {
+		if err := rows.Scan(&id, &u, &at, &src); err != nil {
 			return err
 		}
 		idx, ok := r.pageIdx[id]
@@ -705,6 +781,16 @@ func (r *e2eRun) evaluate(ctx context.Context, res *e2eResult) error {
 			continue
 		}
 		res.found++
+		res.bySource[src]++
+		if !want.sources[src] {
+			res.wrongSource++
+			if len(res.wrongSample) < 5 {
+				res.wrongSample = append(res.wrongSample, fmt.Sprintf("%s recorded from %s", u, src))
+			}
+		}
+		if k := want.only(); k != kindHomepage && k != "" {
+			res.onlyFound[k]++
+		}
 		lat := at.Sub(want.introduced).Seconds()
 		switch {
 		case !want.introduced.Before(res.halfStart) && want.introduced.Before(res.halfEnd):
@@ -729,8 +815,8 @@ func (r *e2eRun) evaluate(ctx context.Context, res *e2eResult) error {
 	slices.Sort(halfLat)
 	slices.Sort(satLat)
 	res.latency, res.satLatency = halfLat, satLat
-	r.logf("correctness: %d new links served, %d found, %d missing, %d extra, %d duplicates",
-		res.truth, res.found, res.missing, res.extra, res.duplicates)
+	r.logf("correctness: %d new links served, %d found, %d missing, %d extra, %d duplicates, %d from a source that never listed them",
+		res.truth, res.found, res.missing, res.extra, res.duplicates, res.wrongSource)
 	return nil
 }
 

@@ -40,6 +40,9 @@ type farmPage struct {
 	content content
 	url     string        // the page's URL as registered
 	offset  time.Duration // its rounds' phase: pages do not all change at once
+	// docs are the feed and news sitemap the page serves besides itself
+	// (-sources), on its host.
+	docs []*farmDoc
 
 	mu       sync.Mutex
 	cachedV  int
@@ -56,13 +59,19 @@ type farmPage struct {
 type farm struct {
 	pages  []*farmPage
 	byKey  map[string]*farmPage // host:port + path
+	docKey map[string]*farmDoc  // host:port + path of a page's feed or sitemap
+	docOf  map[*farmDoc]*farmPage
+	robots map[string]string // host:port → its robots.txt when it names sitemaps
 	round  time.Duration
 	start  atomic.Int64 // unix nanos when rounds began; 0 = still version 0
 	freeze atomic.Int64 // unix nanos after which versions stop; 0 = not frozen
 	fixed  atomic.Int64 // when > 0, every page is at version fixed-1 (manual rounds)
 
-	fetches atomic.Int64
+	fetches atomic.Int64 // homepage fetches
 	bytes   atomic.Int64
+	// docFetches counts the fetches of feeds and sitemaps, apart from the
+	// homepages so that fetches/s means what it meant before -sources.
+	docFetches atomic.Int64
 	// hosts counts, per listener address, the page fetches it served and
 	// how close together they came (pwbench polite).
 	hosts map[string]*hostLog
@@ -81,10 +90,15 @@ type farm struct {
 
 // listenFarm opens hosts loopback listeners. Addresses in 127.0.0.0/8 are all
 // local on Linux, so no setup is needed.
-func listenFarm(hosts int) ([]net.Listener, error) {
+func listenFarm(hosts int) ([]net.Listener, error) { return listenFarmPorts(hosts, hosts) }
+
+// listenFarmPorts opens n loopback listeners spread over hosts addresses,
+// each on its own port: one origin per page, as a page with its own news
+// sitemap needs (robots.txt, which names sitemaps, is one per origin).
+func listenFarmPorts(n, hosts int) ([]net.Listener, error) {
 	var ls []net.Listener
-	for i := range hosts {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.1.%d:0", 1+i))
+	for i := range n {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.1.%d:0", 1+i%hosts))
 		if err != nil {
 			for _, l := range ls {
 				l.Close()
@@ -99,7 +113,8 @@ func listenFarm(hosts int) ([]net.Listener, error) {
 // newFarm returns a farm for pages, which must already carry their URLs on
 // the listeners' addresses.
 func newFarm(ls []net.Listener, pages []*farmPage, round time.Duration) *farm {
-	f := &farm{pages: pages, byKey: map[string]*farmPage{}, round: round, listeners: ls, hosts: map[string]*hostLog{}}
+	f := &farm{pages: pages, byKey: map[string]*farmPage{}, docKey: map[string]*farmDoc{}, docOf: map[*farmDoc]*farmPage{},
+		robots: map[string]string{}, round: round, listeners: ls, hosts: map[string]*hostLog{}}
 	for _, l := range ls {
 		f.hosts[l.Addr().String()] = &hostLog{}
 	}
@@ -110,6 +125,13 @@ func newFarm(ls []net.Listener, pages []*farmPage, round time.Duration) *farm {
 		p.offset = time.Duration(int64(round) * int64(i) / int64(len(pages)))
 		host, path := splitURL(p.url)
 		f.byKey[host+path] = p
+		for _, d := range p.docs {
+			f.docKey[host+d.path] = d
+			f.docOf[d] = p
+			if d.kind == kindSitemap {
+				f.robots[host] += "Sitemap: http://" + host + d.path + "\n"
+			}
+		}
 	}
 	f.server = &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	for _, l := range ls {
@@ -179,7 +201,15 @@ func (f *farm) changeTime(p *farmPage, v int) time.Time {
 
 func (f *farm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/robots.txt" {
-		io.WriteString(w, "User-agent: *\nAllow: /\n")
+		io.WriteString(w, "User-agent: *\nAllow: /\n"+f.robots[r.Host])
+		return
+	}
+	if d := f.docKey[r.Host+r.URL.Path]; d != nil {
+		body := d.body(f.version(f.docOf[d], time.Now()))
+		f.docFetches.Add(1)
+		w.Header().Set("Content-Type", d.content.contentType())
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body)
 		return
 	}
 	p := f.byKey[r.Host+r.URL.Path]
@@ -215,17 +245,32 @@ func (f *farm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // truthLink is a link portalwatch must report: new on its page since the
-// baseline, in a version the page served.
+// baseline, in a version the page or one of its feeds and sitemaps served.
 type truthLink struct {
 	page       int
 	url        string
-	introduced time.Time // when the page started serving it
+	introduced time.Time // when the page or a source started serving it
+	// sources are the kinds of the documents whose served versions hold
+	// it: the update may name any of them, whichever was checked first.
+	sources map[string]bool
 }
 
-// truth returns, per page, every link that some served version holds and
-// version 0 (the baseline) does not, with the moment it started being served:
-// the change time of the first version of the run of versions, up to the first
-// served one that holds it, in which it is present.
+// only returns the one source kind that holds the link, or "".
+func (t truthLink) only() string {
+	if len(t.sources) != 1 {
+		return ""
+	}
+	for k := range t.sources {
+		return k
+	}
+	return ""
+}
+
+// truth returns, per page, every link that some served version of the page
+// or of its feeds and sitemaps holds and no version 0 (the baselines) does,
+// with the moment it started being served: the change time of the first
+// version of the run of versions, up to the first served one that holds it,
+// in which it is present, the earliest over the documents.
 func (f *farm) truth() []map[string]truthLink {
 	out := make([]map[string]truthLink, len(f.pages))
 	for i, p := range f.pages {
@@ -235,42 +280,72 @@ func (f *farm) truth() []map[string]truthLink {
 			served = append(served, v)
 		}
 		p.mu.Unlock()
-		slices.Sort(served)
-		sets := map[int]map[string]bool{}
-		set := func(v int) map[string]bool {
-			if s, ok := sets[v]; ok {
-				return s
-			}
-			s := map[string]bool{}
-			for _, u := range p.content.links(v) {
-				s[u] = true
-			}
-			sets[v] = s
-			return s
+		docs := []docVersions{{kind: kindHomepage, content: p.content, served: served}}
+		for _, d := range p.docs {
+			docs = append(docs, docVersions{kind: d.kind, content: d.content, served: d.servedVersions()})
 		}
-		base := set(0)
-		want := map[string]truthLink{}
-		for _, v := range served {
-			if v == 0 {
-				continue
+		base := map[string]bool{}
+		for j := range docs {
+			for u := range docs[j].set(0) {
+				base[u] = true
 			}
-			for u := range set(v) {
-				if base[u] {
+		}
+		want := map[string]truthLink{}
+		for j := range docs {
+			d := &docs[j]
+			slices.Sort(d.served)
+			for _, v := range d.served {
+				if v == 0 {
 					continue
 				}
-				if _, ok := want[u]; ok {
-					continue
+				for u := range d.set(v) {
+					if base[u] {
+						continue
+					}
+					first := v
+					for first > 1 && d.set(first - 1)[u] {
+						first--
+					}
+					at := f.changeTime(p, first)
+					t, ok := want[u]
+					if !ok {
+						t = truthLink{page: i, url: u, introduced: at, sources: map[string]bool{}}
+					}
+					if at.Before(t.introduced) {
+						t.introduced = at
+					}
+					t.sources[d.kind] = true
+					want[u] = t
 				}
-				first := v
-				for first > 1 && set(first - 1)[u] {
-					first--
-				}
-				want[u] = truthLink{page: i, url: u, introduced: f.changeTime(p, first)}
 			}
 		}
 		out[i] = want
 	}
 	return out
+}
+
+// docVersions is one document of a page (its homepage, feed or sitemap)
+// with the versions it served and, memoised, their link sets.
+type docVersions struct {
+	kind    string
+	content content
+	served  []int
+	sets    map[int]map[string]bool
+}
+
+func (d *docVersions) set(v int) map[string]bool {
+	if s, ok := d.sets[v]; ok {
+		return s
+	}
+	if d.sets == nil {
+		d.sets = map[int]map[string]bool{}
+	}
+	s := map[string]bool{}
+	for _, u := range d.content.links(v) {
+		s[u] = true
+	}
+	d.sets[v] = s
+	return s
 }
 
 // canonicaliser is implemented by content whose links portalwatch records

@@ -17,10 +17,13 @@ type window struct {
 	pages         float64 // tasks the processors handled: page checks
 	pagesPerSec   float64
 	fetchesPerSec float64
-	updates       float64
-	cpuPerPage    map[string]float64 // CPU seconds per page check, by process group
-	busyCores     float64            // the whole machine, in cores
-	otherPerPage  float64            // machine CPU per page not accounted to any group
+	// sourcesPerSec are the feed and sitemap checks (and discoveries)
+	// recorded a second; docFetchesPerSec their fetches.
+	sourcesPerSec, docFetchesPerSec float64
+	updates                         float64
+	cpuPerPage                      map[string]float64 // CPU seconds per page check, by process group
+	busyCores                       float64            // the whole machine, in cores
+	otherPerPage                    float64            // machine CPU per page not accounted to any group
 
 	pgXacts, pgInserted, pgUpdated, pgWAL float64            // per page check
 	pgTableIns, pgTableUpd, pgTableHot    map[string]float64 // per page check
@@ -31,6 +34,8 @@ func newWindow(a, b snapshot) window {
 	w := window{seconds: b.at.Sub(a.at).Seconds(), pages: b.tasks - a.tasks, updates: b.updates - a.updates}
 	w.pagesPerSec = w.pages / w.seconds
 	w.fetchesPerSec = float64(b.fetches-a.fetches) / w.seconds
+	w.sourcesPerSec = (b.sourceTasks - a.sourceTasks) / w.seconds
+	w.docFetchesPerSec = float64(b.docFetches-a.docFetches) / w.seconds
 	per := func(x float64) float64 { return x / math.Max(w.pages, 1) }
 	cpu := b.cpu.sub(a.cpu)
 	w.cpuPerPage = map[string]float64{}
@@ -98,8 +103,16 @@ type e2eResult struct {
 	missing, extra      int
 	duplicates          int
 	missingSample       []string
-	extraSample         []string
-	rss                 map[string]float64 // MB, largest process of each kind
+	// wrongSource counts updates whose source never listed their link;
+	// bySource counts the updates found by their source; onlyTruth and
+	// onlyFound count the links only a feed or only a sitemap listed, and
+	// how many of them were found (-sources).
+	wrongSource          int
+	wrongSample          []string
+	bySource             map[string]int
+	onlyTruth, onlyFound map[string]int
+	extraSample          []string
+	rss                  map[string]float64 // MB, largest process of each kind
 	// withArticle and workLeft are, with -articles, the updates given their
 	// article and the links still waiting when the queues have drained.
 	withArticle, workLeft int
@@ -173,6 +186,15 @@ func (r *e2eResult) print(w io.Writer) {
 	for _, u := range r.extraSample {
 		fmt.Fprintf(w, "  extra e.g. %s\n", u)
 	}
+	if r.cfg.synth.sources {
+		fmt.Fprintf(w, "sources: saturated %.1f feed and sitemap checks/s (%.1f fetched) beside the pages; updates by source %s\n",
+			s.sourcesPerSec, s.docFetchesPerSec, formatMap(intMap(r.bySource), "%.0f"))
+		fmt.Fprintf(w, "  only in a feed: %d of %d found; only in a sitemap: %d of %d found; from a source that never listed them %d\n",
+			r.onlyFound[kindFeed], r.onlyTruth[kindFeed], r.onlyFound[kindSitemap], r.onlyTruth[kindSitemap], r.wrongSource)
+		for _, u := range r.wrongSample {
+			fmt.Fprintf(w, "  wrong source e.g. %s\n", u)
+		}
+	}
 	for _, name := range sortedKeys(r.profiles) {
 		fmt.Fprintf(w, "\nperf profile of %s (self time, top entries)\n", name)
 		for _, l := range r.profiles[name] {
@@ -225,6 +247,17 @@ func (r *e2eResult) summary() map[string]any {
 	out["archive_snapshots"] = r.archiveSnapshots
 	if r.okChecks > 0 {
 		out["archive_bytes_per_check"] = round3(float64(r.archiveBytes) / float64(r.okChecks))
+	}
+	if r.cfg.synth.sources {
+		out["sources"] = true
+		out["source_checks_per_s"] = round3(s.sourcesPerSec)
+		out["updates_by_source"] = r.bySource
+		out["feed_only_links"], out["feed_only_found"] = r.onlyTruth[kindFeed], r.onlyFound[kindFeed]
+		out["sitemap_only_links"], out["sitemap_only_found"] = r.onlyTruth[kindSitemap], r.onlyFound[kindSitemap]
+		out["wrong_source"] = r.wrongSource
+	}
+	if r.cfg.portPerPage {
+		out["port_per_page"] = true
 	}
 	if r.cfg.articles {
 		out["updates_with_article"] = r.withArticle
@@ -296,4 +329,12 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+func intMap(m map[string]int) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[k] = float64(v)
+	}
+	return out
 }

@@ -17,6 +17,7 @@ type synthConfig struct {
 	perRound               int  // new anchors per page per round
 	visible                int  // rounds a new anchor stays on the page
 	keep                   bool // news anchors never leave: the page grows perRound a round
+	sources                bool // each page serves a feed and a news sitemap too (see sources.go)
 	seed                   uint64
 }
 
@@ -44,8 +45,17 @@ func newSynthPages(n int, ls []net.Listener, cfg synthConfig) []*farmPage {
 		anchors := cfg.minAnchors + rng.IntN(cfg.maxAnchors-cfg.minAnchors+1)
 		b := &pageBuilder{rng: rng, lang: sp.lang, host: host}
 		pre, suf := b.build(size, anchors, cfg.perRound*cfg.visible)
+		if cfg.sources {
+			// The feed is linked as portals link theirs; the sitemap is
+			// named by robots.txt (farm.robots).
+			pre = strings.Replace(pre, "<head>\n",
+				"<head>\n<link rel=\"alternate\" type=\"application/rss+xml\" title=\"Latest\" href=\""+feedPath+"\">\n", 1)
+		}
 		sp.prefix, sp.suffix = sp.encode(pre), sp.encode(suf)
 		pages[i] = &farmPage{content: sp, url: "http://" + host + sp.basePath}
+		if cfg.sources {
+			pages[i].docs = sp.sourceDocs()
+		}
 	}
 	return pages
 }

@@ -65,7 +65,7 @@ type commandLine struct {
 	Notify    notifyCmd    `cmd:"" help:"Subscribe webhooks and e-mail to updates; list, test, resume or remove them."`
 	Extract   extractCmd   `cmd:"" help:"Print the article of one saved page (headline, dates, authors, lead, body) as JSON."`
 	Discover  discoverCmd  `cmd:"" help:"List the feeds a page links and the sitemaps its robots.txt names (news sitemaps, indexes)."`
-	Sources   sourcesCmd   `cmd:"" help:"List a page's feeds and news sitemaps (watched with --sources) and how their checks go."`
+	Sources   sourcesCmd   `cmd:"" help:"List a page's feeds and news sitemaps (watched with --sources) and how their checks go; set how often one is checked."`
 	Article   articleCmd   `cmd:"" help:"Print an article read from a new link, with every update that links it."`
 	Archive   archiveCmd   `cmd:"" help:"List a page's archived snapshots (the page as fetched, WARC), export them as one WARC file, or sweep the archive."`
 }

@@ -10,14 +10,42 @@ import (
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
+// sourcesCmd lists a page's sources (`watchctl sources PAGE_ID`, as
+// before it had subcommands) or changes one.
 type sourcesCmd struct {
-	ID   string `arg:"" name:"id" help:"The page's id (see watchctl list)."`
+	List sourcesListCmd `cmd:"" default:"withargs" help:"List a page's feeds and news sitemaps (the default: watchctl sources PAGE_ID)."`
+	Set  sourcesSetCmd  `cmd:"" help:"Change how often one feed or news sitemap is checked."`
+}
+
+type sourcesListCmd struct {
+	ID   string `arg:"" name:"page-id" help:"The page's id (see watchctl list)."`
 	JSON bool   `name:"json" help:"One JSON object per line."`
+}
+
+// sourceLine is a source as --json shows it: with its status in one word
+// and how often it is checked.
+type sourceLine struct {
+	watch.Source
+	Status string `json:"status"`
+	watch.SourceSchedule
+}
+
+func newSourceLine(src watch.Source) sourceLine {
+	return sourceLine{Source: src, Status: src.Status(), SourceSchedule: src.Schedule()}
+}
+
+// interval shows how often the source is checked, marked when that is
+// its page's interval.
+func interval(src watch.Source) string {
+	if src.CheckInterval == 0 {
+		return watch.FormatDuration(src.EffectiveInterval()) + " (page)"
+	}
+	return watch.FormatDuration(src.EffectiveInterval())
 }
 
 // Run lists the page's feeds and news sitemaps with the state of their
 // checks.
-func (s *sourcesCmd) Run(c *cli) error {
+func (s *sourcesListCmd) Run(c *cli) error {
 	id, err := parseID(s.ID)
 	if err != nil {
 		return err
@@ -41,10 +69,7 @@ func (s *sourcesCmd) Run(c *cli) error {
 	if s.JSON {
 		enc := json.NewEncoder(c.stdout)
 		for _, src := range sources {
-			if err := enc.Encode(struct {
-				watch.Source
-				Status string `json:"status"`
-			}{src, src.Status()}); err != nil {
+			if err := enc.Encode(newSourceLine(src)); err != nil {
 				return err
 			}
 		}
@@ -67,15 +92,55 @@ func (s *sourcesCmd) Run(c *cli) error {
 		return nil
 	}
 	tw := newTable(c.stdout)
-	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tLAST CHECK\tHTTP\tFAILURES\tTITLE\tURL\tERROR")
+	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tEVERY\tLAST CHECK\tHTTP\tFAILURES\tTITLE\tURL\tERROR")
 	for _, src := range sources {
 		last, status := "never", "-"
 		if src.LastCheckedAt != nil {
 			last = src.LastCheckedAt.Local().Format("2006-01-02 15:04:05")
 			status = strconv.Itoa(src.LastStatus)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", src.ID, src.Kind, src.Status(), last, status, src.ConsecutiveFailures,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", src.ID, src.Kind, src.Status(), interval(src), last, status, src.ConsecutiveFailures,
 			oneLine(src.Title), src.URL, oneLine(src.LastError))
 	}
 	return tw.Flush()
+}
+
+type sourcesSetCmd struct {
+	ID       string `arg:"" name:"source-id" help:"The source's id (the ID column of watchctl sources PAGE_ID)."`
+	Interval string `required:"" placeholder:"D|page" help:"Time between the source's checks (10s, 2m, 1h, 1d), at least ${min_interval}; page follows its page's interval again."`
+	JSON     bool   `name:"json" help:"Print the source as one JSON object."`
+}
+
+// Run changes how often one source is checked.
+func (s *sourcesSetCmd) Run(c *cli) error {
+	id, err := parseID(s.ID)
+	if err != nil {
+		return err
+	}
+	d, err := watch.ParseSourceInterval(s.Interval)
+	if err != nil {
+		return usagef("--interval: %v", err)
+	}
+	st, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	src, err := st.EditSource(c.ctx, id, watch.SourceEdit{Interval: &d})
+	if errors.Is(err, watch.ErrSourceNotFound) {
+		return usagef("no source has id %d: `watchctl sources PAGE_ID` lists a page's sources with their ids", id)
+	}
+	if err != nil {
+		return err
+	}
+	if s.JSON {
+		return json.NewEncoder(c.stdout).Encode(newSourceLine(src))
+	}
+	every := "every " + watch.FormatDuration(src.EffectiveInterval())
+	if src.CheckInterval == 0 {
+		every += ", its page's interval"
+	}
+	fmt.Fprintf(c.stdout, "source %d of page %d (%s %s): checked %s; next check %s\n", src.ID, src.PageID, src.Kind, src.URL, every,
+		src.NextCheckAt.Local().Format("2006-01-02 15:04:05"))
+	return nil
 }

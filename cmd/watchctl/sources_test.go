@@ -55,3 +55,41 @@ func TestSourcesFromTheCommandLine(t *testing.T) {
 		t.Fatalf("sources of no page: exit %d %q", code, errOut)
 	}
 }
+
+// watchctl sources set gives a source its own interval, or its page's
+// again; the list shows which; bad input says what to type.
+func TestSourceIntervalFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	e, st := migrated(t)
+	e["PORTALWATCH_ALLOW_PRIVATE"] = "true"
+	if code, _, errOut := runCLI(t, e, "add", "http://127.0.0.1:9/", "--sources", "homepage,feeds", "--interval", "10m"); code != exitOK {
+		t.Fatalf("add: exit %d %q", code, errOut)
+	}
+	if err := st.RecordDiscovery(context.Background(), 1, []watch.DiscoveredSource{{Kind: watch.SourceFeed, URL: "http://127.0.0.1:9/rss"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI(t, e, "sources", "1"); code != exitOK || !strings.Contains(out, "EVERY") || !strings.Contains(out, "10m (page)") {
+		t.Fatalf("sources: exit %d %q; want the page's 10m", code, out)
+	}
+	code, out, errOut := runCLI(t, e, "sources", "set", "1", "--interval", "2m")
+	if code != exitOK || !strings.Contains(out, "source 1 of page 1") || !strings.Contains(out, "checked every 2m;") {
+		t.Fatalf("sources set --interval 2m: exit %d %q %q", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, e, "sources", "list", "1", "--json"); code != exitOK ||
+		!strings.Contains(out, `"interval":"2m0s","interval_seconds":120,"interval_follows_page":false`) {
+		t.Fatalf("sources list --json: exit %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, e, "sources", "set", "1", "--interval", "page"); code != exitOK || !strings.Contains(out, "every 10m, its page's interval") {
+		t.Fatalf("sources set --interval page: exit %d %q", code, out)
+	}
+	for _, c := range []struct{ args, want string }{
+		{"sources set 1 --interval 5s", "the shortest is 10s; or \"page\""},
+		{"sources set 1 --interval often", "is not a duration"},
+		{"sources set 1", "--interval"},
+		{"sources set 9 --interval 1m", "no source has id 9"},
+	} {
+		if code, _, errOut := runCLI(t, e, strings.Fields(c.args)...); code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: exit %d %q; want a usage error with %q", c.args, code, errOut, c.want)
+		}
+	}
+}

@@ -177,7 +177,7 @@ func serve(ctx context.Context, cfg settings, ln net.Listener, log *slog.Logger)
 	deps := web.Deps{
 		Pages: st, Writer: st, Importer: st, Updates: reads, Reading: st, Tokens: st, Sessions: st, Removals: reads, Links: reads,
 		Revisions: reads, Subscriptions: st, Tester: testSender(senders), Discoverer: discover.Discoverer{Fetcher: client, Limits: discover.DefaultLimits},
-		Dead: newDeadLetters(dead, []string{cfg.Queues.Jobs, cfg.Queues.Tasks}), Sources: st,
+		Dead: newDeadLetters(dead, []string{cfg.Queues.Jobs, cfg.Queues.Tasks}), Sources: st, SourceEditor: st,
 	}
 	if cfg.Archive.Enabled {
 		files, err := archive.NewFS(cfg.Archive.Directory())

@@ -84,6 +84,13 @@ type Config struct {
 	// under RabbitMQ's 128 MiB message limit; default DefaultMaxTaskBytes,
 	// 4 MiB.
 	MaxTaskBytes int `env:"PORTALWATCH_MAX_TASK_BYTES"`
+	// SitemapMaxBytes caps a news sitemap's body after decompression (a
+	// gzip file unpacked), in place of the fetcher's body cap: the
+	// protocol allows 50 MB. A sitemap is streamed through its reader,
+	// never held whole, so the cap bounds time, not memory; a longer one
+	// fails its check as too large. From 1 KiB to 1 GiB; default
+	// DefaultSitemapMaxBytes, 50 MiB.
+	SitemapMaxBytes int64 `env:"PORTALWATCH_SITEMAP_MAX_BYTES"`
 	// Secrets opens the sealed values of the secret headers jobs carry
 	// (Cookie, Authorization…), just before the fetch; the program wires
 	// PORTALWATCH_SECRETS_KEY. Nil: the check of a page with a secret
@@ -113,6 +120,10 @@ const DefaultCheckTimeout = 45 * time.Second
 // DefaultMaxSlotWait is Config.MaxSlotWait's default, the fetcher's own
 // longest polite wait.
 const DefaultMaxSlotWait = 5 * time.Second
+
+// DefaultSitemapMaxBytes is Config.SitemapMaxBytes' default, the sitemap
+// protocol's 50 MB (read as MiB, the larger).
+const DefaultSitemapMaxBytes = 50 << 20
 
 // DefaultPublishTimeout is Config.PublishTimeout's default.
 const DefaultPublishTimeout = 60 * time.Second
@@ -145,6 +156,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxTaskBytes == 0 {
 		c.MaxTaskBytes = DefaultMaxTaskBytes
 	}
+	if c.SitemapMaxBytes == 0 {
+		c.SitemapMaxBytes = DefaultSitemapMaxBytes
+	}
 	if c.DiscoveryTimeout == 0 {
 		c.DiscoveryTimeout = DefaultDiscoveryTimeout
 	}
@@ -164,6 +178,7 @@ func (c Config) Validate() error {
 		config.AtLeast("MaxSlotWait", c.MaxSlotWait, 0),
 		config.Between("ParseMemory", c.ParseMemory, 1<<20, 16<<30),
 		config.Between("MaxTaskBytes", c.MaxTaskBytes, 64<<10, 64<<20),
+		config.Between("SitemapMaxBytes", c.SitemapMaxBytes, 1<<10, 1<<30),
 	)
 }
 

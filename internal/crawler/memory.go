@@ -57,3 +57,15 @@ func (g *parseGate) enterCost(ctx context.Context, cost int64) (func(), error) {
 		g.memory.Release(cost)
 	}, nil
 }
+
+// hold waits until cost bytes can be held within the budget, without a
+// parse slot, and returns the function that gives them back: for a read
+// that parses as its body arrives (a streamed sitemap), which would hold
+// a slot for as long as the network takes. The error is ctx's, wrapped.
+func (g *parseGate) hold(ctx context.Context, cost int64) (func(), error) {
+	cost = min(cost, g.budget)
+	if err := g.memory.Acquire(ctx, cost); err != nil {
+		return nil, fmt.Errorf("waiting for %d bytes of parse memory: %w", cost, err)
+	}
+	return func() { g.memory.Release(cost) }, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"time"
 
@@ -104,13 +105,31 @@ func (s *Service) checkSource(ctx context.Context, job watch.Job, leave func()) 
 		task.FetchedAt, task.Error = time.Now().UTC(), err.Error()
 		return task
 	}
-	want := watch.ContentFeed
+	req := watch.FetchRequest{URL: src.URL, ETag: job.ETag, LastModified: job.LastModified,
+		Want: watch.ContentFeed, Slot: job.Slot, Header: headers, Proxy: job.Proxy}
+	lim := sourceparse.Limits{MaxTextRunes: s.cfg.Limits.MaxTextRunes}
+	// A sitemap is read as it arrives, within the protocol's cap rather
+	// than the body cap, holding what sourceparse.SitemapCost says: the
+	// parse is done when the fetch is.
+	var (
+		streamed  *sourceparse.Result
+		streamErr error
+	)
 	if src.Kind == watch.SourceSitemap {
-		want = watch.ContentSitemap
+		req.Want, req.MaxBytes = watch.ContentSitemap, s.cfg.SitemapMaxBytes
+		req.Read = func(body io.Reader, final *url.URL) error {
+			held, err := s.parsing.hold(ctx, sourceparse.SitemapCost(lim))
+			if err != nil {
+				return err
+			}
+			defer held()
+			res, err := sourceparse.Sitemap(body, final, time.Now().UTC(), lim)
+			streamed, streamErr = &res, err
+			return nil
+		}
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
-	res, err := s.fetcher.Fetch(fetchCtx, watch.FetchRequest{URL: src.URL, ETag: job.ETag, LastModified: job.LastModified,
-		Want: want, Slot: job.Slot, Header: headers, Proxy: job.Proxy})
+	res, err := s.fetcher.Fetch(fetchCtx, req)
 	cancel()
 	leave()
 	defer func() { s.metrics.duration.Observe(time.Since(start).Seconds()) }()
@@ -138,15 +157,20 @@ func (s *Service) checkSource(ctx context.Context, job watch.Job, leave func()) 
 	if base == nil {
 		base, _ = url.Parse(src.URL)
 	}
-	// A parse holds the body and what is read of it: it takes its place
-	// in the crawler's parse budget like a homepage's.
-	parsed, err := s.parsing.enterCost(ctx, sourceparse.Cost(src.Kind, len(res.Body)))
-	if err != nil {
-		task.Error = fmt.Sprintf("stopped before parsing %s: %v", src.URL, err)
-		return task
+	var items sourceparse.Result
+	if streamed != nil {
+		items, err = *streamed, streamErr
+	} else {
+		// A parse holds the body and what is read of it: it takes its
+		// place in the crawler's parse budget like a homepage's.
+		parsed, gateErr := s.parsing.enterCost(ctx, sourceparse.Cost(src.Kind, len(res.Body)))
+		if gateErr != nil {
+			task.Error = fmt.Sprintf("stopped before parsing %s: %v", src.URL, gateErr)
+			return task
+		}
+		items, err = sourceparse.Parse(src.Kind, res.Body, base, task.FetchedAt, lim)
+		parsed()
 	}
-	items, err := sourceparse.Parse(src.Kind, res.Body, base, task.FetchedAt, sourceparse.Limits{MaxTextRunes: s.cfg.Limits.MaxTextRunes})
-	parsed()
 	if err != nil {
 		task.Error = fmt.Sprintf("read %s: %v", src.URL, watch.CleanText(err.Error()))
 		if errors.Is(err, sourceparse.ErrSitemapIndex) {

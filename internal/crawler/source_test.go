@@ -1,6 +1,8 @@
 package crawler_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/portalwatch/portalwatch/internal/crawler"
 	"github.com/portalwatch/portalwatch/internal/discover"
+	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/testkit/testsvc"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -123,5 +126,45 @@ func TestSourceHeadersKeepSecretsHome(t *testing.T) {
 	}
 	if cookies.Load() != 1 || languages.Load() != 2 {
 		t.Fatalf("%d fetches with the cookie, %d with the language; want the cookie at home only, the language at both", cookies.Load(), languages.Load())
+	}
+}
+
+// A news sitemap is read within its own cap, not the body cap: one of
+// 12 MB (over the fetcher's default 10 MiB), gzipped, is read, with its
+// first MaxSourceItems stories; past SitemapMaxBytes the check fails as
+// too large and sends nothing.
+func TestCheckOfALargeSitemap(t *testing.T) {
+	t.Parallel()
+	var body bytes.Buffer
+	zw := gzip.NewWriter(&body)
+	fmt.Fprint(zw, `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:news="http://www.google.com/schemas/sitemap-news/0.9">`)
+	pad := strings.Repeat("x", 1000)
+	for i := range 12_000 {
+		fmt.Fprintf(zw, "<url><loc>/story/%d</loc><news:news><news:title>Story %d</news:title></news:news><!-- %s --></url>\n", i, i, pad)
+	}
+	fmt.Fprint(zw, `</urlset>`)
+	zw.Close()
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/gzip")
+		w.Write(body.Bytes())
+	})
+	src := &watch.SourceRef{ID: 5, Kind: watch.SourceSitemap, URL: srv.URL + "/news.xml.gz"}
+	job := watch.Job{ID: 1, BaseURL: src.URL, Source: src}
+	task := newService(t, &recorder{}).Check(context.Background(), job)
+	if task.Failed() || len(task.Context) != watch.MaxSourceItems || task.Truncated != 12_000-watch.MaxSourceItems ||
+		task.Context[0].URL != srv.URL+"/story/0" || task.Context[0].Text != "Story 0" {
+		t.Fatalf("a 12 MB sitemap: error %q, %d items, truncated %d", task.Error, len(task.Context), task.Truncated)
+	}
+
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := crawler.New(crawler.Config{TaskQueue: "tasks", SitemapMaxBytes: 1 << 20}, f, &recorder{}, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task := small.Check(context.Background(), job); !task.Failed() || !strings.Contains(task.Error, "larger than 1048576 bytes") || len(task.Context) != 0 {
+		t.Fatalf("a sitemap over SitemapMaxBytes: error %q, %d items; want it too large, nothing sent", task.Error, len(task.Context))
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/portalwatch/portalwatch/internal/sourceparse"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -75,6 +76,7 @@ const (
 	ViaCommonPath     = "common_path"
 	ViaRobots         = "robots.txt"
 	maxSitemapURLs    = 50_000
+	maxSitemapBytes   = 50 << 20 // the protocol's 50 MB, uncompressed
 	maxTitleRunes     = 200
 	maxLinksInPage    = 200
 	maxSitemapDetails = 20
@@ -292,13 +294,29 @@ const newsNamespace = "http://www.google.com/schemas/sitemap-news/0.9"
 // for an index the sitemaps it lists (at most maxSitemapDetails).
 func readSitemap(ctx context.Context, f Fetcher, smURL, via string) (Found, []string) {
 	found := Found{URL: smURL, Kind: KindUnreadable, Via: via}
-	res, err := f.Fetch(ctx, watch.FetchRequest{URL: smURL, Want: watch.ContentSitemap})
+	var (
+		kind     string
+		count    int
+		children []string
+		scanErr  error
+		scanned  bool
+	)
+	// Streamed within the protocol's 50 MB, as the checks read it: a
+	// news sitemap larger than the body cap is still found.
+	res, err := f.Fetch(ctx, watch.FetchRequest{URL: smURL, Want: watch.ContentSitemap, MaxBytes: maxSitemapBytes,
+		Read: func(body io.Reader, _ *url.URL) error {
+			kind, count, children, scanErr = scanSitemap(body)
+			scanned = true
+			return nil
+		}})
 	if err != nil {
 		found.Error = watch.CleanText(err.Error())
 		return found, nil
 	}
-	kind, count, children, err := scanSitemap(bytes.NewReader(res.Body))
-	if err != nil {
+	if !scanned {
+		kind, count, children, scanErr = scanSitemap(bytes.NewReader(res.Body))
+	}
+	if err := scanErr; err != nil {
 		found.Error = "not a sitemap: " + watch.CleanText(err.Error())
 		return found, nil
 	}
@@ -312,7 +330,7 @@ func readSitemap(ctx context.Context, f Fetcher, smURL, via string) (Found, []st
 // sitemap gets wrong (HTML entities, unknown encodings' labels) and
 // expands no entity beyond XML's five.
 func scanSitemap(r io.Reader) (kind string, count int, children []string, err error) {
-	dec := xml.NewDecoder(r)
+	dec := xml.NewDecoder(sourceparse.BoundRuns(r, sourceparse.MaxRun))
 	dec.Strict = false
 	dec.CharsetReader = func(label string, in io.Reader) (io.Reader, error) { return in, nil }
 	var (

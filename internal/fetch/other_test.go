@@ -1,11 +1,16 @@
 package fetch
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +77,60 @@ func TestFetchSitemapGzipFileBomb(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 96<<20 {
 		t.Errorf("allocated %d MiB while cutting the bomb", alloc>>20)
+	}
+}
+
+// TestFetchSitemapStreamed: a request with Read gets the body as it
+// arrives, a gzip file unpacked, within MaxBytes rather than MaxBodyBytes;
+// past MaxBytes the fetch fails as too large, and a gzip file bomb read
+// this way is inflated only up to the cap, never held.
+func TestFetchSitemapStreamed(t *testing.T) {
+	bomb := zeroBomb(t, 1024)
+	var plain bytes.Buffer
+	zw := gzip.NewWriter(&plain)
+	zw.Write(bytes.Repeat([]byte("<url><loc>https://portal.example/story</loc></url>\n"), 100_000)) // 5 MB
+	zw.Close()
+	srv, _ := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/gzip")
+		if r.URL.Path == "/bomb.xml.gz" {
+			w.Write(bomb)
+			return
+		}
+		w.Write(plain.Bytes())
+	}))
+	c := newClient(t, Config{AllowPrivate: true, IgnoreRobots: true, MaxBodyBytes: 1 << 20})
+	count := func(n *int64) func(io.Reader, *url.URL) error {
+		return func(r io.Reader, _ *url.URL) error {
+			var err error
+			*n, err = io.Copy(io.Discard, r)
+			return err
+		}
+	}
+	var n int64
+	res, err := c.Fetch(context.Background(), Request{URL: srv.URL + "/news.xml.gz", Want: watch.ContentSitemap, Read: count(&n), MaxBytes: 50 << 20})
+	if err != nil || n != int64(100_000*len("<url><loc>https://portal.example/story</loc></url>\n")) || res.Body != nil || res.Status != 200 {
+		t.Fatalf("a 5 MB sitemap, gzipped, under a 50 MiB cap: %v, %d bytes read, body %d bytes held", err, n, len(res.Body))
+	}
+	_, err = c.Fetch(context.Background(), Request{URL: srv.URL + "/news.xml.gz", Want: watch.ContentSitemap, Read: count(&n), MaxBytes: 2 << 20})
+	if fe := wantKind(t, err, KindTooLarge); !strings.Contains(fe.Error(), "body larger than 2097152 bytes") {
+		t.Errorf("over the cap: %v", err)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = c.Fetch(context.Background(), Request{URL: srv.URL + "/bomb.xml.gz", Want: watch.ContentSitemap, Read: count(&n), MaxBytes: 50 << 20})
+	runtime.ReadMemStats(&after)
+	wantKind(t, err, KindTooLarge)
+	if n != 50<<20 {
+		t.Errorf("the bomb was read for %d bytes, want the cap's %d", n, 50<<20)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a gzip file bomb streamed to a 50 MiB cap: %d KiB allocated", alloc>>10)
+	if alloc > 4<<20 {
+		t.Errorf("streaming the bomb allocated %d MiB: its body was held", alloc>>20)
+	}
+	if _, err := c.Fetch(context.Background(), Request{URL: srv.URL + "/news.xml.gz", Want: watch.ContentSitemap,
+		Read: func(io.Reader, *url.URL) error { return errors.New("not a sitemap") }}); err == nil || !strings.Contains(err.Error(), "not a sitemap") {
+		t.Errorf("Read's own error: %v", err)
 	}
 }

@@ -13,11 +13,13 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/mmcdole/gofeed"
 
@@ -33,7 +35,16 @@ type Limits struct {
 	// MaxTextRunes is the longest text kept, in runes; a longer one is cut
 	// and ends with "…", as a homepage link's. Default 300.
 	MaxTextRunes int
+	// MaxKeptBytes bounds the bytes of the URLs and texts kept; the items
+	// past it are counted in Result.Truncated, as past MaxItems. It keeps
+	// a streamed sitemap's memory within SitemapCost whatever its items
+	// hold. Default DefaultMaxKeptBytes, 4 MiB: 5,000 items of a real
+	// news sitemap hold about 1.5 MB.
+	MaxKeptBytes int
 }
+
+// DefaultMaxKeptBytes is Limits.MaxKeptBytes' default.
+const DefaultMaxKeptBytes = 4 << 20
 
 // WithDefaults returns l with its zero fields set to their defaults.
 func (l Limits) WithDefaults() Limits {
@@ -42,6 +53,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxTextRunes <= 0 {
 		l.MaxTextRunes = 300
+	}
+	if l.MaxKeptBytes <= 0 {
+		l.MaxKeptBytes = DefaultMaxKeptBytes
 	}
 	return l
 }
@@ -89,17 +103,32 @@ func Cost(kind string, n int) int64 {
 	return 4 * int64(n)
 }
 
+// SitemapCost is about the most bytes a streamed sitemap's read holds
+// under lim, whatever the length of its body: the items kept
+// (MaxKeptBytes), a hash of each URL read (watch.MaxSitemapURLs of them),
+// and the decoder with its longest token (MaxRun).
+func SitemapCost(lim Limits) int64 {
+	lim = lim.WithDefaults()
+	return int64(lim.MaxKeptBytes) + int64(lim.MaxItems)*int64(unsafe.Sizeof(watch.Link{})) + watch.MaxSitemapURLs*48 + 8*MaxRun
+}
+
 // collector keeps the items of one source within the limits.
 type collector struct {
 	base *url.URL
 	now  time.Time
 	lim  Limits
-	seen map[string]bool
+	// seen holds a hash of each URL read: a sitemap names up to 50,000,
+	// and their hashes cost a fortieth of their text. Two URLs of one
+	// source sharing a 64-bit hash would lose one item: 50,000 URLs make
+	// that about one chance in 10^10.
+	seen map[uint64]struct{}
+	hash maphash.Seed
+	kept int // bytes of the URLs and texts in res.Links
 	res  Result
 }
 
 func newCollector(base *url.URL, now time.Time, lim Limits) *collector {
-	return &collector{base: base, now: now, lim: lim.WithDefaults(), seen: map[string]bool{}}
+	return &collector{base: base, now: now, lim: lim.WithDefaults(), seen: map[uint64]struct{}{}, hash: maphash.MakeSeed()}
 }
 
 // add keeps one item, or counts why it is not kept.
@@ -109,17 +138,19 @@ func (c *collector) add(rawURL, title string, published *time.Time) {
 		c.res.Skipped++
 		return
 	}
-	if c.seen[u] {
+	h := maphash.String(c.hash, u)
+	if _, dup := c.seen[h]; dup {
 		c.res.Skipped++ // a duplicate GUID, or the same story twice
 		return
 	}
-	if len(c.res.Links) >= c.lim.MaxItems {
+	c.seen[h] = struct{}{}
+	text := cleanClip(title, c.lim.MaxTextRunes)
+	if len(c.res.Links) >= c.lim.MaxItems || c.kept+len(u)+len(text) > c.lim.MaxKeptBytes {
 		c.res.Truncated++
-		c.seen[u] = true
 		return
 	}
-	c.seen[u] = true
-	l := watch.Link{URL: u, Text: cleanClip(title, c.lim.MaxTextRunes)}
+	c.kept += len(u) + len(text)
+	l := watch.Link{URL: u, Text: text}
 	if published != nil && !published.IsZero() && !published.After(c.now.Add(watch.MaxFutureSkew)) && published.Year() > 1970 {
 		p := published.UTC().Truncate(time.Second)
 		l.PublishedAt = &p
@@ -204,14 +235,15 @@ const maxField = 4 << 10
 // Sitemap streams a sitemap (a urlset; a news sitemap's news:title and
 // news:publication_date give an item's text and publication time) within
 // the protocol's 50,000 URLs: the URLs past it are not read. It keeps at
-// most maxField bytes of an element's text; encoding/xml reads a run of
-// text whole, so a 10 MB title costs about three times its size while it
-// is read (TestTenMegabyteTitles), within the body cap the fetch already
-// applied. The decoder expands XML's five
+// most maxField bytes of an element's text, and reads r through
+// BoundRuns, so that no run of text or markup longer than MaxRun reaches
+// encoding/xml (which reads a run whole): what it holds stays within
+// SitemapCost however long r is, and a fetcher may stream a body of the
+// protocol's 50 MB into it. The decoder expands XML's five
 // entities and character references, never a document's own (no entity
 // bomb). A sitemap index is ErrSitemapIndex.
 func Sitemap(r io.Reader, base *url.URL, now time.Time, lim Limits) (Result, error) {
-	dec := xml.NewDecoder(r)
+	dec := xml.NewDecoder(BoundRuns(r, MaxRun))
 	dec.Strict = false
 	dec.CharsetReader = func(label string, in io.Reader) (io.Reader, error) { return in, nil }
 	c := newCollector(base, now, lim)
@@ -306,4 +338,52 @@ func parseW3CDate(s string) *time.Time {
 		}
 	}
 	return nil
+}
+
+// MaxRun is the longest run of text, or of markup between < and >, that a
+// streamed sitemap hands encoding/xml: four times the text kept of an
+// element (maxField) leaves room for entities and markup of any real
+// sitemap.
+const MaxRun = 4 * maxField
+
+// BoundRuns returns a reader of r in which each run of text longer than
+// max bytes is cut to its first max (at a UTF-8 boundary, so the text
+// stays valid), and a run of markup longer than max is cut likewise,
+// which breaks the document there: a sitemap is read up to it.
+func BoundRuns(r io.Reader, max int) io.Reader {
+	return &runBounder{r: r, max: max}
+}
+
+type runBounder struct {
+	r      io.Reader
+	max    int
+	run    int  // bytes of the current run passed on
+	markup bool // inside < >
+	cut    bool // the current run reached max: the rest of it is dropped
+}
+
+func (b *runBounder) Read(p []byte) (int, error) {
+	for {
+		n, err := b.r.Read(p)
+		w := 0
+		for _, c := range p[:n] {
+			switch {
+			case c == '<' || c == '>' && b.markup:
+				b.markup, b.run, b.cut = c == '<', 0, false
+			case b.cut:
+				continue
+			case b.run >= b.max && (c < 0x80 || c >= 0xC0):
+				// Past max, and not inside a rune begun before it.
+				b.cut = true
+				continue
+			default:
+				b.run++
+			}
+			p[w] = c
+			w++
+		}
+		if w > 0 || err != nil {
+			return w, err
+		}
+	}
 }

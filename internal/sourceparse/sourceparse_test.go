@@ -3,10 +3,12 @@ package sourceparse
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/url"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 	"unicode/utf8"
 
@@ -237,4 +239,111 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// repeatReader yields head, then body n times, then tail, without holding
+// more than one copy: a sitemap of the protocol's 50 MB, streamed.
+type repeatReader struct {
+	parts [][]byte
+	n     int // repetitions of parts[1] left
+	cur   []byte
+	stage int
+}
+
+func newRepeatReader(head, body, tail string, n int) *repeatReader {
+	return &repeatReader{parts: [][]byte{[]byte(head), []byte(body), []byte(tail)}, n: n, cur: []byte(head)}
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	for len(r.cur) == 0 {
+		switch {
+		case r.stage == 0 || r.stage == 1 && r.n > 0:
+			r.stage, r.n, r.cur = 1, r.n-1, r.parts[1]
+		case r.stage == 1:
+			r.stage, r.cur = 2, r.parts[2]
+		default:
+			return 0, io.EOF
+		}
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+const urlsetOpen = `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:news="http://www.google.com/schemas/sitemap-news/0.9">`
+
+// A streamed sitemap of 50 MB costs what SitemapCost says, not its size:
+// one 48 MB title, and 12,000 items of 2 KB URLs and long titles (the
+// items past MaxKeptBytes counted, not kept). Its memory is measured as
+// everything allocated, an upper bound of what it held at once.
+func TestSitemapStreamedWithinItsCost(t *testing.T) {
+	cost := SitemapCost(Limits{})
+	t.Logf("SitemapCost = %d KiB", cost>>10)
+	var res Result
+	var err error
+	title := newRepeatReader(urlsetOpen+`<url><loc>https://portal.example/one</loc><news:news><news:title>`, "Äbc", `</news:title></news:news></url></urlset>`, 16<<20)
+	alloc := allocated(func() { res, err = Sitemap(title, base, now, Limits{}) })
+	if err != nil || len(res.Links) != 1 || utf8.RuneCountInString(res.Links[0].Text) != 300 || !utf8.ValidString(res.Links[0].Text) {
+		t.Fatalf("a 48 MB title: %d links, %v", len(res.Links), err)
+	}
+	t.Logf("a 48 MB title: %d KiB allocated", alloc>>10)
+	if alloc > uint64(cost) {
+		t.Errorf("a 48 MB title allocated %d KiB, over SitemapCost's %d KiB", alloc>>10, cost>>10)
+	}
+
+	item := `<url><loc>https://portal.example/` + strings.Repeat("p", 2000) + `</loc><news:news><news:title>` + strings.Repeat("word ", 100) +
+		`</news:title></news:news></url>` + "\n"
+	n := 12_000
+	items := newRepeatReader(urlsetOpen, item, `</urlset>`, n)
+	alloc = allocated(func() { res, err = Sitemap(items, base, now, Limits{}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for _, l := range res.Links {
+		kept += len(l.URL) + len(l.Text)
+	}
+	// Every item has the same URL: one is kept, the others are duplicates.
+	if len(res.Links) != 1 || res.Skipped != n-1 {
+		t.Fatalf("kept %d, skipped %d", len(res.Links), res.Skipped)
+	}
+	t.Logf("%d MiB of one item repeated: %d KiB allocated", n*len(item)>>20, alloc>>10)
+
+	var distinct bytes.Buffer
+	distinct.WriteString(urlsetOpen)
+	for i := range n {
+		fmt.Fprintf(&distinct, "<url><loc>https://portal.example/%d/%s</loc><news:news><news:title>%s</news:title></news:news></url>\n",
+			i, strings.Repeat("p", 2000), strings.Repeat("word ", 100))
+	}
+	distinct.WriteString(`</urlset>`)
+	alloc = allocated(func() { res, err = Sitemap(bytes.NewReader(distinct.Bytes()), base, now, Limits{}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept = 0
+	for _, l := range res.Links {
+		kept += len(l.URL) + len(l.Text)
+	}
+	if kept > DefaultMaxKeptBytes || res.Truncated == 0 || len(res.Links)+res.Truncated != n {
+		t.Fatalf("%d items of 2 KB URLs: kept %d (%d bytes), truncated %d; want at most %d bytes kept, the rest counted",
+			n, len(res.Links), kept, res.Truncated, DefaultMaxKeptBytes)
+	}
+	t.Logf("%d MiB of distinct items: %d kept, %d KiB allocated in all", distinct.Len()>>20, len(res.Links), alloc>>10)
+}
+
+// BoundRuns cuts long runs of text on a rune boundary and leaves short
+// ones, and markup, as they are.
+func TestBoundRuns(t *testing.T) {
+	in := "<a x=\"1\">" + strings.Repeat("Ä", 100) + "</a><b>short</b>"
+	out, err := io.ReadAll(BoundRuns(iotest.OneByteReader(strings.NewReader(in)), 51))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<a x=\"1\">" + strings.Repeat("Ä", 26) + "</a><b>short</b>"
+	if string(out) != want {
+		t.Errorf("BoundRuns = %q, want %q", out, want)
+	}
+	if !utf8.Valid(out) {
+		t.Error("cut inside a rune")
+	}
 }

@@ -18,7 +18,8 @@ import (
 // positive, up to discover pages whose sources are due to be discovered
 // again (watch.SourceRediscovery); hands their jobs to dispatch, and
 // commits if dispatch succeeds. A source's schedule is anchored like a
-// page's (next = previous + the page's interval) and leased for p.Lease;
+// page's (next = previous + its interval, its own or else its page's) and
+// leased for p.Lease;
 // a discovery is leased by moving the page's sources_discovered_at so that
 // it is due again p.Lease later unless its task comes back first. The
 // sources dispatch postpones (watch.Postponed.Source) are due again at
@@ -75,9 +76,9 @@ func (s *Store) ClaimDueSources(ctx context.Context, p watch.ClaimParams, discov
 		)
 		UPDATE sources s SET
 			next_check_at = CASE
-				WHEN s.baseline_at IS NOT NULL AND due.next_check_at + p.check_interval > now()
-				THEN due.next_check_at + p.check_interval
-				ELSE now() + p.check_interval * (1 + $2::float8 * random()) END,
+				WHEN s.baseline_at IS NOT NULL AND due.next_check_at + coalesce(s.check_interval, p.check_interval) > now()
+				THEN due.next_check_at + coalesce(s.check_interval, p.check_interval)
+				ELSE now() + coalesce(s.check_interval, p.check_interval) * (1 + $2::float8 * random()) END,
 			lease_until = now() + $3 * interval '1 millisecond'
 		FROM due, pages p
 		WHERE s.id = due.id AND p.id = s.page_id
@@ -395,23 +396,75 @@ func (s *Store) Sources(ctx context.Context, id int64) ([]watch.Source, error) {
 	if !exists {
 		return nil, fmt.Errorf("page %d: %w", id, watch.ErrPageNotFound)
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT s.id, s.page_id, s.kind, s.url, s.title, s.enabled, s.next_check_at, s.last_checked_at, coalesce(s.last_status, 0),
-			coalesce(s.last_error, ''), s.consecutive_failures, s.baseline_at, s.discovered_at, s.found_at, `+sourceChosen("s.kind", "p.sources")+`
+	rows, err := s.pool.Query(ctx, `SELECT `+sourceColumns+`
 		FROM sources s JOIN pages p ON p.id = s.page_id
 		WHERE s.page_id = $1
 		ORDER BY s.enabled DESC, s.kind, s.url`, id)
 	if err != nil {
 		return nil, fmt.Errorf("list sources of page %d: %w", id, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.Source, error) {
-		var src watch.Source
-		err := r.Scan(&src.ID, &src.PageID, &src.Kind, &src.URL, &src.Title, &src.Enabled, &src.NextCheckAt, &src.LastCheckedAt,
-			&src.LastStatus, &src.LastError, &src.ConsecutiveFailures, &src.BaselineAt, &src.DiscoveredAt, &src.FoundAt, &src.Chosen)
-		return src, err
-	})
+	out, err := pgx.CollectRows(rows, scanSource)
 	if err != nil {
 		return nil, fmt.Errorf("list sources of page %d: %w", id, err)
 	}
 	return out, nil
+}
+
+// sourceColumns are the columns scanSource reads, of sources s joined
+// with its page p (the chosen column is sourceChosen's, spelled out to
+// stay a constant).
+const sourceColumns = `s.id, s.page_id, s.kind, s.url, s.title, s.enabled, s.next_check_at, s.last_checked_at, coalesce(s.last_status, 0),
+	coalesce(s.last_error, ''), s.consecutive_failures, s.baseline_at, s.discovered_at, s.found_at,
+	(CASE s.kind WHEN '` + watch.SourceFeed + `' THEN '` + watch.SourcesFeeds + `' ELSE '` + watch.SourcesSitemaps + `' END) = ANY(p.sources),
+	coalesce((extract(epoch FROM s.check_interval) * 1000)::bigint, 0), (extract(epoch FROM p.check_interval) * 1000)::bigint`
+
+func scanSource(r pgx.CollectableRow) (watch.Source, error) {
+	var (
+		src           watch.Source
+		ownMS, pageMS int64
+	)
+	err := r.Scan(&src.ID, &src.PageID, &src.Kind, &src.URL, &src.Title, &src.Enabled, &src.NextCheckAt, &src.LastCheckedAt,
+		&src.LastStatus, &src.LastError, &src.ConsecutiveFailures, &src.BaselineAt, &src.DiscoveredAt, &src.FoundAt, &src.Chosen,
+		&ownMS, &pageMS)
+	src.CheckInterval, src.PageInterval = time.Duration(ownMS)*time.Millisecond, time.Duration(pageMS)*time.Millisecond
+	return src, err
+}
+
+// EditSource changes feed or news sitemap id of a watched page and
+// returns it as stored. A new interval takes effect at once: a check
+// due later than one interval from now is brought forward to then. It
+// returns a *watch.RefusedError for an edit that fails
+// SourceEdit.Validate and watch.ErrSourceNotFound for an id that names
+// no source of a page out of the trash.
+func (s *Store) EditSource(ctx context.Context, id int64, e watch.SourceEdit) (watch.Source, error) {
+	if err := e.Validate(); err != nil {
+		return watch.Source{}, err
+	}
+	var ms *int64
+	if e.Interval != nil {
+		v := e.Interval.Milliseconds()
+		ms = &v
+	}
+	rows, err := s.pool.Query(ctx, `
+		WITH edited AS (
+			UPDATE sources s SET
+				check_interval = CASE WHEN $2 THEN nullif($3::bigint, 0) * interval '1 millisecond' ELSE s.check_interval END,
+				next_check_at = CASE WHEN $2 THEN least(s.next_check_at,
+					now() + coalesce(nullif($3::bigint, 0) * interval '1 millisecond', p.check_interval)) ELSE s.next_check_at END
+			FROM pages p
+			WHERE s.id = $1 AND p.id = s.page_id AND p.deleted_at IS NULL
+			RETURNING s.*
+		)
+		SELECT `+sourceColumns+` FROM edited s JOIN pages p ON p.id = s.page_id`, id, ms != nil, ms)
+	if err != nil {
+		return watch.Source{}, fmt.Errorf("edit source %d: %w", id, interpretError(err))
+	}
+	src, err := pgx.CollectExactlyOneRow(rows, scanSource)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return watch.Source{}, fmt.Errorf("source %d: %w", id, watch.ErrSourceNotFound)
+	}
+	if err != nil {
+		return watch.Source{}, fmt.Errorf("edit source %d: %w", id, interpretError(err))
+	}
+	return src, nil
 }

@@ -315,3 +315,86 @@ func TestFailedDiscoverySaysWhy(t *testing.T) {
 		t.Fatalf("after a discovery that worked: error %q, %v; want none", p.SourcesDiscoveryError, err)
 	}
 }
+
+// A source's own interval schedules its checks, the page's interval when
+// it has none; a shorter one brings a distant check forward; a source of
+// no watched page is not found, and an interval under the minimum is
+// refused before any write.
+func TestSourceInterval(t *testing.T) {
+	t.Parallel()
+	st, db := openStore(t)
+	ctx := context.Background()
+	page, feed := sourcePage(t, st, "https://interval.example/")
+	if _, err := db.Exec(ctx, `UPDATE pages SET check_interval = interval '1 hour' WHERE id = $1`, page.ID); err != nil {
+		t.Fatal(err)
+	}
+	// next_check_at of the source after one claim, and the instant it was
+	// due, with its baseline taken so that the claim anchors the schedule.
+	claim := func() (due, next time.Time) {
+		t.Helper()
+		if _, err := db.Exec(ctx, `UPDATE sources SET next_check_at = now() - interval '1 second', lease_until = NULL, baseline_at = now()
+			WHERE id = $1 RETURNING next_check_at`, feed.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow(ctx, `SELECT next_check_at FROM sources WHERE id = $1`, feed.ID).Scan(&due); err != nil {
+			t.Fatal(err)
+		}
+		n, err := st.ClaimDueSources(ctx, watch.ClaimParams{Limit: 10, Lease: time.Minute}, 0,
+			func(context.Context, []watch.Job) ([]watch.Postponed, error) { return nil, nil })
+		if err != nil || n.Jobs != 1 {
+			t.Fatalf("claim = %+v, %v; want the feed", n, err)
+		}
+		if err := db.QueryRow(ctx, `SELECT next_check_at FROM sources WHERE id = $1`, feed.ID).Scan(&next); err != nil {
+			t.Fatal(err)
+		}
+		return due, next
+	}
+	if due, next := claim(); next.Sub(due) != time.Hour {
+		t.Fatalf("following its page, the next check is %s after the due one; want 1h", next.Sub(due))
+	}
+
+	two := 2 * time.Minute
+	src, err := st.EditSource(ctx, feed.ID, watch.SourceEdit{Interval: &two})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.CheckInterval != two || src.PageInterval != time.Hour || src.EffectiveInterval() != two || src.Schedule().FollowsPage ||
+		time.Until(src.NextCheckAt) > two+time.Second {
+		t.Fatalf("after --interval 2m: %+v (schedule %+v); want its own 2m and its check within 2m", src, src.Schedule())
+	}
+	if due, next := claim(); next.Sub(due) != two {
+		t.Fatalf("with its own interval, the next check is %s after the due one; want 2m", next.Sub(due))
+	}
+	listed, err := st.Sources(ctx, page.ID)
+	if err != nil || len(listed) != 1 || listed[0].EffectiveInterval() != two {
+		t.Fatalf("Sources = %+v, %v; want the feed every 2m", listed, err)
+	}
+
+	follow := time.Duration(0)
+	if src, err = st.EditSource(ctx, feed.ID, watch.SourceEdit{Interval: &follow}); err != nil || src.CheckInterval != 0 ||
+		src.EffectiveInterval() != time.Hour || !src.Schedule().FollowsPage {
+		t.Fatalf("after --interval page: %+v, %v; want it to follow its page's 1h", src, err)
+	}
+	if due, next := claim(); next.Sub(due) != time.Hour {
+		t.Fatalf("following its page again, the next check is %s after the due one; want 1h", next.Sub(due))
+	}
+
+	short := 5 * time.Second
+	_, err = st.EditSource(ctx, feed.ID, watch.SourceEdit{Interval: &short})
+	if refusals := watch.RefusalsOf(err); len(refusals) != 1 || refusals[0].Field != "interval" {
+		t.Fatalf("an interval of 5s: %v; want it refused, naming interval", err)
+	}
+	var own *time.Duration
+	if err := db.QueryRow(ctx, `SELECT extract(epoch FROM check_interval) * interval '1 second' FROM sources WHERE id = $1`, feed.ID).Scan(&own); err != nil || own != nil {
+		t.Fatalf("check_interval after a refused edit = %v, %v; want NULL still", own, err)
+	}
+	if _, err := st.EditSource(ctx, feed.ID+1000, watch.SourceEdit{Interval: &two}); !errors.Is(err, watch.ErrSourceNotFound) {
+		t.Fatalf("an unknown source: %v; want ErrSourceNotFound", err)
+	}
+	if _, err := st.TrashPage(ctx, page.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.EditSource(ctx, feed.ID, watch.SourceEdit{Interval: &two}); !errors.Is(err, watch.ErrSourceNotFound) {
+		t.Fatalf("a source of a page in the trash: %v; want ErrSourceNotFound", err)
+	}
+}

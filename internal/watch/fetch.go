@@ -3,6 +3,7 @@ package watch
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -51,6 +52,17 @@ type FetchRequest struct {
 	// WaitFor is the CSS selector a renderer waits for before it reads the
 	// DOM (Job.WaitFor); a plain fetcher ignores it.
 	WaitFor string
+	// Read, for a request that wants a feed or a sitemap, reads the body
+	// as it arrives (decompressed, a gzip file unpacked) instead of
+	// FetchResult.Body, so that a large body is never held whole, with
+	// the URL it came from after redirects (to resolve against). It
+	// reads within MaxBytes: a body past it fails the fetch as too large,
+	// whatever Read made of its first MaxBytes. An error of Read's own
+	// fails the fetch with it.
+	Read func(body io.Reader, final *url.URL) error
+	// MaxBytes caps the body of a request with Read, after decompression;
+	// 0 is the fetcher's own body cap.
+	MaxBytes int64
 }
 
 // FetchResult is the outcome of one fetch. A fetcher returns it filled as far

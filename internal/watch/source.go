@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -124,6 +125,82 @@ type Source struct {
 	// Chosen says the page's sources include this one's kind: a source
 	// of a kind the page no longer chooses is kept, not checked.
 	Chosen bool `json:"chosen"`
+	// CheckInterval is the source's own time between checks
+	// (sources.check_interval); 0 follows its page's, PageInterval.
+	// Shown through Schedule, not as a number of nanoseconds.
+	CheckInterval time.Duration `json:"-"`
+	PageInterval  time.Duration `json:"-"`
+}
+
+// EffectiveInterval is the time between the source's checks: its own, or its
+// page's when it has none.
+func (s Source) EffectiveInterval() time.Duration {
+	if s.CheckInterval > 0 {
+		return s.CheckInterval
+	}
+	return s.PageInterval
+}
+
+// SourceSchedule is how often a source is checked, as the API and
+// watchctl --json show it beside the source.
+type SourceSchedule struct {
+	// Interval is the time between checks, as a Go duration ("2m0s").
+	Interval        string  `json:"interval"`
+	IntervalSeconds float64 `json:"interval_seconds"`
+	// FollowsPage is true when the source has no interval of its own and
+	// is checked as often as its page.
+	FollowsPage bool `json:"interval_follows_page"`
+}
+
+// Schedule returns the source's SourceSchedule.
+func (s Source) Schedule() SourceSchedule {
+	d := s.EffectiveInterval()
+	return SourceSchedule{Interval: d.String(), IntervalSeconds: d.Seconds(), FollowsPage: s.CheckInterval == 0}
+}
+
+// ErrSourceNotFound is returned when a source id names no feed or news
+// sitemap of a page that is watched (not in the trash).
+var ErrSourceNotFound = errors.New("source not found")
+
+// FollowPage is the word that gives a source its page's interval back
+// (`watchctl sources set ID --interval page`, the API's "interval": "page").
+const FollowPage = "page"
+
+// SourceEdit is a change to one feed or news sitemap of a page. A nil
+// field is left as it is.
+type SourceEdit struct {
+	// Interval is the source's own time between checks, at least
+	// MinInterval; 0 makes it follow its page's interval again.
+	Interval *time.Duration
+}
+
+// ParseSourceInterval reads a source's interval as people give it: a
+// duration (10s, 2m, 1h, 1d) of at least MinInterval, or FollowPage,
+// which is returned as 0. Its errors are *RefusedError naming interval.
+func ParseSourceInterval(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if strings.EqualFold(v, FollowPage) {
+		return 0, nil
+	}
+	d, err := ParseDuration(v)
+	if err != nil {
+		return 0, Refused("interval", fmt.Errorf("%w, or %q to follow the page's interval", err, FollowPage))
+	}
+	if d == 0 {
+		return 0, Refused("interval", fmt.Errorf("interval 0 would check the source without a pause: give at least %s, or %q to follow the page's interval",
+			FormatDuration(MinInterval), FollowPage))
+	}
+	return d, SourceEdit{Interval: &d}.Validate()
+}
+
+// Validate returns a *RefusedError for a change the store would refuse,
+// or nil.
+func (e SourceEdit) Validate() error {
+	if e.Interval != nil && (*e.Interval < 0 || *e.Interval > 0 && *e.Interval < MinInterval) {
+		return Refused("interval", fmt.Errorf("interval %s is too short: the shortest is %s; or %q to follow the page's interval",
+			*e.Interval, FormatDuration(MinInterval), FollowPage))
+	}
+	return nil
 }
 
 // Status is one word for the source's state: disabled (discovery no

@@ -97,7 +97,7 @@ func (e *env) serve(st *store.Store, opts ...envOption) *httptest.Server {
 		o(&cfg)
 	}
 	e.reads = &countingUpdates{UpdateReader: st}
-	s, err := New(cfg, Deps{Pages: st, Writer: st, Importer: st, Updates: e.reads, Reading: st, Tokens: st, Sessions: st, Dead: fakeDead{}, Removals: st, Links: st, Revisions: st, Sources: st,
+	s, err := New(cfg, Deps{Pages: st, Writer: st, Importer: st, Updates: e.reads, Reading: st, Tokens: st, Sessions: st, Dead: fakeDead{}, Removals: st, Links: st, Revisions: st, Sources: st, SourceEditor: st,
 		Subscriptions: st, Tester: webhookTester(), Discoverer: e.discoverer(),
 		Snapshots: st, SnapshotBodies: archive.Bodies{Store: e.archive, Max: 1 << 20}}, testsvc.Logger(e.t))
 	if err != nil {

@@ -214,6 +214,8 @@ type Deps struct {
 	// Sources lists the feeds and news sitemaps a page is watched
 	// through; nil lists none.
 	Sources SourceReader
+	// SourceEditor changes how often a source is checked; nil answers 503.
+	SourceEditor SourceEditor
 }
 
 // Server serves the API, the feeds and the web page. It is safe for
@@ -307,6 +309,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v1/snapshots/{id}", token, s.apiSnapshot, true},
 		{"GET", "/api/v1/snapshots/{id}/rendered", token, s.apiSnapshotRendered, true},
 		{"GET", "/api/v1/pages/{id}/sources", read, s.apiPageSources, true},
+		{"PATCH", "/api/v1/sources/{id}", write, s.apiEditSource, true},
 		{"GET", "/pages/{id}/sources.opml", read, s.pageSourcesOPML, false},
 		{"GET", "/api/v1/trash", read, s.apiListTrash, true},
 		{"POST", "/api/v1/trash/{id}/restore", write, s.apiRestorePage, true},

@@ -3,8 +3,10 @@ package web
 import (
 	"context"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
@@ -17,10 +19,68 @@ type SourceReader interface {
 	Sources(ctx context.Context, pageID int64) ([]watch.Source, error)
 }
 
-// sourceJSON is a source in the API, with its status in one word.
+// SourceEditor changes one feed or news sitemap of a page
+// (store.Store.EditSource).
+type SourceEditor interface {
+	// EditSource returns watch.ErrSourceNotFound for a source of no
+	// watched page and a *watch.RefusedError for a bad edit.
+	EditSource(ctx context.Context, id int64, e watch.SourceEdit) (watch.Source, error)
+}
+
+// sourceJSON is a source in the API, with its status in one word and how
+// often it is checked.
 type sourceJSON struct {
 	watch.Source
 	Status string `json:"status"`
+	watch.SourceSchedule
+}
+
+func toSourceJSON(src watch.Source) sourceJSON {
+	return sourceJSON{Source: utcSource(src), Status: src.Status(), SourceSchedule: src.Schedule()}
+}
+
+// sourceEditJSON is the body of PATCH /api/v1/sources/{id}.
+type sourceEditJSON struct {
+	// Interval is a duration ("2m", "1h") or "page" to follow the page's
+	// interval again.
+	Interval *string `json:"interval"`
+}
+
+// apiEditSource answers PATCH /api/v1/sources/{id}: changes how often a
+// feed or news sitemap is checked, and answers the source as stored.
+func (s *Server) apiEditSource(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("%q is not a source id: ids are positive whole numbers", r.PathValue("id")))
+		return
+	}
+	var in sourceEditJSON
+	if !s.decodeJSON(w, r, &in) {
+		return
+	}
+	if in.Interval == nil {
+		s.problem(w, r, http.StatusBadRequest, `give interval: a duration such as "2m", or "page" to follow the page's interval`)
+		return
+	}
+	d, err := watch.ParseSourceInterval(*in.Interval)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.deps.SourceEditor == nil {
+		s.problem(w, r, http.StatusServiceUnavailable, "this server changes no sources")
+		return
+	}
+	src, err := s.deps.SourceEditor.EditSource(r.Context(), id, watch.SourceEdit{Interval: &d})
+	if errors.Is(err, watch.ErrSourceNotFound) {
+		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("no source has id %d: GET /api/v1/pages/{id}/sources lists a page's sources with their ids", id))
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toSourceJSON(src))
 }
 
 // pageSources reads the sources of page id; a server without a
@@ -52,7 +112,7 @@ func (s *Server) apiPageSources(w http.ResponseWriter, r *http.Request) {
 		Sources []sourceJSON `json:"sources"`
 	}{Sources: make([]sourceJSON, len(sources))}
 	for i, src := range sources {
-		out.Sources[i] = sourceJSON{Source: utcSource(src), Status: src.Status()}
+		out.Sources[i] = toSourceJSON(src)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -88,6 +88,75 @@ func TestAPISources(t *testing.T) {
 	}
 }
 
+// PATCH /api/v1/sources/{id} gives a source its own interval or its
+// page's again, with a write token; the listing shows which; bad input
+// names the field and says what to send.
+func TestAPISourceInterval(t *testing.T) {
+	e := newEnv(t)
+	resp, b := e.do("POST", "/api/v1/pages", e.writeTk, `{"url":"http://127.0.0.1:9/","interval":"10m","sources":["homepage","feeds"]}`)
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	page := decode[pageJSON](t, b)
+	if err := e.st.RecordDiscovery(context.Background(), page.ID, []watch.DiscoveredSource{{Kind: watch.SourceFeed, URL: "http://127.0.0.1:9/feed.xml"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	list := func() sourceJSON {
+		t.Helper()
+		resp, b := e.do("GET", fmt.Sprintf("/api/v1/pages/%d/sources", page.ID), e.readTok, "")
+		l := decode[struct {
+			Sources []sourceJSON `json:"sources"`
+		}](t, b)
+		if resp.StatusCode != 200 || len(l.Sources) != 1 {
+			t.Fatalf("sources: %d %s", resp.StatusCode, b)
+		}
+		return l.Sources[0]
+	}
+	src := list()
+	if src.Interval != "10m0s" || src.IntervalSeconds != 600 || !src.FollowsPage {
+		t.Fatalf("before any change: %+v; want the page's 10m", src.SourceSchedule)
+	}
+	path := fmt.Sprintf("/api/v1/sources/%d", src.ID)
+	if resp, b := e.do("PATCH", path, e.readTok, `{"interval":"2m"}`); resp.StatusCode != 403 {
+		t.Fatalf("a read token: %d %s", resp.StatusCode, b)
+	}
+	resp, b = e.do("PATCH", path, e.writeTk, `{"interval":"2m"}`)
+	if got := decode[sourceJSON](t, b); resp.StatusCode != 200 || got.Interval != "2m0s" || got.FollowsPage || got.ID != src.ID {
+		t.Fatalf("interval 2m: %d %s", resp.StatusCode, b)
+	}
+	if got := list(); got.IntervalSeconds != 120 || got.FollowsPage {
+		t.Fatalf("listed after 2m: %+v", got.SourceSchedule)
+	}
+	if _, body := e.get(fmt.Sprintf("/pages/%d", page.ID), e.writeTk); !strings.Contains(body, "<td>2m</td>") {
+		t.Fatalf("the page view does not show the source's 2m:\n%s", body)
+	}
+	resp, b = e.do("PATCH", path, e.writeTk, `{"interval":"page"}`)
+	if got := decode[sourceJSON](t, b); resp.StatusCode != 200 || got.Interval != "10m0s" || !got.FollowsPage {
+		t.Fatalf("interval page: %d %s", resp.StatusCode, b)
+	}
+	for _, c := range []struct {
+		path, body string
+		status     int
+		want       string
+	}{
+		{path, `{"interval":"5s"}`, 422, `the shortest is 10s; or "page"`},
+		{path, `{"interval":"often"}`, 422, "is not a duration"},
+		{path, `{}`, 400, "give interval"},
+		{path, `{"interval":"2m","enabled":false}`, 400, ""},
+		{"/api/v1/sources/999", `{"interval":"2m"}`, 404, "no source has id 999"},
+		{"/api/v1/sources/x", `{"interval":"2m"}`, 404, "not a source id"},
+	} {
+		resp, b := e.do("PATCH", c.path, e.writeTk, c.body)
+		p := decode[problemDetails](t, b)
+		if resp.StatusCode != c.status || !strings.Contains(p.Detail, c.want) {
+			t.Errorf("PATCH %s %s: %d %s; want %d with %q", c.path, c.body, resp.StatusCode, b, c.status, c.want)
+		}
+		if c.status == 422 && (len(p.Errors) != 1 || p.Errors[0].Field != "interval") {
+			t.Errorf("PATCH %s %s: errors %+v; want the field interval named", c.path, c.body, p.Errors)
+		}
+	}
+}
+
 func newLink(u string, published *time.Time) watch.NewLink {
 	k := shortlink.Key(u)
 	return watch.NewLink{Key: k, URL: u, Text: "Story " + u, Code: shortlink.Code(k, 8), PublishedAt: published}

@@ -42,6 +42,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"status": pageStatus,
 		"join":   strings.Join,
+		"every":  watch.FormatDuration,
 		"spark":  newSparkline,
 		"plural": plural,
 		"dict":   dict,
