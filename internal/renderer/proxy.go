@@ -22,8 +22,10 @@ import (
 // listener of its own on loopback that its browser context is pointed at,
 // so that every request is charged to its page. A session admits hosts of
 // the page's site (and AllowHosts) and dials with the crawler's SSRF guard,
-// checked on the resolved address at dial time; the browser's own proxy,
-// for anything outside a page's context, is a session that admits nothing.
+// checked on the resolved address at dial time, or, for a page that names
+// an operator's proxy, sends everything through that proxy (Upstream, which
+// checks each target first); the browser's own proxy, for anything outside
+// a page's context, is a session that admits nothing.
 type proxy struct {
 	dialer    *net.Dialer
 	transport *http.Transport
@@ -53,10 +55,25 @@ func newProxy(guard func(network, address string, c syscall.RawConn) error, allo
 	return p
 }
 
-// proxyPolicy says what one session lets through.
+// proxyPolicy says what one session lets through, and how.
 type proxyPolicy struct {
 	site     string // the page's host; "" admits nothing
 	maxBytes int64
+	// upstream, when set, carries every admitted request: the page's
+	// proxy. Nil dials direct, with the guard.
+	upstream Upstream
+}
+
+// Upstream is an operator's proxy a page names (fetch.Upstream), as a
+// session sends through it: the target of each request or tunnel is
+// checked before the proxy is asked, and the error of a refused one says
+// why.
+type Upstream interface {
+	// RoundTrip sends a plain request with an absolute http URL and
+	// returns the response as is.
+	RoundTrip(*http.Request) (*http.Response, error)
+	// DialContext opens a tunnel to addr, host:port.
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // session is the proxy of one page.
@@ -143,9 +160,14 @@ func (s *session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.forward(w, r)
 }
 
-// dial connects through the guard; a refusal by the guard counts.
+// dial connects through the guard, or through the page's proxy; a refusal
+// by either counts.
 func (s *session) dial(ctx context.Context, addr string) (net.Conn, error) {
-	c, err := s.p.dialer.DialContext(ctx, "tcp", addr)
+	dial := s.p.dialer.DialContext
+	if s.policy.upstream != nil {
+		dial = s.policy.upstream.DialContext
+	}
+	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		s.refused.Add(1)
 		s.p.log.Debug("renderer proxy could not dial", "addr", addr, "err", err)
@@ -169,7 +191,17 @@ func (s *session) forward(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody {
 		out.Body = nil
 	}
-	resp, err := s.p.transport.RoundTrip(out.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+	var resp *http.Response
+	var err error
+	if s.policy.upstream != nil {
+		resp, err = s.policy.upstream.RoundTrip(out)
+		if err != nil {
+			s.refused.Add(1)
+			s.p.log.Debug("renderer proxy could not send through the page's proxy", "url", out.URL.String(), "err", err)
+		}
+	} else {
+		resp, err = s.p.transport.RoundTrip(out.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+	}
 	if err != nil {
 		http.Error(w, "portalwatch's renderer could not reach the host: "+err.Error(), http.StatusBadGateway)
 		return

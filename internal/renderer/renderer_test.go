@@ -71,10 +71,26 @@ func newFarm(t *testing.T, canaryJS string) *httptest.Server {
 
 func newRenderer(t *testing.T, cfg Config) *Renderer {
 	t.Helper()
-	chromiumOrSkip(t)
 	docs, err := fetch.New(fetch.Config{AllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return newRendererWith(t, cfg, docs)
+}
+
+// newRendererWith renders with docs as its document fetcher, whose proxies
+// its pages' subresources go through, as cmd/renderer wires it.
+func newRendererWith(t *testing.T, cfg Config, docs *fetch.Client) *Renderer {
+	t.Helper()
+	chromiumOrSkip(t)
+	if cfg.Proxies == nil {
+		cfg.Proxies = func(name string) (Upstream, error) {
+			up, err := docs.Upstream(name)
+			if err != nil {
+				return nil, err
+			}
+			return up, nil
+		}
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Chromium runs as nobody with its own sandbox, as in production;
