@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,9 @@ func newProxy(guard func(network, address string, c syscall.RawConn) error, allo
 type proxyPolicy struct {
 	site     string // the page's host; "" admits nothing
 	maxBytes int64
+	// allow are the page's own hosts beyond its site (Job.RenderAllow):
+	// a host admits its subdomains, host:port that port only.
+	allow []string
 	// upstream, when set, carries every admitted request: the page's
 	// proxy. Nil dials direct, with the guard.
 	upstream Upstream
@@ -117,8 +121,10 @@ func (s *session) close() {
 	s.srv.Close()
 }
 
-// admits reports whether host may be reached by the page.
-func (s *session) admits(host string) bool {
+// admits reports whether host, on port, may be reached by the page: its
+// site, the renderer's AllowHosts, or the page's own list. Admitted, the
+// host is still resolved and refused if private, at the dial.
+func (s *session) admits(host, port string) bool {
 	if s.policy.site == "" || host == "" {
 		return false
 	}
@@ -126,12 +132,30 @@ func (s *session) admits(host string) bool {
 		return true
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	under := func(parent string) bool { return host == parent || strings.HasSuffix(host, "."+parent) }
 	for _, a := range s.p.allow {
-		if host == a || strings.HasSuffix(host, "."+a) {
+		if under(a) {
+			return true
+		}
+	}
+	for _, a := range s.policy.allow {
+		name, only, hasPort := strings.Cut(a, ":")
+		if under(name) && (!hasPort || only == port) {
 			return true
 		}
 	}
 	return false
+}
+
+// portOf is u's port, or its scheme's.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" || u.Scheme == "wss" {
+		return "443"
+	}
+	return "80"
 }
 
 func (s *session) refuse(w http.ResponseWriter, host, why string) {
@@ -141,12 +165,12 @@ func (s *session) refuse(w http.ResponseWriter, host, why string) {
 }
 
 func (s *session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host := r.URL.Hostname()
+	host, port := r.URL.Hostname(), portOf(r.URL)
 	if r.Method == http.MethodConnect {
-		host, _, _ = net.SplitHostPort(r.Host)
+		host, port, _ = net.SplitHostPort(r.Host)
 	}
 	switch {
-	case !s.admits(host):
+	case !s.admits(host, port):
 		s.refuse(w, host, "outside the page's site")
 		return
 	case s.bytes.Load() >= s.policy.maxBytes:

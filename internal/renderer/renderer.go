@@ -252,6 +252,14 @@ func (r *Renderer) Fetch(ctx context.Context, req watch.FetchRequest) (watch.Fet
 			"(killed, crashed or out of memory); the page is not rendered again before its next check", req.URL, n)
 	}
 	up, err := r.upstream(req)
+	if err == nil {
+		// The page's list was checked at registration; a job from
+		// elsewhere is checked again rather than trusted.
+		req.RenderAllow, err = watch.NormalizeRenderAllow(req.RenderAllow)
+		if err != nil {
+			err = fmt.Errorf("%s: the page's hosts allowed beyond its site: %w", req.URL, err)
+		}
+	}
 	if err != nil {
 		r.metrics.renders.WithLabelValues("failed").Inc()
 		return watch.FetchResult{FetchedAt: time.Now().UTC()}, err
@@ -340,7 +348,7 @@ func (r *Renderer) renderOnce(ctx context.Context, req watch.FetchRequest, doc w
 			return "", err
 		}
 	}
-	sess, err := r.proxy.open(proxyPolicy{site: pageURL.Host, maxBytes: r.cfg.MaxBytes, upstream: up})
+	sess, err := r.proxy.open(proxyPolicy{site: pageURL.Host, maxBytes: r.cfg.MaxBytes, upstream: up, allow: req.RenderAllow})
 	if err != nil {
 		return "", err
 	}

@@ -130,11 +130,13 @@ func TestRenderSendsSubresourcesThroughThePagesProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRendererWith(t, Config{Idle: 300 * time.Millisecond, AllowHosts: "intranet.example,127.0.0.2,169.254.169.254,localhost"}, docs)
+	// The intranet is admitted by the page's own list, the addresses by
+	// the renderer's.
+	r := newRendererWith(t, Config{Idle: 300 * time.Millisecond, AllowHosts: "127.0.0.2,169.254.169.254,localhost"}, docs)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	page := "http://news.example:" + site.port + "/"
-	res, err := r.Fetch(ctx, watch.FetchRequest{URL: page, Proxy: "corp", WaitFor: "#ready"})
+	res, err := r.Fetch(ctx, watch.FetchRequest{URL: page, Proxy: "corp", WaitFor: "#ready", RenderAllow: []string{"intranet.example"}})
 	if err != nil {
 		t.Fatalf("render through corp: %v", err)
 	}
@@ -201,5 +203,69 @@ func TestRenderWithoutThePagesProxyFails(t *testing.T) {
 	}
 	if d := site.directPaths(); len(d) != 0 {
 		t.Errorf("the site was reached: %q", d)
+	}
+}
+
+// TestRenderAllowsThePagesOwnHosts: a script on another host (a CDN the
+// test resolver maps to a public address, served through the proxy) loads
+// only when the page allows that host, and with host:port only on that
+// port; the renderer-wide list is empty throughout.
+func TestRenderAllowsThePagesOwnHosts(t *testing.T) {
+	proxy := testsvc.StartForwardProxy(t)
+	var cdnHits atomic.Int64
+	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cdnHits.Add(1)
+		w.Header().Set("Content-Type", "text/javascript")
+		io.WriteString(w, `document.getElementById('news').insertAdjacentHTML('beforeend', '<a href="/from-cdn">From the CDN</a>');`)
+	}))
+	defer cdn.Close()
+	cdnURL, _ := url.Parse(cdn.URL)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><title>cdn</title><main id="news"><a href="/own">Own</a></main>
+<script src="http://cdn.example:%s/lib.js"></script>`, cdnURL.Port())
+	}))
+	defer site.Close()
+	siteURL, _ := url.Parse(site.URL)
+	docs, err := fetch.New(fetch.Config{Proxies: fetch.ProxyConfig{List: "corp=" + proxy.URL}, Resolver: testNames, IgnoreRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRendererWith(t, Config{Idle: 300 * time.Millisecond}, docs)
+	page := "http://news.example:" + siteURL.Port() + "/"
+	for _, tt := range []struct {
+		allow []string
+		want  bool
+	}{
+		{nil, false},
+		{[]string{"cdn.example:1"}, false},
+		{[]string{"CDN.example:" + cdnURL.Port()}, true},
+		{[]string{"other.example", "example"}, true},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		before := cdnHits.Load()
+		res, err := r.Fetch(ctx, watch.FetchRequest{URL: page, Proxy: "corp", RenderAllow: tt.allow})
+		cancel()
+		if err != nil {
+			t.Fatalf("allow %q: %v", tt.allow, err)
+		}
+		if !strings.Contains(string(res.HTML), `href="/own"`) {
+			t.Errorf("allow %q: the page's own link is missing:\n%s", tt.allow, res.HTML)
+		}
+		loaded, hit := strings.Contains(string(res.HTML), "From the CDN"), cdnHits.Load() > before
+		if loaded != tt.want || hit != tt.want {
+			t.Errorf("allow %q: the CDN's script ran %v and was asked for %v; want %v", tt.allow, loaded, hit, tt.want)
+		}
+	}
+	// A bad list in a job fails the check before anything is fetched.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	asked := len(proxy.Requests())
+	if _, err := r.Fetch(ctx, watch.FetchRequest{URL: page, Proxy: "corp", RenderAllow: []string{"10.0.0.1"}}); err == nil ||
+		!strings.Contains(err.Error(), "an IP address is not allowed") {
+		t.Errorf("a job allowing an address: %v", err)
+	}
+	if len(proxy.Requests()) != asked {
+		t.Error("a job with a bad list was fetched")
 	}
 }

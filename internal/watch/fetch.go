@@ -51,6 +51,9 @@ type FetchRequest struct {
 	// WaitFor is the CSS selector a renderer waits for before it reads the
 	// DOM (Job.WaitFor); a plain fetcher ignores it.
 	WaitFor string
+	// RenderAllow are hosts beyond the page's site a renderer lets the
+	// page load from (Job.RenderAllow); a plain fetcher ignores it.
+	RenderAllow []string
 }
 
 // FetchResult is the outcome of one fetch. A fetcher returns it filled as far
