@@ -524,7 +524,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
 		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
 		"headers": watch.ShownHeaderMap(p.Headers), "sources": p.Sources, "proxy": p.Proxy, "render": p.Render, "wait_for": p.WaitFor,
-		"render_allow": nonNil(p.RenderAllow),
+		"render_allow":   nonNil(p.RenderAllow),
 		"suggest_render": p.SuggestRender(),
 	}
 	if !p.SourcesDiscoveredAt.IsZero() {
