@@ -118,9 +118,17 @@ func (w testWriter) Write(p []byte) (int, error) {
 // canary listens on another loopback address and counts every connection.
 func canary(t *testing.T) (string, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	addr, hits := listenCounting(t, "127.0.0.2:0")
+	return "http://" + addr + "/", hits
+}
+
+// listenCounting listens on addr and counts every connection; it skips
+// the test when addr cannot be had (no second loopback address).
+func listenCounting(t *testing.T, addr string) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Skipf("no second loopback address: %v", err)
+		t.Skipf("cannot listen on %s: %v", addr, err)
 	}
 	var hits atomic.Int64
 	go func() {
@@ -134,7 +142,7 @@ func canary(t *testing.T) (string, *atomic.Int64) {
 		}
 	}()
 	t.Cleanup(func() { ln.Close() })
-	return "http://" + ln.Addr().String() + "/", &hits
+	return ln.Addr().String(), &hits
 }
 
 func TestRenderInsertsScriptedLinksAndKeepsCanaryUnreached(t *testing.T) {

@@ -87,30 +87,6 @@ func (s *proxiedSite) directPaths() []string {
 	return append([]string(nil), s.direct...)
 }
 
-// loopbackCanary counts the connections to a listener on 127.0.0.1, where
-// the forward proxy would carry any name asked for with its port.
-func loopbackCanary(t *testing.T) (string, *atomic.Int64) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hits atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			hits.Add(1)
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { ln.Close() })
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port, &hits
-}
-
 // TestRenderSendsSubresourcesThroughThePagesProxy: a page that names a
 // proxy has its document and its script's JSON fetched through it, and
 // its links come; the same page rendered direct gets no links (control).
@@ -120,7 +96,10 @@ func loopbackCanary(t *testing.T) (string, *atomic.Int64) {
 // never hit.
 func TestRenderSendsSubresourcesThroughThePagesProxy(t *testing.T) {
 	proxy := testsvc.StartForwardProxy(t)
-	canaryPort, hits := loopbackCanary(t)
+	// The forward proxy would carry any name asked for to 127.0.0.1 with
+	// its port: the canary listens there.
+	canaryAddr, hits := listenCounting(t, "127.0.0.1:0")
+	_, canaryPort, _ := net.SplitHostPort(canaryAddr)
 	var canaries []string
 	for _, h := range []string{"intranet.example", "127.0.0.2", "169.254.169.254", "localhost"} {
 		canaries = append(canaries, fmt.Sprintf("'http://%s:%s/'", h, canaryPort))
