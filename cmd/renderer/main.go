@@ -114,6 +114,14 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 	renderCfg := cfg.Renderer
 	renderCfg.AllowPrivate, renderCfg.UserAgent = cfg.Fetch.AllowPrivate, cfg.Fetch.UserAgent
 	renderCfg.DialGuard = fetch.DialGuardAllowing
+	// A page's subresources leave by the proxy its document came through.
+	renderCfg.Proxies = func(name string) (renderer.Upstream, error) {
+		up, err := documents.Upstream(name)
+		if err != nil {
+			return nil, err
+		}
+		return up, nil
+	}
 	rend, err := renderer.New(renderCfg, documents, log, reg)
 	if err != nil {
 		return err

@@ -40,7 +40,7 @@ func TestProxyByName(t *testing.T) {
 		}
 		all += out + errOut
 	}
-	for _, want := range []string{" corp ", `"proxy":"corp"`, ",corp,homepage\n", `pwProxy="corp"`, "page 1: fetched through proxy eu"} {
+	for _, want := range []string{" corp ", `"proxy":"corp"`, ",corp,homepage,\n", `pwProxy="corp"`, "page 1: fetched through proxy eu"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the output lacks %q:\n%s", want, all)
 		}

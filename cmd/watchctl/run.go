@@ -326,6 +326,7 @@ type addCmd struct {
 	Proxy          string   `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES (default: direct)."`
 	Render         bool     `name:"render" help:"Check the page in headless Chromium (the renderer program), so that links its scripts insert are seen."`
 	WaitFor        string   `name:"wait-for" placeholder:"CSS" help:"With --render: read the page once this CSS selector matches (bounded by the renderer's deadline) instead of when its network is idle."`
+	RenderAllow    []string `name:"render-allow" sep:"none" placeholder:"HOST" help:"With --render: a host beyond the page's site it may load scripts and data from, such as cdn.example.com (its subdomains too) or api.example.com:8443 (that port only); repeatable or comma-separated, at most 20."`
 	optionFlags
 }
 
@@ -373,6 +374,7 @@ func (a *addCmd) Run(c *cli) error {
 		Proxy:             a.Proxy,
 		Render:            a.Render,
 		WaitFor:           a.WaitFor,
+		RenderAllow:       watch.SplitRenderAllow(a.RenderAllow...),
 	})
 	if err != nil {
 		return err
@@ -427,6 +429,9 @@ func printRender(w io.Writer, p watch.Page) {
 		fmt.Fprintf(w, "page %d: rendered in headless Chromium, read once its network is idle\n", p.ID)
 	default:
 		fmt.Fprintf(w, "page %d: fetched, not rendered\n", p.ID)
+	}
+	if len(p.RenderAllow) > 0 {
+		fmt.Fprintf(w, "page %d: rendered with scripts and data also from %s\n", p.ID, strings.Join(p.RenderAllow, ", "))
 	}
 }
 
@@ -501,6 +506,14 @@ func (l *listCmd) Run(c *cli) error {
 	return tw.Flush()
 }
 
+// nonNil shows an empty list as [] in JSON, not null.
+func nonNil(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
+}
+
 func pageJSON(p watch.Page) map[string]any {
 	m := map[string]any{
 		"id": p.ID, "base_url": p.BaseURL, "interval": p.Interval.String(), "enabled": p.Enabled,
@@ -512,6 +525,7 @@ func pageJSON(p watch.Page) map[string]any {
 		"include_url": p.Options.IncludeURL, "exclude_url": p.Options.ExcludeURL,
 		"burst_detection": p.BurstDetection, "rebaseline_pending": p.RebaselinePending, "articles": p.Articles,
 		"headers": watch.ShownHeaderMap(p.Headers), "sources": p.Sources, "proxy": p.Proxy, "render": p.Render, "wait_for": p.WaitFor,
+		"render_allow":   nonNil(p.RenderAllow),
 		"suggest_render": p.SuggestRender(),
 	}
 	if !p.SourcesDiscoveredAt.IsZero() {
@@ -571,6 +585,7 @@ type setCmd struct {
 	Proxy          *string  `placeholder:"NAME" help:"Fetch the page and its articles through this proxy of the crawlers' PORTALWATCH_PROXIES; --proxy \"\" fetches direct again."`
 	Render         *bool    `name:"render" placeholder:"true|false" help:"Check the page in headless Chromium (true) or with a plain fetch (false)."`
 	WaitFor        *string  `name:"wait-for" placeholder:"CSS" help:"The CSS selector a rendered check waits for (\"\" waits for the network to go idle)."`
+	RenderAllow    []string `name:"render-allow" sep:"none" placeholder:"HOST" help:"The hosts beyond the page's site a rendered check may load from, replacing the list (repeatable or comma-separated); --render-allow \"\" allows none."`
 }
 
 func (s *setCmd) Run(c *cli) error {
@@ -599,6 +614,10 @@ func (s *setCmd) Run(c *cli) error {
 	change.ClearHeaders = s.ClearHeaders
 	change.Proxy = s.Proxy
 	change.Render, change.WaitFor = s.Render, s.WaitFor
+	if len(s.RenderAllow) > 0 {
+		hosts := watch.SplitRenderAllow(s.RenderAllow...)
+		change.RenderAllow = &hosts
+	}
 	if s.Sources != "" {
 		sources, err := watch.ParseSources(s.Sources)
 		if err != nil {
@@ -611,7 +630,7 @@ func (s *setCmd) Run(c *cli) error {
 		return err
 	}
 	if change.IsZero() {
-		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --proxy, --sources, --render, --wait-for or an option of regions and keyword rules")
+		return usagef("nothing to change: give --interval, --enabled, --same-site, --ignore, --clear-ignore, --name, --tag, --clear-tags, --burst-detection, --articles, --header, --clear-headers, --proxy, --sources, --render, --wait-for, --render-allow or an option of regions and keyword rules")
 	}
 	st, err := c.open()
 	if err != nil {
@@ -648,10 +667,13 @@ func (s *setCmd) Run(c *cli) error {
 	if change.Proxy != nil {
 		printProxy(c.stdout, page)
 	}
-	if change.Render != nil || change.WaitFor != nil {
+	if change.Render != nil || change.WaitFor != nil || change.RenderAllow != nil {
 		printRender(c.stdout, page)
 		if page.RebaselinePending && !before.RebaselinePending {
 			fmt.Fprintf(c.stdout, "page %d: it is read another way now; its next check re-baselines silently (the links it finds are recorded, not reported as new)\n", page.ID)
+		}
+		if change.RenderAllow != nil && len(page.RenderAllow) == 0 {
+			fmt.Fprintf(c.stdout, "page %d: rendered with scripts and data from its own site only\n", page.ID)
 		}
 	}
 	if change.Sources != nil {

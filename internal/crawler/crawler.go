@@ -360,7 +360,7 @@ func (s *Service) check(ctx context.Context, job watch.Job, leave func()) watch.
 	}
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
 	req := watch.FetchRequest{URL: job.BaseURL, ETag: job.ETag, LastModified: job.LastModified, DigestSalt: s.digestSalt, Slot: job.Slot,
-		Header: headers, Proxy: job.Proxy, WaitFor: job.WaitFor, Capture: s.cfg.Archive != nil}
+		Header: headers, Proxy: job.Proxy, WaitFor: job.WaitFor, RenderAllow: job.RenderAllow, Capture: s.cfg.Archive != nil}
 	if job.LinksDigest != "" {
 		// A body digest vouches for the links only while their digest
 		// does: the store clears both when the set must be read again.

@@ -149,6 +149,9 @@ type route struct {
 	proxy     *Proxy // nil: direct
 	transport *http.Transport
 	hc        *http.Client
+	// tunnel opens a connection through the proxy to a target (host:port)
+	// already checked, for Upstream; nil on the direct route.
+	tunnel func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // robotsKey is the key of origin's robots.txt for r: a site may answer a
@@ -170,13 +173,17 @@ func (c *Client) newProxyRoute(p Proxy, direct *http.Transport) (*route, error) 
 	t := direct.Clone()
 	t.DialContext = toProxy.DialContext
 	t.Proxy = http.ProxyURL(p.URL)
-	if p.URL.Scheme == "socks5" {
+	rt := &route{proxy: &p, transport: t}
+	rt.tunnel = func(ctx context.Context, addr string) (net.Conn, error) {
+		return rt.connect(ctx, toProxy, addr)
+	}
+	if p.URL.Scheme == "socks5" || p.URL.Scheme == "socks5h" {
 		var auth *proxy.Auth
 		if p.URL.User != nil {
 			pass, _ := p.URL.User.Password()
 			auth = &proxy.Auth{User: p.URL.User.Username(), Password: pass}
 		}
-		d, err := proxy.SOCKS5("tcp", p.URL.Host, auth, toProxy)
+		d, err := proxy.SOCKS5("tcp", proxyAddr(p.URL), auth, toProxy)
 		if err != nil {
 			return nil, fmt.Errorf("proxy %s: %w", p, err)
 		}
@@ -184,16 +191,24 @@ func (c *Client) newProxyRoute(p Proxy, direct *http.Transport) (*route, error) 
 		if !ok {
 			return nil, fmt.Errorf("proxy %s: the SOCKS5 dialer cannot take a context", p)
 		}
-		t.Proxy = nil
-		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			target, err := c.resolveTarget(ctx, addr)
-			if err != nil {
-				return nil, err
+		// socks5h sends the name: the proxy resolves it.
+		rt.tunnel = func(ctx context.Context, addr string) (net.Conn, error) {
+			return socks.DialContext(ctx, "tcp", addr)
+		}
+		if p.URL.Scheme == "socks5" {
+			rt.tunnel = func(ctx context.Context, addr string) (net.Conn, error) {
+				target, err := c.resolveTarget(ctx, addr)
+				if err != nil {
+					return nil, err
+				}
+				return socks.DialContext(ctx, "tcp", target)
 			}
-			return socks.DialContext(ctx, network, target)
+			t.Proxy = nil
+			t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
+				return rt.tunnel(ctx, addr)
+			}
 		}
 	}
-	rt := &route{proxy: &p, transport: t}
 	rt.hc = &http.Client{Transport: t, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		return c.checkRedirect(rt, req, via)
 	}}

@@ -216,6 +216,9 @@ type packedPage struct {
 	sources  []string       // three words at most
 	proxy    string
 	waitFor  string
+	// renderAllow are the hosts beyond the site a rendered page may load
+	// from: at most watch.MaxRenderAllow once checked.
+	renderAllow []string
 }
 
 type packedFlags uint8
@@ -277,6 +280,9 @@ func pack(line int, s watch.PageSpec) packedPage {
 	for _, src := range s.Sources {
 		p.sources = append(p.sources, strings.Clone(src))
 	}
+	for _, h := range s.RenderAllow {
+		p.renderAllow = append(p.renderAllow, strings.Clone(h))
+	}
 	return p
 }
 
@@ -296,7 +302,7 @@ func (p packedPage) unpack() watch.PageSpec {
 	s := watch.PageSpec{URL: p.url(), Name: p.part(1), Interval: p.interval,
 		Paused: p.flags&packedPaused != 0, BurstDetectionOff: p.flags&packedBurstDetectionOff != 0,
 		ArticlesOff: p.flags&packedArticlesOff != 0, Headers: p.headers, Proxy: p.proxy,
-		Render: p.flags&packedRender != 0, WaitFor: p.waitFor}
+		Render: p.flags&packedRender != 0, WaitFor: p.waitFor, RenderAllow: p.renderAllow}
 	s.Options.SameSiteOnly = p.flags&packedSameSiteOnly != 0
 	s.Sources = p.sources
 	for i, l := range listsOf(&s) {

@@ -117,7 +117,7 @@ func (c *csvReader) next() (Row, error) {
 		Articles: get("articles"),
 		Ignore:   get("ignore"), Within: get("within"), Exclude: get("exclude"), IncludeText: get("include_text"),
 		ExcludeText: get("exclude_text"), IncludeURL: get("include_url"), ExcludeURL: get("exclude_url"), Headers: get("headers"), Proxy: get("proxy"),
-		Render: get("render"), WaitFor: get("wait_for"), Sources: get("sources")}
+		Render: get("render"), WaitFor: get("wait_for"), Sources: get("sources"), RenderAllow: get("render_allow")}
 	if long != nil {
 		return Row{Line: line, Err: long}, nil
 	}

@@ -217,6 +217,8 @@ func readOutline(attrs []xml.Attr) outlineAttrs {
 			dst = &a.Render
 		case "pwWaitFor":
 			dst = &a.WaitFor
+		case "pwRenderAllow":
+			dst = &a.RenderAllow
 		default:
 			continue
 		}

@@ -101,10 +101,11 @@ const (
 // render says the page is checked in headless Chromium (default false),
 // wait_for is the CSS selector its renderer waits for. sources holds what
 // the page is watched through, comma-separated (homepage,feeds,sitemaps);
-// empty is the homepage alone.
+// empty is the homepage alone. render_allow holds the hosts beyond its
+// site a rendered page may load from, separated by spaces or commas.
 var csvHeader = []string{"url", "name", "tags", "interval", "enabled", "same_site", "ignore",
 	"within", "exclude", "include_text", "exclude_text", "include_url", "exclude_url", "burst_detection", "articles", "headers",
-	"render", "wait_for", "proxy", "sources"}
+	"render", "wait_for", "proxy", "sources", "render_allow"}
 
 // FormatOf picks the format from a file name's extension (.csv; .opml or
 // .xml), or returns an error naming the choices.
@@ -287,7 +288,7 @@ type settings struct {
 	Interval, Enabled, SameSite, BurstDetection, Articles                     string
 	Ignore, Within, Exclude, IncludeText, ExcludeText, IncludeURL, ExcludeURL string
 	Headers, Proxy, Sources                                                   string
-	Render, WaitFor                                                           string
+	Render, WaitFor, RenderAllow                                              string
 }
 
 func makeRow(line int, url, name string, tags []string, s settings) (Row, error) {
@@ -321,6 +322,8 @@ func makeRow(line int, url, name string, tags []string, s settings) (Row, error)
 	}
 	row.Page.Paused, row.Page.BurstDetectionOff, row.Page.ArticlesOff = !enabled, !burstDetection, !articles
 	row.Page.WaitFor = s.WaitFor
+	// Registration checks the hosts; here they are only split.
+	row.Page.RenderAllow = watch.SplitRenderAllow(s.RenderAllow)
 	// Registration checks the lists' contents; here they are only split.
 	for _, l := range []struct {
 		name, cell string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,8 @@ func TestOPMLRoundTrip(t *testing.T) {
 		{BaseURL: "https://a.example/", Name: "A & B", Tags: []string{"x", "y"}, Interval: time.Minute, Enabled: true,
 			Options: watch.LinkOptions{SameSiteOnly: true, Ignore: []string{`\?page=\d+`, "b"}}, BurstDetection: true, Articles: true},
 		{BaseURL: "https://c.example/", Interval: watch.DefaultInterval, Enabled: false, BurstDetection: true, Render: true},
-		{BaseURL: "https://e.example/", Interval: watch.DefaultInterval, Enabled: true, Render: true, WaitFor: `#news a[href^="/2026"]`},
+		{BaseURL: "https://e.example/", Interval: watch.DefaultInterval, Enabled: true, Render: true, WaitFor: `#news a[href^="/2026"]`,
+			RenderAllow: []string{"cdn.example.net", "api.example.org:8443"}},
 		{BaseURL: "https://d.example/", Interval: time.Hour, Enabled: true, Options: watch.LinkOptions{
 			Within: []string{"#latest-news", `main .teasers > a[href*="/2026/"]`}, Exclude: []string{"nav, footer", ".ad-rail"},
 			IncludeText: []string{"florenz|rom", "über"}, ExcludeText: []string{"anzeige"},
@@ -99,7 +101,8 @@ func TestOPMLRoundTrip(t *testing.T) {
 			if r.Err != nil || r.Page.URL != p.BaseURL || r.Page.Name != p.Name || strings.Join(r.Page.Tags, ",") != strings.Join(p.Tags, ",") ||
 				r.Page.Interval != p.Interval || r.Page.Paused == p.Enabled || r.Page.Options.SameSiteOnly != p.Options.SameSiteOnly ||
 				!reflect.DeepEqual(r.Page.Options, p.Options) || r.Page.BurstDetectionOff == p.BurstDetection ||
-				r.Page.ArticlesOff == p.Articles || r.Page.Render != p.Render || r.Page.WaitFor != p.WaitFor {
+				r.Page.ArticlesOff == p.Articles || r.Page.Render != p.Render || r.Page.WaitFor != p.WaitFor ||
+				!slices.Equal(r.Page.RenderAllow, p.RenderAllow) {
 				t.Errorf("%s round trip of %+v gave %+v", format, p, r)
 			}
 		}

@@ -23,7 +23,7 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 				strconv.FormatBool(p.Enabled), strconv.FormatBool(o.SameSiteOnly), lines(o.Ignore),
 				lines(o.Within), lines(o.Exclude), lines(o.IncludeText), lines(o.ExcludeText), lines(o.IncludeURL), lines(o.ExcludeURL),
 				strconv.FormatBool(p.BurstDetection), strconv.FormatBool(p.Articles), headerLines(p.Headers),
-				strconv.FormatBool(p.Render), p.WaitFor, p.Proxy, strings.Join(sourcesOf(p), ",")})
+				strconv.FormatBool(p.Render), p.WaitFor, p.Proxy, strings.Join(sourcesOf(p), ","), strings.Join(p.RenderAllow, " ")})
 		}
 		cw.Flush()
 		return cw.Error()
@@ -35,7 +35,7 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 				SameSite: po.SameSiteOnly, Ignore: lines(po.Ignore), Within: lines(po.Within), Exclude: lines(po.Exclude),
 				IncludeText: lines(po.IncludeText), ExcludeText: lines(po.ExcludeText),
 				IncludeURL: lines(po.IncludeURL), ExcludeURL: lines(po.ExcludeURL), Headers: headerLines(p.Headers), Proxy: p.Proxy,
-				Render: p.Render, WaitFor: p.WaitFor}
+				Render: p.Render, WaitFor: p.WaitFor, RenderAllow: strings.Join(p.RenderAllow, " ")}
 			if watch.HasBeyondHomepage(p.Sources) {
 				o.Sources = strings.Join(p.Sources, ",")
 			}
@@ -112,6 +112,9 @@ type outline struct {
 	// Render and WaitFor are the page's rendering in headless Chromium.
 	Render  bool   `xml:"pwRender,attr,omitempty"`
 	WaitFor string `xml:"pwWaitFor,attr,omitempty"`
+	// RenderAllow are the hosts beyond the site a rendered page may load
+	// from, separated by spaces.
+	RenderAllow string `xml:"pwRenderAllow,attr,omitempty"`
 	// Sources are what the page is watched through, comma-separated;
 	// written only beyond the homepage alone.
 	Sources string `xml:"pwSources,attr,omitempty"`

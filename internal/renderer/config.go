@@ -83,6 +83,13 @@ type Config struct {
 	// the crawler's (fetch.DialGuardAllowing), so that this package needs
 	// no other adapter. Required: New refuses a renderer without one.
 	DialGuard func(allowPrivate bool, allowed []netip.AddrPort) func(network, address string, c syscall.RawConn) error
+	// Proxies returns the operator's proxy of that name
+	// (PORTALWATCH_PROXIES) that the subresources of a page naming it go
+	// through, or an error saying the list lacks it: the program wires
+	// the document fetcher's (fetch.Client.Upstream), so that a page's
+	// document and its subresources leave by the same proxy. Nil: a page
+	// that names a proxy fails its check, never goes direct.
+	Proxies func(name string) (Upstream, error)
 	// UserAgent is the browser's User-Agent; the program wires the
 	// crawler's, so that a site sees who renders it.
 	UserAgent string

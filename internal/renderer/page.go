@@ -273,7 +273,7 @@ func (t *tab) refusal(ev *fetch.EventRequestPaused, main bool) string {
 		return "a navigation away from the page"
 	case blockedTypes[ev.ResourceType]:
 		return "a resource type no link needs"
-	case !t.sess.admits(u.Hostname()):
+	case !t.sess.admits(u.Hostname(), portOf(u)):
 		return "outside the page's site"
 	case int(t.requests.Add(1)) > t.r.cfg.MaxRequests:
 		return "over the page's request cap"

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,8 +23,10 @@ import (
 // listener of its own on loopback that its browser context is pointed at,
 // so that every request is charged to its page. A session admits hosts of
 // the page's site (and AllowHosts) and dials with the crawler's SSRF guard,
-// checked on the resolved address at dial time; the browser's own proxy,
-// for anything outside a page's context, is a session that admits nothing.
+// checked on the resolved address at dial time, or, for a page that names
+// an operator's proxy, sends everything through that proxy (Upstream, which
+// checks each target first); the browser's own proxy, for anything outside
+// a page's context, is a session that admits nothing.
 type proxy struct {
 	dialer    *net.Dialer
 	transport *http.Transport
@@ -53,10 +56,28 @@ func newProxy(guard func(network, address string, c syscall.RawConn) error, allo
 	return p
 }
 
-// proxyPolicy says what one session lets through.
+// proxyPolicy says what one session lets through, and how.
 type proxyPolicy struct {
 	site     string // the page's host; "" admits nothing
 	maxBytes int64
+	// allow are the page's own hosts beyond its site (Job.RenderAllow):
+	// a host admits its subdomains, host:port that port only.
+	allow []string
+	// upstream, when set, carries every admitted request: the page's
+	// proxy. Nil dials direct, with the guard.
+	upstream Upstream
+}
+
+// Upstream is an operator's proxy a page names (fetch.Upstream), as a
+// session sends through it: the target of each request or tunnel is
+// checked before the proxy is asked, and the error of a refused one says
+// why.
+type Upstream interface {
+	// RoundTrip sends a plain request with an absolute http URL and
+	// returns the response as is.
+	RoundTrip(*http.Request) (*http.Response, error)
+	// DialContext opens a tunnel to addr, host:port.
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // session is the proxy of one page.
@@ -100,8 +121,10 @@ func (s *session) close() {
 	s.srv.Close()
 }
 
-// admits reports whether host may be reached by the page.
-func (s *session) admits(host string) bool {
+// admits reports whether host, on port, may be reached by the page: its
+// site, the renderer's AllowHosts, or the page's own list. Admitted, the
+// host is still resolved and refused if private, at the dial.
+func (s *session) admits(host, port string) bool {
 	if s.policy.site == "" || host == "" {
 		return false
 	}
@@ -109,12 +132,30 @@ func (s *session) admits(host string) bool {
 		return true
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	under := func(parent string) bool { return host == parent || strings.HasSuffix(host, "."+parent) }
 	for _, a := range s.p.allow {
-		if host == a || strings.HasSuffix(host, "."+a) {
+		if under(a) {
+			return true
+		}
+	}
+	for _, a := range s.policy.allow {
+		name, only, hasPort := strings.Cut(a, ":")
+		if under(name) && (!hasPort || only == port) {
 			return true
 		}
 	}
 	return false
+}
+
+// portOf is u's port, or its scheme's.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" || u.Scheme == "wss" {
+		return "443"
+	}
+	return "80"
 }
 
 func (s *session) refuse(w http.ResponseWriter, host, why string) {
@@ -124,12 +165,12 @@ func (s *session) refuse(w http.ResponseWriter, host, why string) {
 }
 
 func (s *session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host := r.URL.Hostname()
+	host, port := r.URL.Hostname(), portOf(r.URL)
 	if r.Method == http.MethodConnect {
-		host, _, _ = net.SplitHostPort(r.Host)
+		host, port, _ = net.SplitHostPort(r.Host)
 	}
 	switch {
-	case !s.admits(host):
+	case !s.admits(host, port):
 		s.refuse(w, host, "outside the page's site")
 		return
 	case s.bytes.Load() >= s.policy.maxBytes:
@@ -143,9 +184,14 @@ func (s *session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.forward(w, r)
 }
 
-// dial connects through the guard; a refusal by the guard counts.
+// dial connects through the guard, or through the page's proxy; a refusal
+// by either counts.
 func (s *session) dial(ctx context.Context, addr string) (net.Conn, error) {
-	c, err := s.p.dialer.DialContext(ctx, "tcp", addr)
+	dial := s.p.dialer.DialContext
+	if s.policy.upstream != nil {
+		dial = s.policy.upstream.DialContext
+	}
+	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		s.refused.Add(1)
 		s.p.log.Debug("renderer proxy could not dial", "addr", addr, "err", err)
@@ -169,7 +215,17 @@ func (s *session) forward(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody {
 		out.Body = nil
 	}
-	resp, err := s.p.transport.RoundTrip(out.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+	var resp *http.Response
+	var err error
+	if s.policy.upstream != nil {
+		resp, err = s.policy.upstream.RoundTrip(out)
+		if err != nil {
+			s.refused.Add(1)
+			s.p.log.Debug("renderer proxy could not send through the page's proxy", "url", out.URL.String(), "err", err)
+		}
+	} else {
+		resp, err = s.p.transport.RoundTrip(out.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+	}
 	if err != nil {
 		http.Error(w, "portalwatch's renderer could not reach the host: "+err.Error(), http.StatusBadGateway)
 		return

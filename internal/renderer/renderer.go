@@ -251,6 +251,19 @@ func (r *Renderer) Fetch(ctx context.Context, req watch.FetchRequest) (watch.Fet
 		return watch.FetchResult{FetchedAt: time.Now().UTC()}, fmt.Errorf("%s: the renderer stopped %d times while it rendered this page "+
 			"(killed, crashed or out of memory); the page is not rendered again before its next check", req.URL, n)
 	}
+	up, err := r.upstream(req)
+	if err == nil {
+		// The page's list was checked at registration; a job from
+		// elsewhere is checked again rather than trusted.
+		req.RenderAllow, err = watch.NormalizeRenderAllow(req.RenderAllow)
+		if err != nil {
+			err = fmt.Errorf("%s: the page's hosts allowed beyond its site: %w", req.URL, err)
+		}
+	}
+	if err != nil {
+		r.metrics.renders.WithLabelValues("failed").Inc()
+		return watch.FetchResult{FetchedAt: time.Now().UTC()}, err
+	}
 	req.ETag, req.LastModified, req.BodyDigest = "", "", ""
 	doc, err := r.docs.Fetch(ctx, req)
 	if err != nil || doc.NotModified || doc.SameBody {
@@ -265,7 +278,7 @@ func (r *Renderer) Fetch(ctx context.Context, req watch.FetchRequest) (watch.Fet
 	defer func() { <-r.tabs; r.metrics.tabsInUse.Dec() }()
 	var dom string
 	for attempt := 0; ; attempt++ {
-		dom, err = r.renderOnce(ctx, req, doc)
+		dom, err = r.renderOnce(ctx, req, doc, up)
 		if !errors.Is(err, errBrowserLost) || attempt > 0 || ctx.Err() != nil {
 			break
 		}
@@ -284,6 +297,30 @@ func (r *Renderer) Fetch(ctx context.Context, req watch.FetchRequest) (watch.Fet
 	return doc, nil
 }
 
+// upstream returns the proxy the page's subresources go through, nil for
+// a page without one; a proxy this renderer cannot send through fails the
+// check (watch.FetchProxy) before anything is sent.
+func (r *Renderer) upstream(req watch.FetchRequest) (Upstream, error) {
+	if req.Proxy == "" {
+		return nil, nil
+	}
+	if r.cfg.Proxies == nil {
+		return nil, &watch.FetchError{Kind: watch.FetchProxy, URL: req.URL,
+			Err: fmt.Errorf("the page names proxy %s, and this renderer was given no proxies to send its browser's requests through", req.Proxy)}
+	}
+	up, err := r.cfg.Proxies(req.Proxy)
+	if err != nil {
+		var fe *watch.FetchError
+		if errors.As(err, &fe) && fe.URL == "" {
+			named := *fe
+			named.URL = req.URL
+			return nil, &named
+		}
+		return nil, fmt.Errorf("%s: %w", req.URL, err)
+	}
+	return up, nil
+}
+
 func outcome(err error) string {
 	switch {
 	case errors.Is(err, errBrowserLost):
@@ -299,7 +336,7 @@ func outcome(err error) string {
 // renderOnce renders doc in a tab of the current browser. A hung browser
 // (the page's goroutine still busy a grace period past the deadline) is
 // killed, which ends the goroutine.
-func (r *Renderer) renderOnce(ctx context.Context, req watch.FetchRequest, doc watch.FetchResult) (string, error) {
+func (r *Renderer) renderOnce(ctx context.Context, req watch.FetchRequest, doc watch.FetchResult, up Upstream) (string, error) {
 	b, err := r.acquire()
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errBrowserLost, err)
@@ -311,7 +348,7 @@ func (r *Renderer) renderOnce(ctx context.Context, req watch.FetchRequest, doc w
 			return "", err
 		}
 	}
-	sess, err := r.proxy.open(proxyPolicy{site: pageURL.Host, maxBytes: r.cfg.MaxBytes})
+	sess, err := r.proxy.open(proxyPolicy{site: pageURL.Host, maxBytes: r.cfg.MaxBytes, upstream: up, allow: req.RenderAllow})
 	if err != nil {
 		return "", err
 	}

@@ -71,10 +71,26 @@ func newFarm(t *testing.T, canaryJS string) *httptest.Server {
 
 func newRenderer(t *testing.T, cfg Config) *Renderer {
 	t.Helper()
-	chromiumOrSkip(t)
 	docs, err := fetch.New(fetch.Config{AllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return newRendererWith(t, cfg, docs)
+}
+
+// newRendererWith renders with docs as its document fetcher, whose proxies
+// its pages' subresources go through, as cmd/renderer wires it.
+func newRendererWith(t *testing.T, cfg Config, docs *fetch.Client) *Renderer {
+	t.Helper()
+	chromiumOrSkip(t)
+	if cfg.Proxies == nil {
+		cfg.Proxies = func(name string) (Upstream, error) {
+			up, err := docs.Upstream(name)
+			if err != nil {
+				return nil, err
+			}
+			return up, nil
+		}
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Chromium runs as nobody with its own sandbox, as in production;
@@ -102,9 +118,17 @@ func (w testWriter) Write(p []byte) (int, error) {
 // canary listens on another loopback address and counts every connection.
 func canary(t *testing.T) (string, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	addr, hits := listenCounting(t, "127.0.0.2:0")
+	return "http://" + addr + "/", hits
+}
+
+// listenCounting listens on addr and counts every connection; it skips
+// the test when addr cannot be had (no second loopback address).
+func listenCounting(t *testing.T, addr string) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Skipf("no second loopback address: %v", err)
+		t.Skipf("cannot listen on %s: %v", addr, err)
 	}
 	var hits atomic.Int64
 	go func() {
@@ -118,7 +142,7 @@ func canary(t *testing.T) (string, *atomic.Int64) {
 		}
 	}()
 	t.Cleanup(func() { ln.Close() })
-	return "http://" + ln.Addr().String() + "/", &hits
+	return ln.Addr().String(), &hits
 }
 
 func TestRenderInsertsScriptedLinksAndKeepsCanaryUnreached(t *testing.T) {

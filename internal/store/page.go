@@ -147,9 +147,10 @@ func (s *Store) createPage(ctx context.Context, q rowQuerier, p watch.PageSpec) 
 		return watch.Page{}, watch.Refused("headers", watch.ErrNoSecretsKey)
 	}
 	page, err := insertPage(ctx, q, p)
-	if err == nil && (p.Render || p.WaitFor != "" || page.Restored) {
+	if err == nil && (p.Render || p.WaitFor != "" || len(p.RenderAllow) > 0 || page.Restored) {
 		restored := page.Restored
-		page, err = setRender(ctx, q, page.ID, &p.Render, &p.WaitFor)
+		allow := renderAllowArg(p.RenderAllow)
+		page, err = setRender(ctx, q, page.ID, &p.Render, &p.WaitFor, &allow)
 		page.Restored = restored
 	}
 	if err != nil || len(p.Headers) == 0 {
@@ -192,19 +193,26 @@ func (s *Store) setHeaders(ctx context.Context, q rowQuerier, id int64, hs []wat
 	return scanPage(q.QueryRow(ctx, `UPDATE pages SET headers = $2 WHERE id = $1 RETURNING `+pageColumns, id, arg))
 }
 
-// setRender sets whether page id is rendered and the selector its
-// renderer waits for; nil keeps a setting, an empty selector is NULL. A
+// setRender sets whether page id is rendered, the selector its renderer
+// waits for and the hosts it may load from beyond its site; nil keeps a
+// setting, an empty selector is NULL, an empty list is '{}'. A
 // page turned to rendering or back forgets its validators and digests: the
 // DOM after scripts is another body than the page as fetched. It is also
 // another set of links, so a page with a baseline re-baselines silently,
 // as a change of options does: the links a script inserts were there all
-// along, not news. A new selector of a rendered page may read another
-// state of its DOM, and re-baselines too.
-func setRender(ctx context.Context, q rowQuerier, id int64, render *bool, waitFor *string) (watch.Page, error) {
+// along, not news. A new selector or a new list of allowed hosts of a
+// rendered page may read another state of its DOM, and re-baselines too.
+func setRender(ctx context.Context, q rowQuerier, id int64, render *bool, waitFor *string, allow *[]string) (watch.Page, error) {
+	var allowArg []string // NULL keeps the column
+	if allow != nil {
+		allowArg = renderAllowArg(*allow)
+	}
 	const (
 		renderChanged = `render IS DISTINCT FROM coalesce($2, render)`
 		newWaitFor    = `CASE WHEN $3::text IS NULL THEN wait_for ELSE nullif($3, '') END`
-		rebase        = `baseline_at IS NOT NULL AND (` + renderChanged + ` OR (coalesce($2, render) AND wait_for IS DISTINCT FROM ` + newWaitFor + `))`
+		newAllow      = `coalesce($4::text[], render_allow)`
+		rebase        = `baseline_at IS NOT NULL AND (` + renderChanged + ` OR (coalesce($2, render) AND (wait_for IS DISTINCT FROM ` +
+			newWaitFor + ` OR render_allow IS DISTINCT FROM ` + newAllow + `)))`
 	)
 	return scanPage(q.QueryRow(ctx, `
 		UPDATE pages SET
@@ -215,9 +223,18 @@ func setRender(ctx context.Context, q rowQuerier, id int64, render *bool, waitFo
 			kept_counts   = CASE WHEN `+rebase+` THEN '{}' ELSE kept_counts END,
 			rebaseline    = rebaseline OR (`+rebase+`),
 			render        = coalesce($2, render),
-			wait_for      = `+newWaitFor+`
+			wait_for      = `+newWaitFor+`,
+			render_allow  = `+newAllow+`
 		WHERE id = $1 AND deleted_at IS NULL
-		RETURNING `+pageColumns, id, render, waitFor))
+		RETURNING `+pageColumns, id, render, waitFor, allowArg))
+}
+
+// renderAllowArg is the value of pages.render_allow for hosts: never NULL.
+func renderAllowArg(hosts []string) []string {
+	if hosts == nil {
+		return []string{}
+	}
+	return hosts
 }
 
 // headersArg is the value of pages.headers for hs: NULL for none.
@@ -360,8 +377,8 @@ func (s *Store) editPage(ctx context.Context, tx pgx.Tx, id int64, e watch.PageE
 		}
 		headersTouched, headersRebase = !same, visible
 	}
-	if e.Render != nil || e.WaitFor != nil {
-		if _, err := setRender(ctx, tx, id, e.Render, e.WaitFor); err != nil {
+	if e.Render != nil || e.WaitFor != nil || e.RenderAllow != nil {
+		if _, err := setRender(ctx, tx, id, e.Render, e.WaitFor, e.RenderAllow); err != nil {
 			return watch.Page{}, err
 		}
 	}
@@ -502,7 +519,7 @@ const pageColumns = `id, base_url, (extract(epoch FROM check_interval) * 1000)::
 	within_selectors, exclude_selectors, include_text, exclude_text, include_url, exclude_url,
 	rebaseline, burst_detection, articles, deleted_at, coalesce(degraded, ''), coalesce(degraded_detail, ''), degraded_since,
 	coalesce(headers, '[]'), coalesce(proxy, ''), render, coalesce(wait_for, ''), render_hint, sources, sources_discovered_at,
-	coalesce(sources_discovery_error, '')`
+	coalesce(sources_discovery_error, ''), render_allow`
 
 func scanPage(row pgx.Row) (watch.Page, error) {
 	var (
@@ -520,12 +537,15 @@ func scanPage(row pgx.Row) (watch.Page, error) {
 		&p.Options.Within, &p.Options.Exclude, &p.Options.IncludeText, &p.Options.ExcludeText,
 		&p.Options.IncludeURL, &p.Options.ExcludeURL, &p.RebaselinePending, &p.BurstDetection, &p.Articles, &deleted,
 		&p.Health.Reason, &p.Health.Detail, &since, &p.Headers, &p.Proxy, &p.Render, &p.WaitFor, &p.RenderHint, &p.Sources, &discovered,
-		&p.SourcesDiscoveryError)
+		&p.SourcesDiscoveryError, &p.RenderAllow)
 	if err != nil {
 		return watch.Page{}, err
 	}
 	if len(p.Headers) == 0 {
 		p.Headers = nil
+	}
+	if len(p.RenderAllow) == 0 {
+		p.RenderAllow = nil
 	}
 	p.Interval = time.Duration(intervalMS) * time.Millisecond
 	if checked != nil {

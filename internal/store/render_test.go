@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,6 +32,20 @@ func TestRenderSettingsAreStoredAndEdited(t *testing.T) {
 	if p, err = st.EditPage(ctx, p.ID, watch.PageEdit{Name: &name}); err != nil || !p.Render || p.WaitFor != "#news a" {
 		t.Fatalf("after a name edit: %+v, %v; want render kept", p, err)
 	}
+	allow := []string{"cdn.example.net", "api.example.org:8443"}
+	if p, err = st.EditPage(ctx, p.ID, watch.PageEdit{RenderAllow: &allow}); err != nil || !slices.Equal(p.RenderAllow, allow) || !p.Render {
+		t.Fatalf("after allowing hosts: %+v, %v", p.RenderAllow, err)
+	}
+	if got, err := st.Page(ctx, p.ID); err != nil || !slices.Equal(got.RenderAllow, allow) {
+		t.Fatalf("read back: %q, %v", got.RenderAllow, err)
+	}
+	if p, err = st.EditPage(ctx, p.ID, watch.PageEdit{Name: &name}); err != nil || !slices.Equal(p.RenderAllow, allow) {
+		t.Fatalf("after a name edit: %q, %v; want the hosts kept", p.RenderAllow, err)
+	}
+	cleared := []string{}
+	if p, err = st.EditPage(ctx, p.ID, watch.PageEdit{RenderAllow: &cleared}); err != nil || p.RenderAllow != nil {
+		t.Fatalf("after clearing the hosts: %q, %v", p.RenderAllow, err)
+	}
 	off, none := false, ""
 	if p, err = st.EditPage(ctx, p.ID, watch.PageEdit{Render: &off, WaitFor: &none}); err != nil || p.Render || p.WaitFor != "" {
 		t.Fatalf("after render off: %+v, %v", p, err)
@@ -45,8 +60,8 @@ func TestRenderSettingsAreStoredAndEdited(t *testing.T) {
 	if _, err := st.TrashPage(ctx, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	p, err = st.CreatePage(ctx, watch.PageSpec{URL: "https://scripted.example/", Render: true})
-	if err != nil || !p.Restored || !p.Render || p.WaitFor != "" {
+	p, err = st.CreatePage(ctx, watch.PageSpec{URL: "https://scripted.example/", Render: true, RenderAllow: []string{"cdn.example.net"}})
+	if err != nil || !p.Restored || !p.Render || p.WaitFor != "" || !slices.Equal(p.RenderAllow, []string{"cdn.example.net"}) {
 		t.Fatalf("restored %+v, %v; want it restored with render on and no selector", p, err)
 	}
 }

@@ -51,10 +51,13 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams,
 		)
 		err := r.Scan(append([]any{&removed, &j.ID, &j.BaseURL, &j.ETag, &j.LastModified, &j.ScheduledAt, &opts.SameSiteOnly, &ignores,
 			&j.LinksDigest, &j.BodyDigest, &opts.Within, &opts.Exclude, &opts.IncludeText, &opts.ExcludeText, &opts.IncludeURL, &opts.ExcludeURL, &j.Headers, &j.Proxy,
-			&j.Render, &j.WaitFor},
+			&j.Render, &j.WaitFor, &j.RenderAllow},
 			append(followedDest(&f), &j.Snapshot)...)...)
 		if len(j.Headers) == 0 {
 			j.Headers = nil // no field in the job
+		}
+		if len(j.RenderAllow) == 0 {
+			j.RenderAllow = nil
 		}
 		opts.Ignore = ignores
 		j.Options = jobOptions(opts)
@@ -131,4 +134,4 @@ const ClaimDueQuery = `
 		RETURNING coalesce(cardinality(due.due_keys), 0), p.id, p.base_url, coalesce(p.etag, ''), coalesce(p.last_modified, ''), due.next_check_at,
 		          p.same_site_only, p.ignore_patterns, coalesce(p.links_digest, ''), coalesce(p.body_digest, ''),
 		          p.within_selectors, p.exclude_selectors, p.include_text, p.exclude_text, p.include_url, p.exclude_url,
-		          coalesce(p.headers, '[]'), coalesce(p.proxy, ''), p.render, coalesce(p.wait_for, ''), ` + followedColumns + `, p.snapshot_original`
+		          coalesce(p.headers, '[]'), coalesce(p.proxy, ''), p.render, coalesce(p.wait_for, ''), p.render_allow, ` + followedColumns + `, p.snapshot_original`

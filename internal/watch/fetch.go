@@ -63,6 +63,9 @@ type FetchRequest struct {
 	// MaxBytes caps the body of a request with Read, after decompression;
 	// 0 is the fetcher's own body cap.
 	MaxBytes int64
+	// RenderAllow are hosts beyond the page's site a renderer lets the
+	// page load from (Job.RenderAllow); a plain fetcher ignores it.
+	RenderAllow []string
 }
 
 // FetchResult is the outcome of one fetch. A fetcher returns it filled as far

@@ -101,6 +101,9 @@ type Job struct {
 	// Page.WaitFor.
 	Render  bool   `json:"render,omitempty"`
 	WaitFor string `json:"waitFor,omitempty"`
+	// RenderAllow are the page's Page.RenderAllow: hosts beyond its site
+	// the renderer lets it load from.
+	RenderAllow []string `json:"renderAllow,omitempty"`
 }
 
 // Task carries the result of one check of a page from a crawler to the

@@ -111,6 +111,10 @@ type Page struct {
 	// the DOM; empty waits for the network to go idle. Only rendered
 	// pages use it.
 	WaitFor string
+	// RenderAllow are hosts beyond the page's site its renderer lets the
+	// page load subresources from (NormalizeRenderAllow); nil: the site
+	// alone, and the renderer's own list.
+	RenderAllow []string
 	// RenderHint says the page's last plain check read almost no links
 	// but scripts (Task.Scripted): rendering it may show its links.
 	RenderHint bool
@@ -219,9 +223,11 @@ type PageSpec struct {
 	// Proxy names the proxy the page is fetched through (Page.Proxy);
 	// "" goes direct.
 	Proxy string
-	// Render and WaitFor are Page.Render and Page.WaitFor.
-	Render  bool
-	WaitFor string
+	// Render, WaitFor and RenderAllow are Page.Render, Page.WaitFor and
+	// Page.RenderAllow.
+	Render      bool
+	WaitFor     string
+	RenderAllow []string
 }
 
 // PageEdit changes a registered page; a nil field stays as it is. Check it
@@ -257,6 +263,9 @@ type PageEdit struct {
 	// replaces the selector the renderer waits for ("" for none).
 	Render  *bool
 	WaitFor *string
+	// RenderAllow replaces the hosts a rendered page may load from
+	// beyond its site (an empty list: none).
+	RenderAllow *[]string
 }
 
 // Apply returns o with the lists e changes replaced.
@@ -303,8 +312,11 @@ func (s PageSpec) Normalize() (PageSpec, error) {
 	s.WaitFor, waitErr = NormalizeWaitFor(s.WaitFor)
 	sources, sourcesErr := NormalizeSources(s.Sources)
 	s.Sources = sources
+	var allowErr error
+	s.RenderAllow, allowErr = NormalizeRenderAllow(s.RenderAllow)
 	if err := JoinRefused(checkInterval(s.Interval), s.Options.Validate(), Refused("name", nameErr), Refused("tags", tagsErr), headersErr,
-		Refused("proxy", CheckProxyName(s.Proxy)), Refused("wait_for", waitErr), Refused("sources", sourcesErr)); err != nil {
+		Refused("proxy", CheckProxyName(s.Proxy)), Refused("wait_for", waitErr), Refused("sources", sourcesErr),
+		Refused("render_allow", allowErr)); err != nil {
 		return PageSpec{}, err
 	}
 	return s, nil
@@ -353,6 +365,14 @@ func (e PageEdit) Normalize() (PageEdit, error) {
 		waitFor, err := NormalizeWaitFor(*e.WaitFor)
 		errs = append(errs, Refused("wait_for", err))
 		e.WaitFor = &waitFor
+	}
+	if e.RenderAllow != nil {
+		hosts, err := NormalizeRenderAllow(*e.RenderAllow)
+		errs = append(errs, Refused("render_allow", err))
+		if hosts == nil {
+			hosts = []string{}
+		}
+		e.RenderAllow = &hosts
 	}
 	if err := JoinRefused(errs...); err != nil {
 		return PageEdit{}, err

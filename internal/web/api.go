@@ -71,6 +71,9 @@ type pageJSON struct {
 	// idle.
 	Render  bool   `json:"render"`
 	WaitFor string `json:"wait_for"`
+	// RenderAllow are the hosts beyond the page's site a rendered check
+	// may load from; [] for none.
+	RenderAllow []string `json:"render_allow"`
 	// SuggestRender says the page's last plain check read almost no
 	// links but scripts: rendering it may show its links.
 	SuggestRender bool `json:"suggest_render"`
@@ -126,7 +129,7 @@ func toPageJSON(p watch.Page) pageJSON {
 		LastTruncated: p.LastTruncated, LastCut: p.LastCut, pageOptionsJSON: toPageOptionsJSON(p.Options),
 		BurstDetection: p.BurstDetection, Articles: p.Articles, RebaselinePending: p.RebaselinePending,
 		NextCheckAt: p.NextCheckAt.UTC(), CreatedAt: p.CreatedAt.UTC(), Health: toHealthJSON(p.Health),
-		Headers: watch.ShownHeaderMap(p.Headers), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor,
+		Headers: watch.ShownHeaderMap(p.Headers), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor, RenderAllow: nonNil(p.RenderAllow),
 		SuggestRender: p.SuggestRender(), Sources: nonNil(p.Sources), SourcesDiscoveryError: p.SourcesDiscoveryError,
 	}
 	if !p.SourcesDiscoveredAt.IsZero() {
@@ -271,6 +274,9 @@ type createPageJSON struct {
 	Proxy   string `json:"proxy"`
 	Render  bool   `json:"render"`
 	WaitFor string `json:"wait_for"`
+	// RenderAllow are hosts beyond the page's site a rendered check may
+	// load from (host names, or host:port).
+	RenderAllow []string `json:"render_allow"`
 }
 
 // decodeJSON reads a JSON body into v: one object, known fields only, at
@@ -330,6 +336,7 @@ func (s *Server) createPage(r *http.Request, in createPageJSON) (watch.Page, err
 		Proxy:             in.Proxy,
 		Render:            in.Render,
 		WaitFor:           in.WaitFor,
+		RenderAllow:       in.RenderAllow,
 	})
 	if err != nil {
 		return watch.Page{}, err
@@ -358,6 +365,9 @@ type editPageJSON struct {
 	Proxy   *string `json:"proxy"`
 	Render  *bool   `json:"render"`
 	WaitFor *string `json:"wait_for"`
+	// RenderAllow replaces the hosts a rendered check may load from
+	// beyond the page's site; [] allows none.
+	RenderAllow *[]string `json:"render_allow"`
 }
 
 func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
@@ -370,7 +380,7 @@ func (s *Server) apiEditPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	edit := watch.PageEdit{Enabled: in.Enabled, SameSiteOnly: in.SameSiteOnly, Ignore: in.Ignore, Name: in.Name, Tags: in.Tags,
-		BurstDetection: in.BurstDetection, Articles: in.Articles, Render: in.Render, WaitFor: in.WaitFor}
+		BurstDetection: in.BurstDetection, Articles: in.Articles, Render: in.Render, WaitFor: in.WaitFor, RenderAllow: in.RenderAllow}
 	in.editOptionsJSON.apply(&edit)
 	if in.Headers != nil {
 		list := headerList(in.Headers)

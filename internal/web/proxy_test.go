@@ -48,7 +48,7 @@ func TestAPIProxyByName(t *testing.T) {
 	}
 	for _, format := range []string{"csv", "opml"} {
 		_, b := e.do("GET", "/api/v1/pages/export?format="+format, e.readTok, "")
-		if !strings.Contains(string(b), map[string]string{"csv": ",corp,homepage\n", "opml": `pwProxy="corp"`}[format]) {
+		if !strings.Contains(string(b), map[string]string{"csv": ",corp,homepage,\n", "opml": `pwProxy="corp"`}[format]) {
 			t.Errorf("%s export without the proxy:\n%s", format, b)
 		}
 	}

@@ -42,6 +42,9 @@ type pageForm struct {
 	// and the selector its renderer waits for.
 	Render  bool
 	WaitFor string
+	// RenderAllow are the hosts beyond the page's site its renderer may
+	// load from, as typed: separated by spaces, commas or lines.
+	RenderAllow string
 	// Errors holds the refusals by watch.RefusedError's Field (url,
 	// interval, name, tags, ignore, within, exclude, includeText,
 	// excludeText, includeUrl, excludeUrl, options), each shown beside
@@ -97,6 +100,7 @@ func formSettings(r *http.Request) (pageForm, watch.LinkOptions) {
 		Feeds: r.PostFormValue("source_feeds") == "on", Sitemaps: r.PostFormValue("source_sitemaps") == "on",
 		Proxy:  strings.TrimSpace(r.PostFormValue("proxy")),
 		Render: r.PostFormValue("render") == "on", WaitFor: strings.TrimSpace(r.PostFormValue("wait_for")),
+		RenderAllow: r.PostFormValue("render_allow"),
 	}
 	o := watch.LinkOptions{SameSiteOnly: f.SameSite, Ignore: splitLines(f.Ignore), Within: splitLines(f.Within),
 		Exclude: splitLines(f.Exclude), IncludeText: splitLines(f.IncludeText), ExcludeText: splitLines(f.ExcludeText),
@@ -258,7 +262,8 @@ func formPage(r *http.Request) (pageForm, watch.PageSpec, error) {
 	f, options := formSettings(r)
 	f.URL, f.Enabled = strings.TrimSpace(r.PostFormValue("url")), true
 	p := watch.PageSpec{URL: f.URL, Name: f.Name, Tags: splitTags(f.Tags), Options: options, BurstDetectionOff: !f.BurstDetection,
-		ArticlesOff: !f.Articles, Proxy: f.Proxy, Render: f.Render, WaitFor: f.WaitFor}
+		ArticlesOff: !f.Articles, Proxy: f.Proxy, Render: f.Render, WaitFor: f.WaitFor,
+		RenderAllow: watch.SplitRenderAllow(f.RenderAllow)}
 	interval, intervalErr := formInterval(f.Interval, watch.DefaultInterval)
 	headers, headersErr := formHeaders(f.Headers)
 	p.Interval, p.Headers, p.Sources = interval, headers, f.sources()
@@ -341,7 +346,8 @@ func editFormOf(p watch.Page) pageForm {
 		ExcludeText: lines(o.ExcludeText), IncludeURL: lines(o.IncludeURL), ExcludeURL: lines(o.ExcludeURL),
 		SameSite: o.SameSiteOnly, Enabled: p.Enabled, BurstDetection: p.BurstDetection, Articles: p.Articles,
 		Headers: lines(watch.ShownHeaders(p.Headers)), Feeds: slices.Contains(p.Sources, watch.SourcesFeeds),
-		Sitemaps: slices.Contains(p.Sources, watch.SourcesSitemaps), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor}
+		Sitemaps: slices.Contains(p.Sources, watch.SourcesSitemaps), Proxy: p.Proxy, Render: p.Render, WaitFor: p.WaitFor,
+		RenderAllow: strings.Join(p.RenderAllow, " ")}
 }
 
 // withProxies gives form the proxies to choose from.
@@ -429,6 +435,8 @@ func (s *Server) uiEditPage(w http.ResponseWriter, r *http.Request) {
 		Within: &o.Within, Exclude: &o.Exclude, IncludeText: &o.IncludeText, ExcludeText: &o.ExcludeText,
 		IncludeURL: &o.IncludeURL, ExcludeURL: &o.ExcludeURL, BurstDetection: &form.BurstDetection, Articles: &form.Articles,
 		Render: &form.Render, WaitFor: &form.WaitFor}
+	allow := watch.SplitRenderAllow(form.RenderAllow)
+	edit.RenderAllow = &allow
 	d, intervalErr := formInterval(form.Interval, 0)
 	if intervalErr == nil && form.Interval == "" {
 		intervalErr = &watch.RefusedError{Field: "interval", Err: errors.New("give the time between checks, like 5m, 1h30m or 1d")}
