@@ -121,6 +121,9 @@ func (b *beginning) send(ctx context.Context, sql string, args []any) error {
 
 func (b *beginning) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if b.br != nil {
+		if err := b.close(); err != nil {
+			return nil, err
+		}
 		return b.conn.Query(ctx, sql, args...)
 	}
 	if err := b.send(ctx, sql, args); err != nil {
@@ -131,6 +134,9 @@ func (b *beginning) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 
 func (b *beginning) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if b.br != nil {
+		if err := b.close(); err != nil {
+			return errRow{err}
+		}
 		return b.conn.QueryRow(ctx, sql, args...)
 	}
 	if err := b.send(ctx, sql, args); err != nil {
@@ -139,7 +145,9 @@ func (b *beginning) QueryRow(ctx context.Context, sql string, args ...any) pgx.R
 	return b.br.QueryRow()
 }
 
-// close reads the batch to its end; its error is the batch's first.
+// close reads the batch to its end (again: a no-op); its error is the
+// batch's first. A statement after the first closes the batch, which the
+// connection must finish before it sends another.
 func (b *beginning) close() error {
 	if b.br == nil {
 		return nil
