@@ -20,7 +20,7 @@ func Export(ctx context.Context, store Store, name string, snapshots []watch.Sna
 		return fmt.Errorf("export: %w", err)
 	}
 	var head bytes.Buffer
-	if err := writeMember(&head, info); err != nil {
+	if err := writeMember(&head, info, nil); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	if _, err := w.Write(head.Bytes()); err != nil {

@@ -157,7 +157,7 @@ func compact(ctx context.Context, store Store, index Index, f FileInfo, now time
 		return 0, fmt.Errorf("compact %s: %w", f.Name, err)
 	}
 	var b bytes.Buffer
-	if err := writeMember(&b, info); err != nil {
+	if err := writeMember(&b, info, nil); err != nil {
 		return 0, fmt.Errorf("compact %s: %w", f.Name, err)
 	}
 	head := b.Bytes()

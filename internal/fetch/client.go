@@ -391,12 +391,14 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 	}
 
 	sizeHint := c.bodySize.hint()
-	if enc := resp.Header.Get("Content-Encoding"); (enc == "" || strings.EqualFold(enc, "identity")) && resp.ContentLength > 0 {
+	enc := resp.Header.Get("Content-Encoding")
+	identity := enc == "" || strings.EqualFold(enc, "identity")
+	if identity && resp.ContentLength > 0 {
 		sizeHint = resp.ContentLength
 	}
 	var raw *rawTee
 	if req.Capture {
-		raw = &rawTee{r: resp.Body, max: c.cfg.MaxBodyBytes}
+		raw = &rawTee{r: resp.Body, max: c.cfg.MaxBodyBytes, identity: identity}
 		resp.Body = raw
 	}
 	body, err := readBody(resp.Body, resp.Header.Get("Content-Encoding"), c.cfg.MaxBodyBytes, false, sizeHint)
@@ -420,7 +422,7 @@ func (c *Client) Fetch(ctx context.Context, req Request) (Result, error) {
 		return res, nil
 	}
 	res.HTML, res.Charset = DecodeHTML(body, contentType)
-	res.Capture = raw.capture(resp, start)
+	res.Capture = raw.capture(resp, start, body)
 	return res, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
@@ -17,78 +18,239 @@ import (
 // row, which it inserts only when the check recorded something: new
 // links, revisions, removals made due, or the baseline. Index and check
 // commit together or not at all, so no row names a check that never was.
-// With removals on, the page's following state is read under its lock
-// first (the path a moved state takes in recordLinks): the job's state
-// cannot be tried optimistically inside the transaction, whose first
-// failed statement would abort it.
+//
+// The transaction takes two round trips (recordArchivedPipelined) where a
+// transaction of its statements one by one took five or six: that cost
+// PostgreSQL and the processor more than the row itself. A job whose
+// following state is unknown, or moved since (the optimistic statement
+// fails), takes recordArchivedLocked, which reads the state under the
+// page's lock first, as recordLinks does.
 func (s *Store) recordArchivedCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
+	if r := c.Removals; r.Checks > 0 && r.Keys != nil && !r.Followed.Known() {
+		return s.recordArchivedLocked(ctx, c, links)
+	}
+	rec, err := s.recordArchivedPipelined(ctx, c, links)
+	if isStateMoved(err) {
+		return s.recordArchivedLocked(ctx, c, links)
+	}
+	return rec, err
+}
+
+// recordArchivedPipelined is recordArchivedCheck for a job whose following
+// state is known: BEGIN goes with the check's statement in one batch, the
+// index row with COMMIT in another. A failure leaves the connection in a
+// transaction that is rolled back (or, failing that, the pool drops the
+// connection, which it does with any not idle).
+func (s *Store) recordArchivedPipelined(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return watch.Recorded{}, fmt.Errorf("record check: %w", err)
+	}
+	defer conn.Release()
+	q := &beginning{conn: conn}
+	rec, err := archivedStatement(ctx, q, c, links)
+	if err = errors.Join(err, q.close()); err != nil {
+		rollback(ctx, conn)
+		return watch.Recorded{}, err
+	}
+	if !recordedSomething(rec) {
+		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			return watch.Recorded{}, fmt.Errorf("commit check: %w", err)
+		}
+		return rec, nil
+	}
+	stmt, args, err := indexStatement(c, rec)
+	if err != nil {
+		rollback(ctx, conn)
+		return watch.Recorded{}, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(stmt, args...)
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, b)
+	rec.Snapshot, err = scanIndexed(br.QueryRow(), c.Snapshot)
+	if err == nil {
+		if _, err = br.Exec(); err != nil {
+			err = fmt.Errorf("commit check: %w", err)
+		}
+	}
+	if err = errors.Join(err, br.Close()); err != nil {
+		rollback(ctx, conn)
+		return watch.Recorded{}, err
+	}
+	return rec, nil
+}
+
+// archivedStatement sends the check's own statement through q, with the
+// job's following state when removals are followed.
+func archivedStatement(ctx context.Context, q querier, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
+	r := c.Removals
+	switch {
+	case len(links) == 0 && r.Keys == nil:
+		return recordSuccess(ctx, q, c)
+	case r.Checks <= 0:
+		return sendRecordLinks(ctx, q, c, links, notFollowing, nil)
+	case r.Keys == nil:
+		return sendRecordLinks(ctx, q, c, links, agingLinks(22), []any{r.Checks})
+	}
+	keys := sortedKeys(r.Keys)
+	due := len(nextFollow(*r.Followed, keys, r.Checks).due)
+	rec, err := sendFollowing(ctx, q, c, links, *r.Followed, keys)
+	rec.Due = due
+	return rec, err
+}
+
+// beginning is a querier whose first statement opens a transaction: BEGIN
+// and the statement are sent in one batch. Later statements run on the
+// connection, inside the transaction; close ends the batch.
+type beginning struct {
+	conn *pgxpool.Conn
+	br   pgx.BatchResults
+}
+
+func (b *beginning) send(ctx context.Context, sql string, args []any) error {
+	batch := &pgx.Batch{}
+	batch.Queue("BEGIN")
+	batch.Queue(sql, args...)
+	b.br = b.conn.SendBatch(ctx, batch)
+	if _, err := b.br.Exec(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	return nil
+}
+
+func (b *beginning) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if b.br != nil {
+		if err := b.close(); err != nil {
+			return nil, err
+		}
+		return b.conn.Query(ctx, sql, args...)
+	}
+	if err := b.send(ctx, sql, args); err != nil {
+		return nil, err
+	}
+	return b.br.Query()
+}
+
+func (b *beginning) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if b.br != nil {
+		if err := b.close(); err != nil {
+			return errRow{err}
+		}
+		return b.conn.QueryRow(ctx, sql, args...)
+	}
+	if err := b.send(ctx, sql, args); err != nil {
+		return errRow{err}
+	}
+	return b.br.QueryRow()
+}
+
+// close reads the batch to its end (again: a no-op); its error is the
+// batch's first. A statement after the first closes the batch, which the
+// connection must finish before it sends another.
+func (b *beginning) close() error {
+	if b.br == nil {
+		return nil
+	}
+	return b.br.Close()
+}
+
+// errRow is a pgx.Row that fails with err.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// rollback ends the failed transaction on conn. Should it fail too, the
+// pool drops the connection on release, since it is not idle.
+func rollback(ctx context.Context, conn *pgxpool.Conn) {
+	_, _ = conn.Exec(ctx, "ROLLBACK")
+}
+
+// recordedSomething reports whether a check recorded what a snapshot is
+// kept for.
+func recordedSomething(rec watch.Recorded) bool {
+	return rec.Baseline || len(rec.Updates) > 0 || rec.Revisions > 0 || rec.Due > 0
+}
+
+// recordArchivedLocked is recordArchivedCheck reading the page's following
+// state under its lock first: the job's state cannot be tried
+// optimistically here, since a failed statement aborts the transaction.
+func (s *Store) recordArchivedLocked(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
 	var rec watch.Recorded
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		r := c.Removals
-		switch {
-		case len(links) == 0 && r.Keys == nil:
-			rec, err = recordSuccess(ctx, tx, c)
-		case r.Checks <= 0:
-			rec, err = sendRecordLinks(ctx, tx, c, links, notFollowing, nil)
-		case r.Keys == nil:
-			rec, err = sendRecordLinks(ctx, tx, c, links, agingLinks(22), []any{r.Checks})
-		default:
+		if r.Checks <= 0 || r.Keys == nil {
+			rec, err = archivedStatement(ctx, tx, c, links)
+		} else {
 			var f watch.Followed
 			if f, err = readFollowed(ctx, tx, c.PageID); err != nil {
 				return err
 			}
 			keys := sortedKeys(r.Keys)
-			rec.Due = len(nextFollow(f, keys, r.Checks).due)
-			due := rec.Due
+			due := len(nextFollow(f, keys, r.Checks).due)
 			rec, err = sendFollowing(ctx, tx, c, links, f, keys)
-			rec.Due, rec.Recomputed = due, !r.Followed.Known()
+			rec.Due, rec.Recomputed = due, true
 		}
+		if err != nil || !recordedSomething(rec) {
+			return err
+		}
+		stmt, args, err := indexStatement(c, rec)
 		if err != nil {
 			return err
 		}
-		if rec.Baseline || len(rec.Updates) > 0 || rec.Revisions > 0 || rec.Due > 0 {
-			rec.Snapshot, err = indexSnapshot(ctx, tx, c, rec)
-		}
+		rec.Snapshot, err = scanIndexed(tx.QueryRow(ctx, stmt, args...), c.Snapshot)
 		return err
 	})
 	return rec, err
 }
 
-// indexSnapshot inserts the index row of the check's snapshot and, for a
-// record that holds its payload, makes it the page's original. A revisit
-// whose original is no longer indexed (retention took it while the job
-// was in flight) is not indexed: it would name a payload nobody can read.
-// A redelivered check inserts nothing (record_id is unique); 0 then.
-func indexSnapshot(ctx context.Context, tx pgx.Tx, c watch.Check, rec watch.Recorded) (int64, error) {
+// indexStatement returns the statement that inserts the index row of the
+// check's snapshot and, for a record that holds its payload, makes it the
+// page's original, in one statement. A revisit whose original is no
+// longer indexed (retention took it while the job was in flight) is not
+// indexed: it would name a payload nobody can read. A redelivered check
+// inserts nothing (record_id is unique).
+func indexStatement(c watch.Check, rec watch.Recorded) (string, []any, error) {
 	ref := c.Snapshot
+	var orig []byte
+	if ref.RevisitOf == "" {
+		var err error
+		orig, err = json.Marshal(watch.SnapshotOriginal{RecordID: ref.RecordID, PayloadDigest: ref.PayloadDigest,
+			TargetURI: ref.TargetURI, Date: ref.WrittenAt})
+		if err != nil {
+			return "", nil, fmt.Errorf("index snapshot %s: %w", ref.RecordID, err)
+		}
+	}
+	return `
+		WITH ins AS (
+			INSERT INTO snapshots (page_id, check_id, fetched_at, file, file_offset, length, record_id, payload_digest,
+				revisit_of, target_uri, status, content_type, payload_bytes, baseline, updates, revisions, removals, rendered_bytes)
+			SELECT $1, $2::uuid, $3, $4, $5, $6, $7, $8, o.id, $10, $11, $12, $13, $14, $15, $16, $17, nullif($19::bigint, 0)
+			FROM (SELECT NULL) AS one LEFT JOIN snapshots o ON o.record_id = $9 AND o.page_id = $1
+			WHERE $9 = '' OR o.id IS NOT NULL
+			ON CONFLICT (record_id) DO NOTHING
+			RETURNING id
+		), original AS (
+			UPDATE pages SET snapshot_original = $18
+			WHERE id = $1 AND $18::jsonb IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
+		)
+		SELECT id FROM ins`,
+		[]any{c.PageID, ref.CheckID, c.FetchedAt, ref.File, ref.Offset, ref.Length, ref.RecordID, ref.PayloadDigest,
+			ref.RevisitOf, ref.TargetURI, ref.Status, ref.ContentType, ref.PayloadBytes, rec.Baseline,
+			len(rec.Updates), rec.Revisions, rec.Due, orig, ref.RenderedBytes}, nil
+}
+
+// scanIndexed reads indexStatement's result: the row's id, 0 when none was
+// inserted.
+func scanIndexed(row pgx.Row, ref *watch.SnapshotRef) (int64, error) {
 	var id int64
-	err := tx.QueryRow(ctx, `
-		INSERT INTO snapshots (page_id, check_id, fetched_at, file, file_offset, length, record_id, payload_digest,
-			revisit_of, target_uri, status, content_type, payload_bytes, baseline, updates, revisions, removals, rendered_bytes)
-		SELECT $1, $2::uuid, $3, $4, $5, $6, $7, $8, o.id, $10, $11, $12, $13, $14, $15, $16, $17, nullif($18::bigint, 0)
-		FROM (SELECT NULL) AS one LEFT JOIN snapshots o ON o.record_id = $9 AND o.page_id = $1
-		WHERE $9 = '' OR o.id IS NOT NULL
-		ON CONFLICT (record_id) DO NOTHING
-		RETURNING id`,
-		c.PageID, ref.CheckID, c.FetchedAt, ref.File, ref.Offset, ref.Length, ref.RecordID, ref.PayloadDigest,
-		ref.RevisitOf, ref.TargetURI, ref.Status, ref.ContentType, ref.PayloadBytes, rec.Baseline,
-		len(rec.Updates), rec.Revisions, rec.Due, ref.RenderedBytes).Scan(&id)
+	err := row.Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("index snapshot %s: %w", ref.RecordID, err)
-	}
-	if ref.RevisitOf == "" {
-		orig, err := json.Marshal(watch.SnapshotOriginal{RecordID: ref.RecordID, PayloadDigest: ref.PayloadDigest,
-			TargetURI: ref.TargetURI, Date: ref.WrittenAt})
-		if err != nil {
-			return 0, fmt.Errorf("index snapshot %s: %w", ref.RecordID, err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE pages SET snapshot_original = $2 WHERE id = $1`, c.PageID, orig); err != nil {
-			return 0, fmt.Errorf("index snapshot %s: %w", ref.RecordID, err)
-		}
 	}
 	return id, nil
 }

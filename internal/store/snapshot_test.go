@@ -65,6 +65,90 @@ func TestSnapshotIndexedWithChecksThatFindSomething(t *testing.T) {
 	}
 }
 
+// TestSnapshotWithTheJobsFollowingState records checks with a snapshot
+// and the following state their jobs carry (the two round trip path): the
+// baseline is indexed and becomes the page's original; a job whose state
+// moved since is taken again under the lock and still makes its removal
+// due; a redelivery indexes nothing twice; a revisit is indexed without
+// becoming the original.
+func TestSnapshotWithTheJobsFollowingState(t *testing.T) {
+	t.Parallel()
+	st, pool := openStore(t)
+	ctx := context.Background()
+	page, err := st.CreatePage(ctx, watch.PageSpec{URL: "https://news.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	record := func(n int, state *watch.Followed, ref *watch.SnapshotRef, urls ...string) watch.Recorded {
+		t.Helper()
+		ls := links(urls...)
+		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: t0.Add(time.Duration(n) * time.Second), Status: 200,
+			FullSet: true, Removals: watch.Removals{Checks: 2, Keys: keysOf(ls), Followed: state}, Snapshot: ref}, ls)
+		if err != nil {
+			t.Fatalf("check %d: %v", n, err)
+		}
+		return rec
+	}
+	original := func() string {
+		t.Helper()
+		var id *string
+		if err := pool.QueryRow(ctx, `SELECT snapshot_original->>'recordId' FROM pages WHERE id = $1`, page.ID).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if id == nil {
+			return ""
+		}
+		return *id
+	}
+	first := scheduledState(t, st, pool, page.ID)
+	if !first.Known() {
+		t.Fatalf("the first job's state %+v is not known", first)
+	}
+	if rec := record(1, first, snapshotRef(1), "https://news.example/a", "https://news.example/b"); rec.Snapshot == 0 || !rec.Baseline {
+		t.Fatalf("baseline %+v not indexed", rec)
+	}
+	if got := original(); got != "urn:uuid:rec-1" {
+		t.Fatalf("the page's original is %q after its baseline, want urn:uuid:rec-1", got)
+	}
+	if rec := record(2, scheduledState(t, st, pool, page.ID), snapshotRef(2), "https://news.example/a"); rec.Snapshot != 0 || rec.Due != 0 {
+		t.Fatalf("a check with a link pending removal %+v: indexed, want not", rec)
+	}
+	// The first job's state again: it moved (check 2 made b pending), so
+	// the check is taken again with the state read under the lock.
+	ref3 := snapshotRef(3)
+	rec := record(3, first, ref3, "https://news.example/a")
+	if rec.Snapshot == 0 || rec.Due != 1 || !rec.Recomputed {
+		t.Fatalf("the check with a moved state that makes the removal due %+v: want it indexed with 1 due, recomputed", rec)
+	}
+	if got := original(); got != "urn:uuid:rec-3" {
+		t.Fatalf("the page's original is %q, want urn:uuid:rec-3", got)
+	}
+	var rows int
+	count := func() int {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM snapshots WHERE page_id = $1`, page.ID).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	redelivered, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: t0.Add(3 * time.Second), Status: 200, FullSet: true,
+		Removals: watch.Removals{Checks: 2, Keys: keysOf(links("https://news.example/a")), Followed: scheduledState(t, st, pool, page.ID)},
+		Snapshot: ref3}, links("https://news.example/a"))
+	if err != nil || redelivered.Snapshot != 0 || count() != 2 {
+		t.Fatalf("redelivered check: %+v %v, %d rows; want no new row of 2", redelivered, err, rows)
+	}
+	ref := snapshotRef(4)
+	ref.RevisitOf = "urn:uuid:rec-3"
+	rec = record(4, scheduledState(t, st, pool, page.ID), ref, "https://news.example/a", "https://news.example/c")
+	if len(rec.Updates) != 1 || rec.Snapshot == 0 {
+		t.Fatalf("a revisit with an update %+v: want it indexed", rec)
+	}
+	if got := original(); got != "urn:uuid:rec-3" || count() != 3 {
+		t.Fatalf("after a revisit the page's original is %q with %d rows, want urn:uuid:rec-3 with 3", got, rows)
+	}
+}
+
 // TestSnapshotRetentionKeepsWhatIsReferred expires and evicts snapshots:
 // the oldest go first, but never an original a revisit refers to, nor the
 // page's current original (a job in flight may carry it).
