@@ -104,8 +104,8 @@ func TestRenderHintFollowsTheLastCheck(t *testing.T) {
 }
 
 // Turning rendering on or off re-baselines a page with a baseline, since
-// the links a script inserts were on the page all along; so does a new
-// selector of a rendered page. A page without a baseline, a selector of a
+// the links a script inserts were on the page all along; so do a new
+// selector and a new list of allowed hosts of a rendered page. A page without a baseline, a selector of a
 // page not rendered and an edit of something else re-baseline nothing.
 func TestRenderChangeRebaselines(t *testing.T) {
 	t.Parallel()
@@ -152,6 +152,16 @@ func TestRenderChangeRebaselines(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending("the same selector again", false)
+	allow := []string{"cdn.example"}
+	if _, err := st.EditPage(ctx, p.ID, watch.PageEdit{RenderAllow: &allow}); err != nil {
+		t.Fatal(err)
+	}
+	pending("a new allow list of a rendered page", true)
+	checked()
+	if _, err := st.EditPage(ctx, p.ID, watch.PageEdit{RenderAllow: &allow}); err != nil {
+		t.Fatal(err)
+	}
+	pending("the same allow list again", false)
 	if p, err = st.EditPage(ctx, p.ID, watch.PageEdit{Render: &off}); err != nil || !p.RebaselinePending {
 		t.Fatalf("render off: rebaseline %t, %v; want it", p.RebaselinePending, err)
 	}
