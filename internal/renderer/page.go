@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
+	"github.com/portalwatch/portalwatch/internal/urlnorm"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -46,11 +48,15 @@ var blockedTypes = map[network.ResourceType]bool{
 
 // tab is the state of one page in the browser, fed by its events.
 type tab struct {
-	r        *Renderer
-	sess     *session
-	ctx      context.Context // the tab's, for the answers to paused requests
-	navURL   string
-	doc      watch.FetchResult
+	r      *Renderer
+	sess   *session
+	ctx    context.Context // the tab's, for the answers to paused requests
+	navURL string
+	doc    watch.FetchResult
+	// headers are the page's request headers in clear, which the page's
+	// own site gets on every request of the page (site is its host).
+	headers  []watch.Header
+	site     string
 	served   atomic.Bool
 	requests atomic.Int32
 
@@ -62,8 +68,10 @@ type tab struct {
 }
 
 // page renders doc in a new tab of b whose browser context sends its
-// traffic to sess, and returns the DOM. ctx bounds it all.
-func (r *Renderer) page(ctx context.Context, b *browser, sess *session, pageURL *url.URL, doc watch.FetchResult, waitFor string) (string, error) {
+// traffic to sess, and returns the DOM. The requests of the page to its
+// own site carry headers. ctx bounds it all.
+func (r *Renderer) page(ctx context.Context, b *browser, sess *session, pageURL *url.URL, doc watch.FetchResult, waitFor string,
+	headers []watch.Header) (string, error) {
 	began := time.Now()
 	tabCtx, cancelTab := chromedp.NewContext(b.ctx, contextThrough(sess))
 	defer func() {
@@ -77,7 +85,8 @@ func (r *Renderer) page(ctx context.Context, b *browser, sess *session, pageURL 
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	t := &tab{r: r, sess: sess, ctx: runCtx, navURL: nav.String(), doc: doc, inflight: map[network.RequestID]bool{}, last: time.Now()}
+	t := &tab{r: r, sess: sess, ctx: runCtx, navURL: nav.String(), doc: doc, headers: headers, site: pageURL.Host,
+		inflight: map[network.RequestID]bool{}, last: time.Now()}
 	// The target is made on the first call, with the tab's own context,
 	// so that the deadline does not close it under chromedp.
 	created := make(chan error, 1)
@@ -260,7 +269,32 @@ func (t *tab) decide(ev *fetch.EventRequestPaused) {
 		chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}) //nolint:errcheck // as above
 		return
 	}
-	chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}) //nolint:errcheck // as above
+	chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID, Headers: t.withHeaders(ev)}) //nolint:errcheck // as above
+}
+
+// withHeaders returns the headers of a request of the page to its own
+// site with the page's request headers over them (a members' site answers
+// its scripts' requests only with the page's cookie), nil for a request
+// elsewhere, which goes as the browser made it. Set here, below the page,
+// a cookie never reaches the page's scripts (document.cookie) nor another
+// site.
+func (t *tab) withHeaders(ev *fetch.EventRequestPaused) []*fetch.HeaderEntry {
+	if len(t.headers) == 0 || !urlnorm.SameSite(t.site, ev.Request.URL) {
+		return nil
+	}
+	out := make([]*fetch.HeaderEntry, 0, len(ev.Request.Headers)+len(t.headers))
+	for name, v := range ev.Request.Headers {
+		if slices.ContainsFunc(t.headers, func(h watch.Header) bool { return strings.EqualFold(h.Name, name) }) {
+			continue
+		}
+		if s, ok := v.(string); ok {
+			out = append(out, &fetch.HeaderEntry{Name: name, Value: s})
+		}
+	}
+	for _, h := range t.headers {
+		out = append(out, &fetch.HeaderEntry{Name: h.Name, Value: h.Value})
+	}
+	return out
 }
 
 // refusal says why a request is refused, "" when it may go to the proxy.

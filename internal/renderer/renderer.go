@@ -365,7 +365,7 @@ func (r *Renderer) renderOnce(ctx context.Context, req watch.FetchRequest, doc w
 	defer cancel()
 	start := time.Now()
 	go func() {
-		dom, err := r.page(pageCtx, b, sess, pageURL, doc, req.WaitFor)
+		dom, err := r.page(pageCtx, b, sess, pageURL, doc, req.WaitFor, req.Header)
 		done <- outcome{dom, err}
 	}()
 	grace := time.NewTimer(r.cfg.PageTimeout + 5*time.Second)

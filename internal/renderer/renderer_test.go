@@ -245,3 +245,59 @@ for (let i = 0; i < 20; i++) fetch('/n/' + i).catch(() => {});
 		t.Errorf("want the static link and the 4 MiB response cut:\n%.3000s", res.HTML)
 	}
 }
+
+// A page's request headers go with its scripts' requests to its own site,
+// so a members' page whose JSON needs the cookie renders its links, while
+// the page's scripts never read the cookie; without the headers the same
+// page shows nothing (control).
+func TestRenderSendsThePagesHeadersToItsSite(t *testing.T) {
+	const cookie = "session=s3cr3t"
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, `<!doctype html><html><body><main id="news"></main><p id="jar"></p><script>
+document.getElementById('jar').textContent = 'jar:' + document.cookie;
+fetch('/members.json').then(r => r.json()).then(ls => {
+  const m = document.getElementById('news');
+  for (const l of ls) { const a = document.createElement('a'); a.href = l.url; a.textContent = l.text; m.appendChild(a); }
+}).catch(() => {});
+</script></body></html>`)
+	})
+	var asked, refused atomic.Int64
+	mux.HandleFunc("/members.json", func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		if r.Header.Get("Cookie") != cookie || r.Header.Get("Accept-Language") != "de" {
+			refused.Add(1)
+			http.Error(w, "members only", http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `[{"url":"/story/members","text":"Members story"}]`)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	r := newRenderer(t, Config{AllowPrivate: true, Idle: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	headers := []watch.Header{{Name: "Cookie", Value: cookie}, {Name: "Accept-Language", Value: "de"}}
+	res, err := r.Fetch(ctx, watch.FetchRequest{URL: srv.URL + "/", Header: headers})
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	dom := string(res.HTML)
+	if !strings.Contains(dom, "Members story") {
+		t.Errorf("with the page's headers the DOM lacks the members' links (asked %d, refused %d):\n%s", asked.Load(), refused.Load(), dom)
+	}
+	if strings.Contains(dom, "s3cr3t") || !strings.Contains(dom, "jar:") {
+		t.Errorf("the page's scripts read the cookie, or did not run:\n%s", dom)
+	}
+
+	control, err := r.Fetch(ctx, watch.FetchRequest{URL: srv.URL + "/"})
+	if err != nil {
+		t.Fatalf("render without headers: %v", err)
+	}
+	if strings.Contains(string(control.HTML), "Members story") || refused.Load() == 0 {
+		t.Errorf("without the page's headers the members' links came anyway (refused %d)", refused.Load())
+	}
+}
