@@ -107,26 +107,34 @@ func (s *sourcesListCmd) Run(c *cli) error {
 
 type sourcesSetCmd struct {
 	ID       string `arg:"" name:"source-id" help:"The source's id (the ID column of watchctl sources PAGE_ID)."`
-	Interval string `required:"" placeholder:"D|page" help:"Time between the source's checks (10s, 2m, 1h, 1d), at least ${min_interval}; page follows its page's interval again."`
+	Interval string `placeholder:"D|page" help:"Time between the source's checks (10s, 2m, 1h, 1d), at least ${min_interval}; page follows its page's interval again."`
+	Paused   *bool  `name:"paused" placeholder:"true|false" help:"Pause the source (true: kept, not checked) or resume it (false: its next check is a silent baseline)."`
 	JSON     bool   `name:"json" help:"Print the source as one JSON object."`
 }
 
-// Run changes how often one source is checked.
+// Run changes how often one source is checked, or pauses or resumes it.
 func (s *sourcesSetCmd) Run(c *cli) error {
 	id, err := parseID(s.ID)
 	if err != nil {
 		return err
 	}
-	d, err := watch.ParseSourceInterval(s.Interval)
-	if err != nil {
-		return usagef("--interval: %v", err)
+	if s.Interval == "" && s.Paused == nil {
+		return usagef("nothing to change: give --interval, --paused or both")
+	}
+	edit := watch.SourceEdit{Paused: s.Paused}
+	if s.Interval != "" {
+		d, err := watch.ParseSourceInterval(s.Interval)
+		if err != nil {
+			return usagef("--interval: %v", err)
+		}
+		edit.Interval = &d
 	}
 	st, err := c.open()
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	src, err := st.EditSource(c.ctx, id, watch.SourceEdit{Interval: &d})
+	src, err := st.EditSource(c.ctx, id, edit)
 	if errors.Is(err, watch.ErrSourceNotFound) {
 		return usagef("no source has id %d: `watchctl sources PAGE_ID` lists a page's sources with their ids", id)
 	}
@@ -140,7 +148,15 @@ func (s *sourcesSetCmd) Run(c *cli) error {
 	if src.CheckInterval == 0 {
 		every += ", its page's interval"
 	}
+	if src.Paused {
+		fmt.Fprintf(c.stdout, "source %d of page %d (%s %s): paused, not checked until `watchctl sources set %d --paused=false`\n",
+			src.ID, src.PageID, src.Kind, src.URL, src.ID)
+		return nil
+	}
 	fmt.Fprintf(c.stdout, "source %d of page %d (%s %s): checked %s; next check %s\n", src.ID, src.PageID, src.Kind, src.URL, every,
 		src.NextCheckAt.Local().Format("2006-01-02 15:04:05"))
+	if s.Paused != nil {
+		fmt.Fprintf(c.stdout, "source %d: not paused; if it was, its next check is a silent baseline (what it lists now is recorded, not reported as new)\n", src.ID)
+	}
 	return nil
 }

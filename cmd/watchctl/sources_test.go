@@ -82,10 +82,19 @@ func TestSourceIntervalFromTheCommandLine(t *testing.T) {
 	if code, out, _ := runCLI(t, e, "sources", "set", "1", "--interval", "page"); code != exitOK || !strings.Contains(out, "every 10m, its page's interval") {
 		t.Fatalf("sources set --interval page: exit %d %q", code, out)
 	}
+	if code, out, _ := runCLI(t, e, "sources", "set", "1", "--paused=true"); code != exitOK || !strings.Contains(out, "paused, not checked until") {
+		t.Fatalf("sources set --paused=true: exit %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, e, "sources", "1"); code != exitOK || !strings.Contains(out, "paused") {
+		t.Fatalf("sources of a page with a paused feed: exit %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, e, "sources", "set", "1", "--paused=false"); code != exitOK || !strings.Contains(out, "silent baseline") {
+		t.Fatalf("sources set --paused=false: exit %d %q", code, out)
+	}
 	for _, c := range []struct{ args, want string }{
 		{"sources set 1 --interval 5s", "the shortest is 10s; or \"page\""},
 		{"sources set 1 --interval often", "is not a duration"},
-		{"sources set 1", "--interval"},
+		{"sources set 1", "give --interval, --paused or both"},
 		{"sources set 9 --interval 1m", "no source has id 9"},
 	} {
 		if code, _, errOut := runCLI(t, e, strings.Fields(c.args)...); code != exitUsage || !strings.Contains(errOut, c.want) {

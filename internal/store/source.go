@@ -68,7 +68,7 @@ func (s *Store) ClaimDueSources(ctx context.Context, p watch.ClaimParams, discov
 	rows, err := tx.Query(ctx, `
 		WITH due AS (
 			SELECT s.id, s.next_check_at FROM sources s JOIN pages p ON p.id = s.page_id
-			WHERE s.enabled AND s.next_check_at <= now() AND (s.lease_until IS NULL OR s.lease_until <= now())
+			WHERE s.enabled AND NOT s.paused AND s.next_check_at <= now() AND (s.lease_until IS NULL OR s.lease_until <= now())
 				AND p.enabled AND p.deleted_at IS NULL AND `+sourceChosen("s.kind", "p.sources")+`
 			ORDER BY s.next_check_at
 			LIMIT $1
@@ -416,7 +416,7 @@ func (s *Store) Sources(ctx context.Context, id int64) ([]watch.Source, error) {
 const sourceColumns = `s.id, s.page_id, s.kind, s.url, s.title, s.enabled, s.next_check_at, s.last_checked_at, coalesce(s.last_status, 0),
 	coalesce(s.last_error, ''), s.consecutive_failures, s.baseline_at, s.discovered_at, s.found_at,
 	(CASE s.kind WHEN '` + watch.SourceFeed + `' THEN '` + watch.SourcesFeeds + `' ELSE '` + watch.SourcesSitemaps + `' END) = ANY(p.sources),
-	coalesce((extract(epoch FROM s.check_interval) * 1000)::bigint, 0), (extract(epoch FROM p.check_interval) * 1000)::bigint`
+	coalesce((extract(epoch FROM s.check_interval) * 1000)::bigint, 0), (extract(epoch FROM p.check_interval) * 1000)::bigint, s.paused`
 
 func scanSource(r pgx.CollectableRow) (watch.Source, error) {
 	var (
@@ -425,7 +425,7 @@ func scanSource(r pgx.CollectableRow) (watch.Source, error) {
 	)
 	err := r.Scan(&src.ID, &src.PageID, &src.Kind, &src.URL, &src.Title, &src.Enabled, &src.NextCheckAt, &src.LastCheckedAt,
 		&src.LastStatus, &src.LastError, &src.ConsecutiveFailures, &src.BaselineAt, &src.DiscoveredAt, &src.FoundAt, &src.Chosen,
-		&ownMS, &pageMS)
+		&ownMS, &pageMS, &src.Paused)
 	src.CheckInterval, src.PageInterval = time.Duration(ownMS)*time.Millisecond, time.Duration(pageMS)*time.Millisecond
 	return src, err
 }
@@ -449,13 +449,22 @@ func (s *Store) EditSource(ctx context.Context, id int64, e watch.SourceEdit) (w
 		WITH edited AS (
 			UPDATE sources s SET
 				check_interval = CASE WHEN $2 THEN nullif($3::bigint, 0) * interval '1 millisecond' ELSE s.check_interval END,
-				next_check_at = CASE WHEN $2 THEN least(s.next_check_at,
-					now() + coalesce(nullif($3::bigint, 0) * interval '1 millisecond', p.check_interval)) ELSE s.next_check_at END
+				next_check_at = CASE WHEN $4 AND s.paused AND NOT $5 THEN now()
+					WHEN $2 THEN least(s.next_check_at,
+					now() + coalesce(nullif($3::bigint, 0) * interval '1 millisecond', p.check_interval)) ELSE s.next_check_at END,
+				paused = CASE WHEN $4 THEN $5 ELSE s.paused END,
+				-- Resumed: what the source listed meanwhile is its baseline,
+				-- as for a source chosen anew.
+				baseline_at = CASE WHEN $4 AND s.paused AND NOT $5 THEN NULL ELSE s.baseline_at END,
+				items_digest = CASE WHEN $4 AND s.paused AND NOT $5 THEN NULL ELSE s.items_digest END,
+				etag = CASE WHEN $4 AND s.paused AND NOT $5 THEN NULL ELSE s.etag END,
+				last_modified = CASE WHEN $4 AND s.paused AND NOT $5 THEN NULL ELSE s.last_modified END,
+				lease_until = CASE WHEN $4 AND $5 THEN NULL ELSE s.lease_until END
 			FROM pages p
 			WHERE s.id = $1 AND p.id = s.page_id AND p.deleted_at IS NULL
 			RETURNING s.*
 		)
-		SELECT `+sourceColumns+` FROM edited s JOIN pages p ON p.id = s.page_id`, id, ms != nil, ms)
+		SELECT `+sourceColumns+` FROM edited s JOIN pages p ON p.id = s.page_id`, id, ms != nil, ms, e.Paused != nil, e.Paused != nil && *e.Paused)
 	if err != nil {
 		return watch.Source{}, fmt.Errorf("edit source %d: %w", id, interpretError(err))
 	}

@@ -398,3 +398,55 @@ func TestSourceInterval(t *testing.T) {
 		t.Fatalf("a source of a page in the trash: %v; want ErrSourceNotFound", err)
 	}
 }
+
+// A paused source is listed and not claimed; discovery finding it again
+// does not resume it; resumed, it is due at once and its check is a
+// silent baseline.
+func TestPausedSourceIsNotChecked(t *testing.T) {
+	t.Parallel()
+	st, db := openStore(t)
+	ctx := context.Background()
+	page, feed := sourcePage(t, st, "https://paused.example/")
+	if _, err := db.Exec(ctx, `UPDATE sources SET baseline_at = now(), items_digest = 'd', etag = '"e"', next_check_at = now() - interval '1 second'
+		WHERE id = $1`, feed.ID); err != nil {
+		t.Fatal(err)
+	}
+	claimed := func() int {
+		t.Helper()
+		n, err := st.ClaimDueSources(ctx, watch.ClaimParams{Limit: 10, Lease: time.Minute}, 0,
+			func(context.Context, []watch.Job) ([]watch.Postponed, error) { return nil, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Jobs
+	}
+	yes, no := true, false
+	src, err := st.EditSource(ctx, feed.ID, watch.SourceEdit{Paused: &yes})
+	if err != nil || !src.Paused || src.Status() != "paused" {
+		t.Fatalf("paused: %+v, %v", src, err)
+	}
+	if n := claimed(); n != 0 {
+		t.Fatalf("a paused source was claimed (%d jobs)", n)
+	}
+	if err := st.RecordDiscovery(ctx, page.ID, []watch.DiscoveredSource{{Kind: watch.SourceFeed, URL: feed.URL}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := st.Sources(ctx, page.ID)
+	if err != nil || len(listed) != 1 || !listed[0].Paused || listed[0].BaselineAt == nil {
+		t.Fatalf("after discovery found it again: %+v, %v; want it still paused, its baseline kept", listed, err)
+	}
+	if src, err = st.EditSource(ctx, feed.ID, watch.SourceEdit{Paused: &no}); err != nil || src.Paused || src.BaselineAt != nil ||
+		src.Status() != "pending" || time.Until(src.NextCheckAt) > time.Second {
+		t.Fatalf("resumed: %+v, %v; want it due now, pending a silent baseline", src, err)
+	}
+	var digest, etag *string
+	if err := db.QueryRow(ctx, `SELECT items_digest, etag FROM sources WHERE id = $1`, feed.ID).Scan(&digest, &etag); err != nil || digest != nil || etag != nil {
+		t.Fatalf("resumed with items digest %v, etag %v (%v); want both cleared, so the baseline reads it whole", digest, etag, err)
+	}
+	if n := claimed(); n != 1 {
+		t.Fatalf("a resumed source was not claimed (%d jobs)", n)
+	}
+	if src, err = st.EditSource(ctx, feed.ID, watch.SourceEdit{Paused: &no}); err != nil || src.Paused {
+		t.Fatalf("resumed again: %+v, %v", src, err)
+	}
+}

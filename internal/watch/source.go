@@ -130,6 +130,8 @@ type Source struct {
 	// Shown through Schedule, not as a number of nanoseconds.
 	CheckInterval time.Duration `json:"-"`
 	PageInterval  time.Duration `json:"-"`
+	// Paused says a person paused the source: kept, not checked.
+	Paused bool `json:"paused"`
 }
 
 // EffectiveInterval is the time between the source's checks: its own, or its
@@ -172,6 +174,9 @@ type SourceEdit struct {
 	// Interval is the source's own time between checks, at least
 	// MinInterval; 0 makes it follow its page's interval again.
 	Interval *time.Duration
+	// Paused pauses the source (true) or resumes it (false); a resumed
+	// source's next check is a silent baseline.
+	Paused *bool
 }
 
 // ParseSourceInterval reads a source's interval as people give it: a
@@ -204,11 +209,14 @@ func (e SourceEdit) Validate() error {
 }
 
 // Status is one word for the source's state: disabled (discovery no
-// longer finds it), not_chosen, pending (not checked yet), failing or ok.
+// longer finds it), paused (by a person), not_chosen, pending (not
+// checked yet), failing or ok.
 func (s Source) Status() string {
 	switch {
 	case !s.Enabled:
 		return "disabled"
+	case s.Paused:
+		return "paused"
 	case !s.Chosen:
 		return "not_chosen"
 	case s.LastError != "":

@@ -44,10 +44,14 @@ type sourceEditJSON struct {
 	// Interval is a duration ("2m", "1h") or "page" to follow the page's
 	// interval again.
 	Interval *string `json:"interval"`
+	// Paused pauses the source (true) or resumes it (false): a resumed
+	// source's next check is a silent baseline.
+	Paused *bool `json:"paused"`
 }
 
 // apiEditSource answers PATCH /api/v1/sources/{id}: changes how often a
-// feed or news sitemap is checked, and answers the source as stored.
+// feed or news sitemap is checked, or pauses or resumes it, and answers
+// the source as stored.
 func (s *Server) apiEditSource(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
@@ -58,20 +62,24 @@ func (s *Server) apiEditSource(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeJSON(w, r, &in) {
 		return
 	}
-	if in.Interval == nil {
-		s.problem(w, r, http.StatusBadRequest, `give interval: a duration such as "2m", or "page" to follow the page's interval`)
+	if in.Interval == nil && in.Paused == nil {
+		s.problem(w, r, http.StatusBadRequest, `give interval (a duration such as "2m", or "page" to follow the page's interval), paused (true or false), or both`)
 		return
 	}
-	d, err := watch.ParseSourceInterval(*in.Interval)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	edit := watch.SourceEdit{Paused: in.Paused}
+	if in.Interval != nil {
+		d, err := watch.ParseSourceInterval(*in.Interval)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		edit.Interval = &d
 	}
 	if s.deps.SourceEditor == nil {
 		s.problem(w, r, http.StatusServiceUnavailable, "this server changes no sources")
 		return
 	}
-	src, err := s.deps.SourceEditor.EditSource(r.Context(), id, watch.SourceEdit{Interval: &d})
+	src, err := s.deps.SourceEditor.EditSource(r.Context(), id, edit)
 	if errors.Is(err, watch.ErrSourceNotFound) {
 		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("no source has id %d: GET /api/v1/pages/{id}/sources lists a page's sources with their ids", id))
 		return

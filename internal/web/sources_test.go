@@ -134,6 +134,14 @@ func TestAPISourceInterval(t *testing.T) {
 	if got := decode[sourceJSON](t, b); resp.StatusCode != 200 || got.Interval != "10m0s" || !got.FollowsPage {
 		t.Fatalf("interval page: %d %s", resp.StatusCode, b)
 	}
+	resp, b = e.do("PATCH", path, e.writeTk, `{"paused":true}`)
+	if got := decode[sourceJSON](t, b); resp.StatusCode != 200 || !got.Paused || got.Status != "paused" {
+		t.Fatalf("paused: %d %s", resp.StatusCode, b)
+	}
+	resp, b = e.do("PATCH", path, e.writeTk, `{"paused":false}`)
+	if got := decode[sourceJSON](t, b); resp.StatusCode != 200 || got.Paused || got.Status != "pending" {
+		t.Fatalf("resumed: %d %s; want it pending its silent baseline", resp.StatusCode, b)
+	}
 	for _, c := range []struct {
 		path, body string
 		status     int
