@@ -363,7 +363,12 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 	}
 	s.healthChanged(log, rec)
 
-	// Only now, with the links committed, may the cache say "seen".
+	// Only now, with the links committed, may the cache say "seen"; and
+	// only for a check whose texts are the page's.
+	if rec.Stale && len(codes) > 0 {
+		log.Debug("stale check: its links stay out of the seen-set", "links", len(codes))
+		codes = nil
+	}
 	if len(codes) > 0 {
 		if err := s.seen.Add(ctx, task.ID, codes); err != nil {
 			s.metrics.cacheFails.Inc()

@@ -94,6 +94,33 @@ func TestRewrittenHeadlineIsOneRevision(t *testing.T) {
 	}
 }
 
+// A late redelivery of a check from before a rewrite (the processor killed
+// after its commit, before its ack) changes no text and puts none of its
+// texts in the seen-set: the old headline coming back is still a rewrite,
+// as in the chaos suite's revision that went missing.
+func TestStaleCheckKeepsItsTextsOutOfTheSeenSet(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, "", processor.Config{Revisions: watch.DefaultRevisionCaps})
+	paths := []string{"/a", "/b"}
+	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"})) // baseline
+	before := f.titled(paths, []string{"Storm nears", "Budget passes"})
+	before.FetchedAt = f.clock.Add(time.Second)
+	f.deliver(t, before)
+	f.deliver(t, f.titled(paths, []string{"Storm hits the coast", "Budget passes"}))
+	f.deliver(t, before) // late: older than the rewrite
+	if text := f.storedText(t, "/a"); text != "Storm hits the coast" {
+		t.Fatalf("stored text %q after a stale check; want the rewrite kept", text)
+	}
+	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"}))
+	want := []string{
+		"link.rewritten https://portal.example/a Storm nears → Storm hits the coast",
+		"link.rewritten https://portal.example/a Storm hits the coast → Storm nears",
+	}
+	if got := f.events(t); !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
+
 // A redesign that rewrites more headlines than the cap records none, a
 // link keeps at most its cap of revisions, a baseline records none, and a
 // page watched before texts were kept current updates them silently until

@@ -294,9 +294,9 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 			FROM page, health WHERE pages.id = page.id
 			RETURNING page.is_first AS baseline, ` + fresh + ` AND ` + refreshDue + ` AS refresh,
 				(SELECT count(*) FROM candidate WHERE n > page.budget) AS cut, page.silent AND NOT page.is_first AS rebaseline,
-				` + healthReturning("health") + `
+				NOT page.check_fresh AS stale, ` + healthReturning("health") + `
 		), ` + healthEvent("status", afterNews) + `
-		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, ` + healthSelected("status") + `,
+		SELECT status.baseline, status.refresh, status.cut, status.rebaseline, status.stale, ` + healthSelected("status") + `,
 			(SELECT count(*) FROM revised), (SELECT array_agg(link_key) FROM retitled), (SELECT array_agg(old_text) FROM retitled),
 			fresh.link_key IS NOT NULL, news.id,
 			coalesce(fresh.url, ''), coalesce(fresh.text, ''), coalesce(fresh.code, ''), fresh.first_seen_at,
@@ -327,7 +327,7 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 			u         watch.Update
 			health    healthScan
 		)
-		dest := append(append([]any{&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline}, health.dest()...),
+		dest := append(append([]any{&rec.Baseline, &rec.RefreshDue, &cut, &rec.Rebaseline, &rec.Stale}, health.dest()...),
 			&revisions, &oldKeys, &oldTexts, &inserted, &id, &u.URL, &u.Text, &u.Code, &at, &u.Summary, &u.Burst)
 		if err := rows.Scan(dest...); err != nil {
 			return watch.Recorded{}, fmt.Errorf("insert %d links: %w", n, err)

@@ -125,6 +125,11 @@ type Recorded struct {
 	// Rebaseline is true when this check was a silent re-baseline after a
 	// change of the page's options: its new links went into links only.
 	Rebaseline bool
+	// Stale is true when the check was older than the page's last
+	// recorded one (a late redelivery): it changed no text, so its texts
+	// may not be the page's, and none of its links may enter the
+	// seen-set, where an old headline would hide its return as a rewrite.
+	Stale bool
 	// Burst is true when the check's updates were a redesign flood
 	// (Check.Burst); each of them carries Update.Burst.
 	Burst bool
