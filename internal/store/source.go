@@ -445,20 +445,23 @@ func (s *Store) EditSource(ctx context.Context, id int64, e watch.SourceEdit) (w
 		v := e.Interval.Milliseconds()
 		ms = &v
 	}
+	// resumed: the edit resumes a paused source, whose next check is then
+	// a silent baseline read whole.
+	const resumed = `$4 AND s.paused AND NOT $5`
 	rows, err := s.pool.Query(ctx, `
 		WITH edited AS (
 			UPDATE sources s SET
 				check_interval = CASE WHEN $2 THEN nullif($3::bigint, 0) * interval '1 millisecond' ELSE s.check_interval END,
-				next_check_at = CASE WHEN $4 AND s.paused AND NOT $5 THEN now()
+				next_check_at = CASE WHEN `+resumed+` THEN now()
 					WHEN $2 THEN least(s.next_check_at,
 					now() + coalesce(nullif($3::bigint, 0) * interval '1 millisecond', p.check_interval)) ELSE s.next_check_at END,
 				paused = CASE WHEN $4 THEN $5 ELSE s.paused END,
 				-- Resumed: what the source listed meanwhile is its baseline,
 				-- as for a source chosen anew.
-				baseline_at = CASE WHEN $4 AND s.paused AND NOT $5 THEN NULL ELSE s.baseline_at END,
-				items_digest = CASE WHEN $4 AND s.paused AND NOT $5 THEN NULL ELSE s.items_digest END,
-				etag = CASE WHEN $4 AND s.paused AND NOT $5 THEN NULL ELSE s.etag END,
-				last_modified = CASE WHEN $4 AND s.paused AND NOT $5 THEN NULL ELSE s.last_modified END,
+				baseline_at = CASE WHEN `+resumed+` THEN NULL ELSE s.baseline_at END,
+				items_digest = CASE WHEN `+resumed+` THEN NULL ELSE s.items_digest END,
+				etag = CASE WHEN `+resumed+` THEN NULL ELSE s.etag END,
+				last_modified = CASE WHEN `+resumed+` THEN NULL ELSE s.last_modified END,
 				lease_until = CASE WHEN $4 AND $5 THEN NULL ELSE s.lease_until END
 			FROM pages p
 			WHERE s.id = $1 AND p.id = s.page_id AND p.deleted_at IS NULL
