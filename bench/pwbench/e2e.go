@@ -52,6 +52,8 @@ type e2eConfig struct {
 	keep    bool          // keep logs and profiles
 	// varyBodies makes every body the farm serves unique (-vary-bodies).
 	varyBodies bool
+	// gzip serves homepages gzip-coded (-gzip).
+	gzip bool
 	// articles runs extractors extractor processes with articles on
 	// (-articles); without it every program runs with
 	// PORTALWATCH_ARTICLES=false, so figures stay comparable with the runs
@@ -89,6 +91,8 @@ func (c *e2eConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.round, "round", 5*time.Second, "how often each page changes")
 	fs.BoolVar(&c.varyBodies, "vary-bodies", false,
 		"make every body the farm serves unique, as dynamic portals' are: no check finds the body its page's last one read")
+	fs.BoolVar(&c.gzip, "gzip", false,
+		"serve homepages gzip-coded when the client accepts it, as nearly every portal does (default off: plain bodies, the costlier case to parse and archive)")
 	fs.BoolVar(&c.articles, "articles", false,
 		"read new links as articles: PORTALWATCH_ARTICLES=true and -extractors extractor processes (default off, as before articles)")
 	fs.IntVar(&c.extractors, "extractors", 1, "extractor processes, with -articles")
@@ -234,6 +238,7 @@ func (r *e2eRun) setup(ctx context.Context) error {
 	}
 	r.farm = newFarm(ls, pages, r.cfg.round)
 	r.farm.varyBodies = r.cfg.varyBodies
+	r.farm.gzip = r.cfg.gzip
 	if r.cfg.localLinks || r.cfg.articles {
 		// Every path that is no page answers with a real article, never a
 		// 404: what the extractor reads, on loopback only.

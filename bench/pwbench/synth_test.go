@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/portalwatch/portalwatch/internal/fetch"
 	"github.com/portalwatch/portalwatch/internal/testkit/corpus"
 )
 
@@ -157,5 +158,40 @@ func TestLocalLinks(t *testing.T) {
 		if got := string(localLinks([]byte(tt.in))); got != tt.want {
 			t.Errorf("localLinks(%s) = %s, want %s", tt.in, got, tt.want)
 		}
+	}
+}
+
+// A -gzip farm's page, read by the crawler's own client, is the plain
+// farm's page byte for byte, its -vary-bodies comment included: the
+// second gzip member is part of the body.
+func TestGzipFarmServesThePlainBodyCoded(t *testing.T) {
+	t.Parallel()
+	f := synthFarm(t, 1, testShape)
+	f.varyBodies = true
+	client, err := fetch.New(fetch.Config{AllowPrivate: true, IgnoreRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() fetch.Result {
+		t.Helper()
+		res, err := client.Fetch(t.Context(), fetch.Request{URL: f.pages[0].url, Capture: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	plain := read()
+	f.gzip = true
+	coded := read()
+	if coded.Capture == nil || coded.Capture.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("the -gzip farm's answer is not gzip-coded: capture %+v", coded.Capture)
+	}
+	if len(coded.Capture.Body) >= len(coded.HTML)/2 {
+		t.Errorf("the coded body is %d bytes of %d decoded: not compressed", len(coded.Capture.Body), len(coded.HTML))
+	}
+	// Each fetch's comment names its own fetch number, 1 then 2.
+	want := bytes.Replace(plain.HTML, []byte("<!-- fetch 1 -->"), []byte("<!-- fetch 2 -->"), 1)
+	if !bytes.Equal(coded.HTML, want) {
+		t.Errorf("the decoded body (%d bytes) differs from the plain one (%d)", len(coded.HTML), len(plain.HTML))
 	}
 }
