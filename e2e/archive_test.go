@@ -63,8 +63,10 @@ func TestArchiveKeepsWhatTheFarmSent(t *testing.T) {
 		if err := sys.db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE baseline OR updates > 0) FROM snapshots WHERE page_id = $1`, id).Scan(&n, &found); err != nil {
 			t.Fatal(err)
 		}
-		if n < rounds+1 || found != n {
-			t.Fatalf("page %d has %d snapshots, %d of checks that found something: want the baseline and one a round (%d), all of checks that found something", id, n, found, rounds)
+		// Checks that only saw links go are indexed too (for the removals
+		// they lead to), so found may be fewer than n.
+		if n < rounds+1 || found < rounds+1 {
+			t.Fatalf("page %d has %d snapshots, %d of checks that found news: want the baseline and one a round (%d)", id, n, found, rounds)
 		}
 		list, err := sys.watchctl("archive", "list", strconv.FormatInt(id, 10))
 		if err != nil || strings.Count(list, "baseline") != 1 || strings.Count(list, "new,") < rounds {

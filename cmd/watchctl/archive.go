@@ -69,6 +69,10 @@ func found(s watch.Snapshot) string {
 	if s.Baseline {
 		return "baseline"
 	}
+	if s.Updates == 0 && s.Revisions == 0 && s.Removals == 0 {
+		// Kept as the page its later removals are shown with.
+		return "links changed, none new"
+	}
 	return fmt.Sprintf("%d new, %d revised, %d removed", s.Updates, s.Revisions, s.Removals)
 }
 

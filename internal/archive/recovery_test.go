@@ -25,8 +25,8 @@ func newLinks(urls ...string) []watch.NewLink {
 }
 
 // TestCrashBetweenWriteAndIndexRecovers writes the records of checks that
-// never reach the index (a crawler killed before its task, a check that
-// recorded nothing, a writer that died with its file open) beside those of
+// never reach the index (a crawler killed before its task, a stale
+// check, a writer that died with its file open) beside those of
 // checks indexed with their check, then sweeps past the grace: what stays
 // is exactly the indexed records, each read back whole, and no index row
 // names a record the store lacks.
@@ -69,10 +69,11 @@ func TestCrashBetweenWriteAndIndexRecovers(t *testing.T) {
 	if rec := check(t0, baseline, "https://news.example/a"); rec.Snapshot == 0 || !rec.Baseline {
 		t.Fatalf("baseline %+v: want it indexed", rec)
 	}
-	// A check that records nothing leaves its records unindexed.
-	nothing := write("<a href=/a>a</a><!-- ad -->", nil)
-	if rec := check(t0.Add(time.Second), nothing, "https://news.example/a"); rec.Snapshot != 0 {
-		t.Fatalf("a check that recorded nothing indexed snapshot %d", rec.Snapshot)
+	// A stale check (a late redelivery, fetched before the page's last
+	// recorded one) leaves its records unindexed.
+	stale := write("<a href=/a>a</a><!-- ad -->", nil)
+	if rec := check(t0.Add(-time.Second), stale, "https://news.example/a"); rec.Snapshot != 0 || !rec.Stale {
+		t.Fatalf("a stale check %+v indexed snapshot %d", rec, rec.Snapshot)
 	}
 	// A check that finds a new link is indexed; a redelivery of it is not
 	// indexed twice.
@@ -161,8 +162,8 @@ func TestCrashBetweenWriteAndIndexRecovers(t *testing.T) {
 	want := []string{baseline.RecordID, news.RecordID}
 	sort.Strings(want)
 	if strings.Join(indexed, " ") != strings.Join(want, " ") || strings.Join(stored, " ") != strings.Join(want, " ") {
-		t.Fatalf("indexed %v, stored %v: want both exactly %v (orphan %s, nothing %s, gone %s, dead %s reclaimed)",
-			indexed, stored, want, orphan.RecordID, nothing.RecordID, goneRef.RecordID, deadRef.RecordID)
+		t.Fatalf("indexed %v, stored %v: want both exactly %v (orphan %s, stale %s, gone %s, dead %s reclaimed)",
+			indexed, stored, want, orphan.RecordID, stale.RecordID, goneRef.RecordID, deadRef.RecordID)
 	}
 }
 

@@ -237,7 +237,7 @@ func New(cfg Config, st Recorder, seen SeenSet, log *slog.Logger, reg prometheus
 	}
 	m.snapshots = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "portalwatch_processor_snapshots_total",
-		Help: "Archived snapshots of checks, by outcome: indexed with a check that recorded something, unindexed (it recorded nothing), late or malformed (not indexed).",
+		Help: "Archived snapshots of checks, by outcome: indexed with its check, unindexed (a stale check, or a redelivered one indexed before), late or malformed (not indexed).",
 	}, []string{"outcome"})
 	reg.MustRegister(m.tasks, m.updates, m.cacheHits, m.cacheMiss, m.cacheFails, m.cut, m.removals, m.revisions, m.retitled, m.recomputed, m.health, m.duration,
 		m.snapshots)

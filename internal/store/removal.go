@@ -31,13 +31,22 @@ func (s *Store) RecordRemovals(ctx context.Context, ids []int64) (int64, error) 
 		), taken AS (
 			UPDATE pages SET due_keys = NULL WHERE id = ANY (ARRAY(SELECT id FROM due))
 		)
-		INSERT INTO removals (page_id, link_key)
-		SELECT due.id, d.k FROM due CROSS JOIN unnest(due.due_keys) AS d(k)`, ids)
+		INSERT INTO removals (page_id, link_key, snapshot_id)
+		SELECT due.id, d.k, `+newestSnapshot+` FROM due CROSS JOIN unnest(due.due_keys) AS d(k)`, ids)
 	if err != nil {
 		return 0, fmt.Errorf("record the due removals of %d pages: %w", len(ids), err)
 	}
 	return tag.RowsAffected(), nil
 }
+
+// newestSnapshot is the snapshot a removal of page due.id is recorded
+// with (removals.snapshot_id, 00028): the page's newest. The check that
+// made the removal due kept one when it read a changed link set; when it
+// read the same links again (a 304, the same body, the same links), the
+// newest is the snapshot of the check that last changed them, which the
+// processor indexes too (store.keepsSnapshot). It runs once a removal
+// row, which are few, and is one step of snapshots_page.
+const newestSnapshot = `(SELECT s.id FROM snapshots s WHERE s.page_id = due.id ORDER BY s.fetched_at DESC LIMIT 1)`
 
 // PagesWithDueRemovals returns up to limit pages with due absences not yet
 // recorded. A running system has many, each until its next claim; the
@@ -108,7 +117,8 @@ const namedRemovals = `removals r LEFT JOIN LATERAL (
 			SELECT l.url, l.text, l.first_seen_at FROM links l WHERE l.page_id = r.page_id AND l.link_key = r.link_key) l ON true`
 
 const (
-	removalColumns = `r.id, r.page_id, coalesce(r.url, l.url), coalesce(r.text, l.text), r.removed_at, l.first_seen_at`
+	removalColumns = `r.id, r.page_id, coalesce(r.url, l.url), coalesce(r.text, l.text), r.removed_at, l.first_seen_at,
+		(SELECT s.id FROM snapshots s WHERE s.id = r.snapshot_id)`
 	removalNamed   = `(r.url IS NOT NULL OR l.url IS NOT NULL)`
 )
 
@@ -117,7 +127,7 @@ func scanRemoval(r pgx.CollectableRow) (watch.Removal, error) {
 		m     watch.Removal
 		first *time.Time
 	)
-	if err := r.Scan(&m.ID, &m.PageID, &m.URL, &m.Text, &m.RemovedAt, &first); err != nil {
+	if err := r.Scan(&m.ID, &m.PageID, &m.URL, &m.Text, &m.RemovedAt, &first, &m.SnapshotID); err != nil {
 		return m, err
 	}
 	if first != nil {

@@ -111,6 +111,7 @@ func (s *Store) ClaimDue(ctx context.Context, p watch.ClaimParams,
 // due, when the page's next check is scheduled; the processors' sweep
 // (store.RecordRemovals) records those of pages no claim reaches, such as
 // paused ones. Readers take a removal's URL and text from links (00014).
+// Each removal names the page's newest snapshot (newestSnapshot, 00028).
 const ClaimDueQuery = `
 		WITH due AS (
 			SELECT id, next_check_at, due_keys FROM pages
@@ -119,8 +120,8 @@ const ClaimDueQuery = `
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED
 		), removed AS (
-			INSERT INTO removals (page_id, link_key)
-			SELECT due.id, d.k FROM due CROSS JOIN unnest(due.due_keys) AS d(k)
+			INSERT INTO removals (page_id, link_key, snapshot_id)
+			SELECT due.id, d.k, ` + newestSnapshot + ` FROM due CROSS JOIN unnest(due.due_keys) AS d(k)
 		)
 		UPDATE pages p SET
 			due_keys = NULL,

@@ -15,9 +15,9 @@ import (
 
 // recordArchivedCheck records a successful check that carries a snapshot
 // (watch.Check.Snapshot) in one transaction with the snapshot's index
-// row, which it inserts only when the check recorded something: new
-// links, revisions, removals made due, or the baseline. Index and check
-// commit together or not at all, so no row names a check that never was.
+// row, which it inserts unless the check was stale (keepsSnapshot). Index
+// and check commit together or not at all, so no row names a check that
+// never was.
 //
 // The transaction takes two round trips (recordArchivedPipelined) where a
 // transaction of its statements one by one took five or six: that cost
@@ -53,7 +53,7 @@ func (s *Store) recordArchivedPipelined(ctx context.Context, c watch.Check, link
 		rollback(ctx, conn)
 		return watch.Recorded{}, err
 	}
-	if !recordedSomething(rec) {
+	if !keepsSnapshot(rec) {
 		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 			return watch.Recorded{}, fmt.Errorf("commit check: %w", err)
 		}
@@ -166,10 +166,18 @@ func rollback(ctx context.Context, conn *pgxpool.Conn) {
 	_, _ = conn.Exec(ctx, "ROLLBACK")
 }
 
-// recordedSomething reports whether a check recorded what a snapshot is
-// kept for.
-func recordedSomething(rec watch.Recorded) bool {
-	return rec.Baseline || len(rec.Updates) > 0 || rec.Revisions > 0 || rec.Due > 0
+// keepsSnapshot reports whether a check's snapshot is indexed: unless the
+// check was stale. The crawler archives only a check whose link set
+// differs from the page's recorded one (or that must send its links
+// whole), so a fresh check with a snapshot recorded news, revisions, the
+// baseline, removals made due, or a link gone for the first time. The
+// last one records nothing yet, but its snapshot is what later removals
+// are shown with: a check that makes a removal due after reading the same
+// links again (a 304, the same body) has no body of its own, and the
+// page's newest snapshot must then be the one that showed the link gone
+// (newestSnapshot). A stale check's page is not the page's present.
+func keepsSnapshot(rec watch.Recorded) bool {
+	return !rec.Stale
 }
 
 // recordArchivedLocked is recordArchivedCheck reading the page's following
@@ -192,7 +200,7 @@ func (s *Store) recordArchivedLocked(ctx context.Context, c watch.Check, links [
 			rec, err = sendFollowing(ctx, tx, c, links, f, keys)
 			rec.Due, rec.Recomputed = due, true
 		}
-		if err != nil || !recordedSomething(rec) {
+		if err != nil || !keepsSnapshot(rec) {
 			return err
 		}
 		stmt, args, err := indexStatement(c, rec)

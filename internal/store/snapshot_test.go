@@ -15,11 +15,13 @@ func snapshotRef(n int) *watch.SnapshotRef {
 		WrittenAt: time.Now()}
 }
 
-// TestSnapshotIndexedWithChecksThatFindSomething follows a page with
-// removals after two absent checks: the baseline is indexed, a check that
-// only sees a link go (pending) is not, and the check that makes its
-// removal due is, counting it.
-func TestSnapshotIndexedWithChecksThatFindSomething(t *testing.T) {
+// TestSnapshotIndexedWithChecksThatChangeTheLinks follows a page with
+// removals after two absent checks: the baseline is indexed, and so is a
+// check that only sees a link go (it records nothing yet). The check that
+// makes the removal due is a 304 and has no snapshot of its own: the
+// removal is recorded with the snapshot that showed the link gone. A stale
+// check is not indexed.
+func TestSnapshotIndexedWithChecksThatChangeTheLinks(t *testing.T) {
 	t.Parallel()
 	st, _ := openStore(t)
 	ctx := context.Background()
@@ -28,36 +30,51 @@ func TestSnapshotIndexedWithChecksThatFindSomething(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	record := func(n int, urls ...string) watch.Recorded {
+	record := func(n int, ref *watch.SnapshotRef, urls ...string) watch.Recorded {
 		t.Helper()
 		ls := links(urls...)
 		rec, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: t0.Add(time.Duration(n) * time.Second), Status: 200,
-			FullSet: true, Removals: watch.Removals{Checks: 2, Keys: keysOf(ls)}, Snapshot: snapshotRef(n)}, ls)
+			FullSet: true, Removals: watch.Removals{Checks: 2, Keys: keysOf(ls)}, Snapshot: ref}, ls)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rec
 	}
-	if rec := record(1, "https://news.example/a", "https://news.example/b"); rec.Snapshot == 0 {
+	if rec := record(1, snapshotRef(1), "https://news.example/a", "https://news.example/b"); rec.Snapshot == 0 {
 		t.Fatalf("baseline %+v not indexed", rec)
 	}
-	if rec := record(2, "https://news.example/a"); rec.Snapshot != 0 || rec.Due != 0 {
-		t.Fatalf("a check with a link pending removal %+v: indexed, want not", rec)
+	gone := record(2, snapshotRef(2), "https://news.example/a")
+	if gone.Snapshot == 0 || gone.Due != 0 {
+		t.Fatalf("the check that first misses b %+v: want it indexed, nothing due yet", gone)
 	}
-	rec := record(3, "https://news.example/a")
-	if rec.Snapshot == 0 || rec.Due != 1 {
-		t.Fatalf("the check that makes the removal due %+v: want it indexed with 1 due", rec)
+	// A 304: no body, no links, the absence ageing by the check count.
+	if _, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: t0.Add(3 * time.Second), Status: 304,
+		Removals: watch.Removals{Checks: 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.RecordRemovals(ctx, []int64{page.ID}); err != nil || n != 1 {
+		t.Fatalf("record removals after the 304 check: %d, %v; want b's", n, err)
+	}
+	removals, err := st.Removals(ctx, watch.RemovalFilter{PageID: page.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removals) != 1 || removals[0].SnapshotID == nil || *removals[0].SnapshotID != gone.Snapshot {
+		t.Fatalf("removals %+v: want b's, shown with snapshot %d, the check that first missed it", removals, gone.Snapshot)
 	}
 	snaps, err := st.Snapshots(ctx, page.ID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(snaps) != 2 || snaps[0].Removals != 1 || !snaps[1].Baseline || snaps[0].Ref.RecordID != "urn:uuid:rec-3" {
+	if len(snaps) != 2 || snaps[0].Removals != 0 || !snaps[1].Baseline || snaps[0].Ref.RecordID != "urn:uuid:rec-2" {
 		t.Fatalf("snapshots %+v", snaps)
+	}
+	if rec := record(0, snapshotRef(9), "https://news.example/a"); !rec.Stale || rec.Snapshot != 0 {
+		t.Fatalf("a stale check %+v: indexed, want not", rec)
 	}
 	// A revisit whose original is not indexed is not indexed either.
 	ref := snapshotRef(4)
-	ref.RevisitOf = "urn:uuid:rec-2" // the pending check's, never indexed
+	ref.RevisitOf = "urn:uuid:rec-9" // the stale check's, never indexed
 	r, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: t0.Add(4 * time.Second), Status: 200, FullSet: true,
 		Snapshot: ref}, links("https://news.example/a", "https://news.example/c"))
 	if err != nil || len(r.Updates) != 1 || r.Snapshot != 0 {
@@ -111,8 +128,8 @@ func TestSnapshotWithTheJobsFollowingState(t *testing.T) {
 	if got := original(); got != "urn:uuid:rec-1" {
 		t.Fatalf("the page's original is %q after its baseline, want urn:uuid:rec-1", got)
 	}
-	if rec := record(2, scheduledState(t, st, pool, page.ID), snapshotRef(2), "https://news.example/a"); rec.Snapshot != 0 || rec.Due != 0 {
-		t.Fatalf("a check with a link pending removal %+v: indexed, want not", rec)
+	if rec := record(2, scheduledState(t, st, pool, page.ID), snapshotRef(2), "https://news.example/a"); rec.Snapshot == 0 || rec.Due != 0 {
+		t.Fatalf("a check with a link pending removal %+v: want it indexed, nothing due", rec)
 	}
 	// The first job's state again: it moved (check 2 made b pending), so
 	// the check is taken again with the state read under the lock.
@@ -135,8 +152,8 @@ func TestSnapshotWithTheJobsFollowingState(t *testing.T) {
 	redelivered, err := st.RecordCheck(ctx, watch.Check{PageID: page.ID, FetchedAt: t0.Add(3 * time.Second), Status: 200, FullSet: true,
 		Removals: watch.Removals{Checks: 2, Keys: keysOf(links("https://news.example/a")), Followed: scheduledState(t, st, pool, page.ID)},
 		Snapshot: ref3}, links("https://news.example/a"))
-	if err != nil || redelivered.Snapshot != 0 || count() != 2 {
-		t.Fatalf("redelivered check: %+v %v, %d rows; want no new row of 2", redelivered, err, rows)
+	if err != nil || redelivered.Snapshot != 0 || count() != 3 {
+		t.Fatalf("redelivered check: %+v %v, %d rows; want no new row of 3", redelivered, err, rows)
 	}
 	ref := snapshotRef(4)
 	ref.RevisitOf = "urn:uuid:rec-3"
@@ -144,8 +161,8 @@ func TestSnapshotWithTheJobsFollowingState(t *testing.T) {
 	if len(rec.Updates) != 1 || rec.Snapshot == 0 {
 		t.Fatalf("a revisit with an update %+v: want it indexed", rec)
 	}
-	if got := original(); got != "urn:uuid:rec-3" || count() != 3 {
-		t.Fatalf("after a revisit the page's original is %q with %d rows, want urn:uuid:rec-3 with 3", got, rows)
+	if got := original(); got != "urn:uuid:rec-3" || count() != 4 {
+		t.Fatalf("after a revisit the page's original is %q with %d rows, want urn:uuid:rec-3 with 4", got, rows)
 	}
 }
 

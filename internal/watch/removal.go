@@ -16,6 +16,10 @@ type Removal struct {
 	// to this removal (DwellSeconds); nil when its first sighting is no
 	// longer kept (links' retention pruned the link).
 	DwellSeconds *int64 `json:"dwell_seconds,omitempty"`
+	// SnapshotID is the archived page the removal is shown with: the
+	// page as the check that made it due read it. Nil when the archive
+	// was off, or retention has deleted the snapshot since.
+	SnapshotID *int64 `json:"snapshot_id,omitempty"`
 }
 
 // RemovalFilter selects removals, newest first.

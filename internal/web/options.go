@@ -60,6 +60,8 @@ type removalJSON struct {
 	RemovedAt time.Time `json:"removed_at"`
 	// DwellSeconds is watch.Removal's; left out when not known.
 	DwellSeconds *int64 `json:"dwell_seconds,omitempty"`
+	// SnapshotID is watch.Removal's; left out when there is none.
+	SnapshotID *int64 `json:"snapshot_id,omitempty"`
 }
 
 // apiRemovals lists removals, newest first; it takes the page, since and
@@ -83,7 +85,7 @@ func (s *Server) apiRemovals(w http.ResponseWriter, r *http.Request) {
 	}{Removals: make([]removalJSON, len(removals))}
 	for i, m := range removals {
 		out.Removals[i] = removalJSON{ID: m.ID, PageID: m.PageID, URL: m.URL, Text: m.Text, RemovedAt: m.RemovedAt.UTC(),
-			DwellSeconds: m.DwellSeconds}
+			DwellSeconds: m.DwellSeconds, SnapshotID: m.SnapshotID}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
