@@ -119,7 +119,7 @@ const namedRemovals = `removals r LEFT JOIN LATERAL (
 const (
 	removalColumns = `r.id, r.page_id, coalesce(r.url, l.url), coalesce(r.text, l.text), r.removed_at, l.first_seen_at,
 		(SELECT s.id FROM snapshots s WHERE s.id = r.snapshot_id)`
-	removalNamed   = `(r.url IS NOT NULL OR l.url IS NOT NULL)`
+	removalNamed = `(r.url IS NOT NULL OR l.url IS NOT NULL)`
 )
 
 func scanRemoval(r pgx.CollectableRow) (watch.Removal, error) {
