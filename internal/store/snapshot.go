@@ -175,7 +175,7 @@ func rollback(ctx context.Context, conn *pgxpool.Conn) {
 // are shown with: a check that makes a removal due after reading the same
 // links again (a 304, the same body) has no body of its own, and the
 // page's newest snapshot must then be the one that showed the link gone
-// (newestSnapshot). A stale check's page is not the page's present.
+// (newestSnapshot). A stale check does not show the page as it is now.
 func keepsSnapshot(rec watch.Recorded) bool {
 	return !rec.Stale
 }
