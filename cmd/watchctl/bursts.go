@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -152,13 +153,17 @@ func (u *updatesCmd) printRemovals(c *cli, st *store.Store, f watch.RemovalFilte
 		return nil
 	}
 	tw := newTable(c.stdout)
-	fmt.Fprintln(tw, "REMOVED\tPAGE\tON THE PAGE FOR\tTEXT\tURL")
+	fmt.Fprintln(tw, "REMOVED\tPAGE\tON THE PAGE FOR\tSNAPSHOT\tTEXT\tURL")
 	for _, m := range removals {
-		dwell := "-"
+		dwell, snapshot := "-", "-"
 		if m.DwellSeconds != nil {
 			dwell = watch.HumanDuration(time.Duration(*m.DwellSeconds) * time.Second)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", m.RemovedAt.Local().Format("2006-01-02 15:04:05"), m.PageID, dwell, oneLine(m.Text), m.URL)
+		if m.SnapshotID != nil {
+			snapshot = strconv.FormatInt(*m.SnapshotID, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", m.RemovedAt.Local().Format("2006-01-02 15:04:05"), m.PageID, dwell, snapshot,
+			oneLine(m.Text), m.URL)
 	}
 	return tw.Flush()
 }

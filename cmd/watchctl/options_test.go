@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,9 +100,15 @@ func TestUpdatesShowsABurstAsOneLineAndListsRemovals(t *testing.T) {
 
 	// Followed from the first whole check on, the page then loses /alt,
 	// which K = 1 makes due at once, and the processor records.
+	// The check that finds it gone keeps a snapshot, which the removal names.
+	gone := &watch.SnapshotRef{File: "t.warc.gz", Offset: 0, Length: 900, RecordID: "urn:uuid:gone", PayloadDigest: "sha1:GONE",
+		CheckID: watch.NewCheckID(), TargetURI: page.BaseURL, Status: 200, WrittenAt: time.Now()}
 	for i, keys := range [][]uint64{{1}, {}} {
 		c := watch.Check{PageID: page.ID, FetchedAt: at.Add(time.Duration(2+i) * time.Second), Status: 200, FullSet: true,
 			Removals: watch.Removals{Checks: 1, Keys: keys}}
+		if len(keys) == 0 {
+			c.Snapshot = gone
+		}
 		if _, err := st.RecordCheck(ctx, c, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -109,16 +116,35 @@ func TestUpdatesShowsABurstAsOneLineAndListsRemovals(t *testing.T) {
 	if _, err := st.RecordRemovals(ctx, []int64{page.ID}); err != nil { // as the processor does after its checks
 		t.Fatal(err)
 	}
-	if code, out, _ = runCLI(t, e, "updates", "--removed"); code != 0 || !strings.Contains(out, "https://zeitung.example/alt") ||
-		!strings.Contains(out, "ON THE PAGE FOR") || !strings.Contains(out, "under a minute") {
-		t.Fatalf("updates --removed: exit %d\n%s\nwant the removal with its time on the page", code, out)
+	snaps, err := st.Snapshots(ctx, page.ID, 1)
+	if err != nil || len(snaps) != 1 {
+		t.Fatalf("snapshots of the page: %+v, %v; want the one of the check that found /alt gone", snaps, err)
 	}
-	if code, out, _ = runCLI(t, e, "updates", "--removed", "--json"); code != 0 || !strings.Contains(out, `"dwell_seconds":`) {
-		t.Fatalf("updates --removed --json: exit %d\n%s\nwant dwell_seconds", code, out)
+	snapshot := strconv.FormatInt(snaps[0].ID, 10)
+	if code, out, _ = runCLI(t, e, "updates", "--removed"); code != 0 || !strings.Contains(out, "https://zeitung.example/alt") ||
+		!strings.Contains(out, "ON THE PAGE FOR") || !strings.Contains(out, "under a minute") || column(out, "SNAPSHOT", "zeitung.example/alt") != snapshot {
+		t.Fatalf("updates --removed: exit %d\n%s\nwant the removal with its time on the page and snapshot %s", code, out, snapshot)
+	}
+	if code, out, _ = runCLI(t, e, "updates", "--removed", "--json"); code != 0 || !strings.Contains(out, `"dwell_seconds":`) ||
+		!strings.Contains(out, `"snapshot_id":`+snapshot) {
+		t.Fatalf("updates --removed --json: exit %d\n%s\nwant dwell_seconds and snapshot_id %s", code, out, snapshot)
 	}
 }
 
 // add takes --burst-detection as set does.
+// column returns the word in the column headed name of the first line of
+// table that holds row, or "" (the table is aligned by a tabwriter).
+func column(table, name, row string) string {
+	lines := strings.Split(table, "\n")
+	at := strings.Index(lines[0], name)
+	for _, l := range lines[1:] {
+		if at >= 0 && strings.Contains(l, row) && len(l) > at {
+			return strings.Fields(l[at:])[0]
+		}
+	}
+	return ""
+}
+
 func TestAddWithBurstDetectionOff(t *testing.T) {
 	t.Parallel()
 	e, st := migrated(t)
