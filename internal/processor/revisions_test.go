@@ -65,6 +65,19 @@ func (f *fixture) storedText(t *testing.T, path string) string {
 	return text
 }
 
+// wantStormRewrittenAndBack fails t unless the page's events are /a's
+// headline rewritten and then changed back, each once.
+func (f *fixture) wantStormRewrittenAndBack(t *testing.T) {
+	t.Helper()
+	want := []string{
+		"link.rewritten https://portal.example/a Storm nears → Storm hits the coast",
+		"link.rewritten https://portal.example/a Storm hits the coast → Storm nears",
+	}
+	if got := f.events(t); !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
+
 // A known link whose headline changes is a revision, once, even when the
 // check is delivered again; a headline changed back is one more, though
 // the seen-set knew that text; the stored text is always the last one.
@@ -79,13 +92,7 @@ func TestRewrittenHeadlineIsOneRevision(t *testing.T) {
 	rewritten.FetchedAt = f.clock // the same delivery again
 	f.deliver(t, rewritten)
 	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"}))
-	want := []string{
-		"link.rewritten https://portal.example/a Storm nears → Storm hits the coast",
-		"link.rewritten https://portal.example/a Storm hits the coast → Storm nears",
-	}
-	if got := f.events(t); !slices.Equal(got, want) {
-		t.Fatalf("events %q, want %q", got, want)
-	}
+	f.wantStormRewrittenAndBack(t)
 	if text := f.storedText(t, "/a"); text != "Storm nears" {
 		t.Errorf("stored text %q, want the last one", text)
 	}
@@ -112,13 +119,7 @@ func TestStaleCheckKeepsItsTextsOutOfTheSeenSet(t *testing.T) {
 		t.Fatalf("stored text %q after a stale check; want the rewrite kept", text)
 	}
 	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"}))
-	want := []string{
-		"link.rewritten https://portal.example/a Storm nears → Storm hits the coast",
-		"link.rewritten https://portal.example/a Storm hits the coast → Storm nears",
-	}
-	if got := f.events(t); !slices.Equal(got, want) {
-		t.Fatalf("events %q, want %q", got, want)
-	}
+	f.wantStormRewrittenAndBack(t)
 }
 
 // A redesign that rewrites more headlines than the cap records none, a
