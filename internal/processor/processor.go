@@ -22,7 +22,9 @@ import (
 // Recorder records a check of a page, PostgreSQL deciding what is new, or
 // that a check was deferred.
 type Recorder interface {
-	RecordCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error)
+	// RecordCheckRetitling records a check, and calls retitling with the
+	// headlines it replaced before its commit (watch.Retitling).
+	RecordCheckRetitling(ctx context.Context, c watch.Check, links []watch.NewLink, retitling watch.Retitling) (watch.Recorded, error)
 	DeferCheck(ctx context.Context, pageID int64, decidedAt, until time.Time) error
 	RefreshLinks(ctx context.Context, pageID int64, keys []uint64, digest string) error
 	// RecordRemovals records the due removals of the pages ids and returns
@@ -375,7 +377,7 @@ func (s *Service) process(ctx context.Context, task watch.Task) (outcome string,
 			log.Warn("seen-set not updated; the next check asks PostgreSQL again", "err", err)
 		}
 	}
-	s.retitled(ctx, log, task.ID, rec)
+	s.retitled(log, rec)
 
 	switch {
 	case task.Failed():
@@ -489,10 +491,9 @@ func SeenCode(key uint64, text string) uint64 {
 	return h >> 1
 }
 
-// retitled counts the headlines a check brought up to date and drops each
-// old text's code from the seen-set, so that a headline changed back is
-// seen as a rewrite again; codes Redis fails to drop wait in s.stale.
-func (s *Service) retitled(ctx context.Context, log *slog.Logger, pageID int64, rec watch.Recorded) {
+// retitled counts the headlines a check brought up to date; their old
+// texts left the seen-set before its commit (dropOldTexts).
+func (s *Service) retitled(log *slog.Logger, rec watch.Recorded) {
 	if len(rec.Retitled) == 0 {
 		return
 	}
@@ -503,15 +504,23 @@ func (s *Service) retitled(ctx context.Context, log *slog.Logger, pageID int64, 
 	} else {
 		log.Info("headlines brought up to date without revisions", "links", len(rec.Retitled))
 	}
-	old := make([]uint64, len(rec.Retitled))
-	for i, r := range rec.Retitled {
+}
+
+// dropOldTexts removes the codes of the headlines a check replaced from the
+// page's seen-set, before the check commits (watch.Retitling), so that a
+// headline changed back is seen as a rewrite again, even when the process
+// dies right after the commit. Codes Redis fails to drop wait in s.stale.
+func (s *Service) dropOldTexts(ctx context.Context, pageID int64, retitled []watch.Retitled) {
+	old := make([]uint64, len(retitled))
+	for i, r := range retitled {
 		old[i] = SeenCode(r.Key, r.OldText)
 	}
 	if err := s.seen.Remove(ctx, pageID, old); err != nil {
 		s.metrics.cacheFails.Inc()
-		log.Warn("old headlines not dropped from the seen-set; the page skips the cache until they are", "err", err)
+		s.log.Warn("old headlines not dropped from the seen-set; the page skips the cache until they are",
+			"page_id", pageID, "err", err)
 		if dropped := s.stale.add(pageID, old); dropped > 0 {
-			log.Error("too many old headlines wait to leave the seen-set; some pages trust it again early",
+			s.log.Error("too many old headlines wait to leave the seen-set; some pages trust it again early",
 				"dropped", dropped)
 		}
 	}
@@ -579,7 +588,7 @@ func (s *Service) recordRejection(ctx context.Context, c watch.Check, rejected e
 // record retries RecordCheck while the failure is transient.
 func (s *Service) record(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
 	for attempt := 0; ; attempt++ {
-		rec, err := s.store.RecordCheck(ctx, c, links)
+		rec, err := s.store.RecordCheckRetitling(ctx, c, links, s.dropOldTexts)
 		if err == nil || errors.Is(err, watch.ErrPageNotFound) || watch.IsPermanent(err) {
 			return rec, err
 		}

@@ -2,6 +2,7 @@ package processor_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -206,35 +207,50 @@ func TestUpdateShowsItsHeadlineNow(t *testing.T) {
 }
 
 // failingRemoval is the real seen-set with its removals failing while
-// fail is set, as when Redis times out after a check's commit.
+// fail is set, as when Redis times out as a check drops its old
+// headlines; after each removal that succeeds it calls after, if set.
 type failingRemoval struct {
 	processor.SeenSet
-	fail atomic.Bool
+	fail  atomic.Bool
+	after func()
 }
 
 func (f *failingRemoval) Remove(ctx context.Context, pageID int64, codes []uint64) error {
 	if f.fail.Load() {
 		return errors.New("injected: Redis timed out")
 	}
-	return f.SeenSet.Remove(ctx, pageID, codes)
+	err := f.SeenSet.Remove(ctx, pageID, codes)
+	if err == nil && f.after != nil {
+		f.after()
+	}
+	return err
+}
+
+// withSeenSet gives the fixture a processor of cfg whose seen-set is the
+// real one wrapped as failingRemoval.
+func (f *fixture) withSeenSet(t *testing.T, cfg processor.Config) *failingRemoval {
+	t.Helper()
+	set, err := seen.Open(testsvc.RedisURL(), seen.Config{Prefix: f.pfx, Epoch: "e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	wrapped := &failingRemoval{SeenSet: set}
+	svc, err := processor.New(cfg, f.st, wrapped, testsvc.Logger(t), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc = svc
+	return wrapped
 }
 
 // A headline changed back after Redis failed to drop its old code is
 // still a revision: the page skips the cache until the code is gone.
 func TestHeadlineChangedBackAfterAFailedRemoval(t *testing.T) {
 	t.Parallel()
-	f := newFixtureWith(t, "", processor.Config{Revisions: watch.DefaultRevisionCaps})
-	set, err := seen.Open(testsvc.RedisURL(), seen.Config{Prefix: f.pfx, Epoch: "e"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
-	faulty := &failingRemoval{SeenSet: set}
-	svc, err := processor.New(processor.Config{Revisions: watch.DefaultRevisionCaps}, f.st, faulty, testsvc.Logger(t), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.svc = svc
+	cfg := processor.Config{Revisions: watch.DefaultRevisionCaps}
+	f := newFixtureWith(t, "", cfg)
+	faulty := f.withSeenSet(t, cfg)
 	paths := []string{"/a", "/b"}
 	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"}))
 	faulty.fail.Store(true)
@@ -255,6 +271,46 @@ func TestHeadlineChangedBackAfterAFailedRemoval(t *testing.T) {
 	if got := f.events(t); !slices.Equal(got, want) {
 		t.Fatalf("events %q, want %q", got, want)
 	}
+}
+
+// The old headline's code leaves the seen-set before the check that
+// replaced it commits. Were it removed after the commit, a processor killed
+// in between (so before its ack) would leave it there, and the headline's
+// return to that text would read as seen: the chaos suite once missed a
+// revision so. Here the check is cut off right after the removal, as by a
+// kill before its commit: it records nothing, its redelivery records the
+// rewrite, and the return is a revision too.
+func TestOldHeadlineLeavesTheSeenSetBeforeTheCommit(t *testing.T) {
+	t.Parallel()
+	cfg := processor.Config{Revisions: watch.DefaultRevisionCaps}
+	f := newFixtureWith(t, "", cfg)
+	set := f.withSeenSet(t, cfg)
+	paths := []string{"/a", "/b"}
+	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"}))
+
+	rewrite := f.titled(paths, []string{"Storm hits the coast", "Budget passes"})
+	rewrite.FetchedAt = f.clock.Add(time.Second)
+	ctx, kill := context.WithCancel(context.Background())
+	defer kill()
+	var during string
+	set.after = func() {
+		during = f.storedText(t, "/a")
+		kill()
+	}
+	body, _ := json.Marshal(rewrite)
+	if err := f.svc.Handle(ctx, watch.Delivery{Body: body}); err == nil {
+		t.Fatal("Handle of a check cut off before its commit succeeded")
+	}
+	if during != "Storm nears" {
+		t.Fatalf("stored text %q while the old headline left the seen-set; want the rewrite not committed yet", during)
+	}
+	if text := f.storedText(t, "/a"); text != "Storm nears" {
+		t.Fatalf("stored text %q after a check cut off before its commit; want nothing of it kept", text)
+	}
+	set.after = nil
+	f.deliver(t, rewrite) // redelivered
+	f.deliver(t, f.titled(paths, []string{"Storm nears", "Budget passes"}))
+	f.wantStormRewrittenAndBack(t)
 }
 
 // A check's updates draw their ids before its events, so that the

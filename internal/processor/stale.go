@@ -7,17 +7,20 @@ import (
 )
 
 // A seen-set code is a link's key with its headline (SeenCode), and a
-// headline can change back: after a rewrite, the old headline's code must
-// leave the seen-set, or the link's return to it would read as seen and no
-// revision be recorded. Redis can fail that removal after the check's
-// commit. staleCodes keeps such codes until a removal succeeds, and until
-// then the page's links are all sent to PostgreSQL, which is always right:
-// a page with a stale code never trusts the cache. Another processor does
-// not know them; the ledger retries at most every staleRetry, so the codes
-// are gone within that of Redis answering again, long before most pages
-// are checked again. Only a processor that dies before Redis answers again
-// can leave a stale code (a double fault), and then only a headline that
-// returns to that old text within the set's generation goes unrecorded.
+// headline can change back: the old headline's code must leave the
+// seen-set, or the link's return to it would read as seen and no revision
+// be recorded. The code leaves before the check that replaced the headline
+// commits (dropOldTexts), so a processor killed after the commit leaves no
+// old code behind; but Redis can fail that removal, and the check commits
+// all the same. staleCodes keeps such codes until a removal succeeds, and
+// until then the page's links are all sent to PostgreSQL, which is always
+// right: a page with a stale code never trusts the cache. Another
+// processor does not know them; the ledger retries at most every
+// staleRetry, so the codes are gone within that of Redis answering again,
+// long before most pages are checked again. Only a processor that dies
+// before Redis answers again can leave a stale code (a double fault), and
+// then only a headline that returns to that old text within the set's
+// generation goes unrecorded.
 type staleCodes struct {
 	mu     sync.Mutex
 	byPage map[int64][]uint64

@@ -23,33 +23,39 @@ func budget(n int) int32 {
 // RecordCheck records one check of a page: the candidate links go into links
 // (ON CONFLICT DO NOTHING), the ones that were really new go into updates
 // unless this is the page's baseline, and the page's status is updated and
-// its lease cleared, all in one statement, so in one transaction and one
-// round trip. The same statement judges the page's watch health (health.go)
-// and returns it with whether it changed (watch.Recorded.Health), brings
-// the stored headlines of known links up to date (rewrites), and records
-// the revisions and health turns as events. A redelivered check changes
-// nothing the first delivery did. It returns
-// watch.ErrPageNotFound if the page was removed.
+// its lease cleared, all in one statement. The same statement judges the
+// page's watch health (health.go) and returns it with whether it changed
+// (watch.Recorded.Health), brings the stored headlines of known links up
+// to date (rewrites), and records the revisions and health turns as
+// events. A check with links or a snapshot commits in a transaction with
+// its snapshot's index row (recordWhole); a failure, or a check with
+// nothing to compare, is its single statement. A redelivered check changes
+// nothing the first delivery did. It returns watch.ErrPageNotFound if the
+// page was removed.
 //
 // links must hold every link of the check that the caller cannot prove is
 // already recorded; for a failed check it is ignored.
 func (s *Store) RecordCheck(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
+	return s.RecordCheckRetitling(ctx, c, links, nil)
+}
+
+// RecordCheckRetitling is RecordCheck calling retitling, unless nil, with
+// the headlines the check replaced before its transaction commits.
+func (s *Store) RecordCheckRetitling(ctx context.Context, c watch.Check, links []watch.NewLink, retitling watch.Retitling) (watch.Recorded, error) {
 	var (
 		rec watch.Recorded
 		err error
 	)
 	switch {
-	case c.Snapshot != nil && c.Error == "":
-		rec, err = s.recordArchivedCheck(ctx, c, links)
 	case c.Error != "":
 		rec, err = recordFailure(ctx, s.pool, c)
-	case len(links) == 0 && c.Removals.Keys == nil:
+	case c.Snapshot == nil && len(links) == 0 && c.Removals.Keys == nil:
 		// Nothing to insert and no set to compare: an unchanged page, a 304,
 		// or removals off. Absences age by the page's check count alone, so
-		// such a check writes only the page's row.
+		// such a check writes only the page's row, and replaces no headline.
 		rec, err = recordSuccess(ctx, s.pool, c)
 	default:
-		rec, err = s.recordLinks(ctx, c, links)
+		rec, err = s.recordWhole(ctx, c, links, retitling)
 	}
 	if err == nil && c.RenderHint != nil {
 		err = s.setRenderHint(ctx, c)
@@ -87,7 +93,7 @@ type querier interface {
 // Every expression reads the row as it was before the statement, so the
 // statement is consistent on its own. baseline_at = now() afterwards says
 // this check set the baseline: now() is the transaction's start, so it
-// equals only a value set here (recordLinks reads it off the locked row
+// equals only a value set here (the links statement reads it off the locked row
 // instead: concurrent first checks, each waiting for the lock, can start in
 // the same microsecond). When a link refresh is due and the check
 // lacks the whole link set, the validators and the digest are cleared so the
@@ -132,74 +138,53 @@ const askWhole = `(NOT $8 AND ` + refreshDue + `)`
 // today is the page's count of new links recorded on the current UTC day.
 const today = `CASE WHEN new_links_day = (now() AT TIME ZONE 'UTC')::date THEN new_links_today ELSE 0 END`
 
-// recordLinks records a successful check with candidate links in one
-// statement. Locking the page row first (FOR UPDATE in the page CTE, which
-// every other part reads) serialises checks of one page, so two concurrent
-// first checks cannot both believe they are the baseline: the second waits,
-// and then reads the row the first committed. When the page's budget (Caps;
-// unlimited for the baseline) is below the number of candidates, the
-// candidates not yet in links are numbered in page order and only the first
-// ones within the budget are inserted; the rest are counted as cut. Within
-// the budget, the usual case, no candidate costs an extra lookup. The lookup
-// names the page by $1, not by page.id: PostgreSQL prunes links' partitions
-// by a statement parameter when it starts the generic plan, where a column
-// of another CTE left it setting up the scans of all 32 partitions at every
-// check (a tenth of the database's CPU with nothing looked up). The
-// RETURNING rows of the links insert are exactly the new links; those become
-// updates unless this check is the baseline. The result has one row per new
-// link, or a single row without a link when none was new, and no row when
-// the page is gone.
-//
-// With removals on, a check with the page's whole link set is sent with
-// the following state computed from the one its job carried (follow.go);
-// should the page's state have moved since, that statement fails without a
-// trace, and the check is computed again from the page's row, under its
-// lock.
-func (s *Store) recordLinks(ctx context.Context, c watch.Check, links []watch.NewLink) (watch.Recorded, error) {
-	r := c.Removals
-	switch {
-	case r.Checks <= 0:
-		return sendRecordLinks(ctx, s.pool, c, links, notFollowing, nil)
-	case r.Keys == nil:
-		return sendRecordLinks(ctx, s.pool, c, links, agingLinks(22), []any{r.Checks})
-	}
-	keys := sortedKeys(r.Keys)
-	if r.Followed.Known() {
-		rec, err := sendFollowing(ctx, s.pool, c, links, *r.Followed, keys)
-		if !isStateMoved(err) {
-			return rec, err
-		}
-	}
-	var rec watch.Recorded
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		f, err := readFollowed(ctx, tx, c.PageID)
-		if err != nil {
-			return err
-		}
-		rec, err = sendFollowing(ctx, tx, c, links, f, keys)
-		return err
-	})
-	rec.Recomputed = true
-	return rec, err
-}
-
 // sendFollowing records a whole check with the link set keys, writing the
-// following state computed from f: with recordLinks' statement, or, without
+// following state computed from f: with the links statement, or, without
 // a candidate link, with recordSuccess' status update, as a check with
 // removals off would be.
 func sendFollowing(ctx context.Context, q querier, c watch.Check, links []watch.NewLink, f watch.Followed, keys watch.Keys) (watch.Recorded, error) {
 	w := nextFollow(f, keys, c.Removals.Checks)
+	var (
+		rec watch.Recorded
+		err error
+	)
 	if len(links) == 0 {
 		set, args := followSet(newer, stateMoved(11), f, w, 11)
 		sql, all := recordSuccessStatement(c, set, args)
-		return scanRecordedSuccess(q.QueryRow(ctx, sql, all...), c)
+		rec, err = scanRecordedSuccess(q.QueryRow(ctx, sql, all...), c)
+	} else {
+		t, args := writingFollow(f, w, 22)
+		rec, err = sendRecordLinks(ctx, q, c, links, t, args)
 	}
-	t, args := writingFollow(f, w, 22)
-	return sendRecordLinks(ctx, q, c, links, t, args)
+	rec.Due = len(w.due)
+	return rec, err
 }
 
-// sendRecordLinks sends recordLinks' statement with the following part t
-// and its parameters (from $22), and reads its result.
+// sendRecordLinks sends the links statement of a successful check with
+// candidate links (recordLinksStatement), with the following part t and
+// its parameters (from $22), and reads its result. Locking the page row
+// first (FOR UPDATE in the page CTE, which every other part reads)
+// serialises checks of one page, so two concurrent first checks cannot
+// both believe they are the baseline: the second waits, and then reads the
+// row the first committed. When the page's budget (Caps; unlimited for the
+// baseline) is below the number of candidates, the candidates not yet in
+// links are numbered in page order and only the first ones within the
+// budget are inserted; the rest are counted as cut. Within the budget, the
+// usual case, no candidate costs an extra lookup. The lookup names the
+// page by $1, not by page.id: PostgreSQL prunes links' partitions by a
+// statement parameter when it starts the generic plan, where a column of
+// another CTE left it setting up the scans of all 32 partitions at every
+// check (a tenth of the database's CPU with nothing looked up). The
+// RETURNING rows of the links insert are exactly the new links; those
+// become updates unless this check is the baseline. The result has one
+// row per new link, or a single row without a link when none was new, and
+// no row when the page is gone.
+//
+// With removals on, a check with the page's whole link set is sent with
+// the following state computed from the one its job carried (follow.go);
+// should the page's state have moved since, that statement fails without a
+// trace, and recordWhole computes the check again from the page's row,
+// under its lock.
 func sendRecordLinks(ctx context.Context, q querier, c watch.Check, links []watch.NewLink, t trackingSQL, args []any) (watch.Recorded, error) {
 	sql, all := recordLinksStatement(c, links, t, args)
 	rows, err := q.Query(ctx, sql, all...)
@@ -215,7 +200,7 @@ var knownArticle = `EXISTS (SELECT 1 FROM article_links l JOIN articles a ON a.i
 	WHERE l.url = news.url AND a.status IN ('` + string(watch.ArticleOK) + `', '` + string(watch.ArticleNotArticle) + `', '` +
 	string(watch.ArticlePaywall) + `'))`
 
-// recordLinksStatement returns recordLinks' statement and its arguments,
+// recordLinksStatement returns the links statement and its arguments,
 // with the following part t and its parameters.
 func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQL, trackArgs []any) (string, []any) {
 	keys := make([]int64, len(links))
@@ -304,7 +289,7 @@ func recordLinksStatement(c watch.Check, links []watch.NewLink, track trackingSQ
 		FROM status LEFT JOIN (fresh LEFT JOIN news USING (link_key)) ON true`, all
 }
 
-// scanRecordedLinks reads the result of recordLinks' statement, or returns
+// scanRecordedLinks reads the result of the links statement, or returns
 // err, the error of sending it.
 func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Recorded, error) {
 	if err != nil {
@@ -357,7 +342,7 @@ func scanRecordedLinks(rows pgx.Rows, err error, c watch.Check, n int) (watch.Re
 	return rec, nil
 }
 
-// rewrites is the part of recordLinks' statement that brings the stored
+// rewrites is the part of the links statement that brings the stored
 // headlines of the check's known links up to date ($10 keys, $12 texts of
 // the check's candidates), as CTEs: retitled, the known links whose text
 // differs, with the text they had (the links row as the statement found
@@ -395,7 +380,7 @@ func rewrites(perCheck, perLink string) string {
 }
 
 // afterNews is a condition, always true, that reads the news CTE of
-// recordLinks' statement whole, as an initplan run before its CTE yields a
+// the links statement whole, as an initplan run before its CTE yields a
 // row: the check's updates then draw their ids before its events do,
 // whatever plan joins them. Ids order a subscription's stream, and a
 // check's updates split by an event would go out as two messages.
@@ -430,7 +415,7 @@ func recordSuccess(ctx context.Context, q querier, c watch.Check) (watch.Recorde
 // pending absences, whose checks ok_checks counts, and stops following the
 // page when removals are off or it is re-baselined. A whole check without
 // candidates writes the state computed for it (sendFollowing), as one with
-// candidates does in recordLinks' statement.
+// candidates does in the links statement.
 func recordSuccessStatement(c watch.Check, follow string, followArgs []any) (string, []any) {
 	kept, missed := healthArgs(c)
 	args := append(append([]any{c.PageID, c.FetchedAt, c.Status, c.ETag, c.LastModified, c.LinksDigest, c.Truncated, c.FullSet,

@@ -125,7 +125,7 @@ func sortedKeys(keys []uint64) watch.Keys {
 //     the state nextFollow computed from its job's watch.Followed, after
 //     verifying on the page's locked row that the state is still the job's;
 //     otherwise follow_state_changed (migration 00012) fails the statement,
-//     which so changes nothing, and recordLinks computes the check again
+//     which so changes nothing, and recordWhole computes the check again
 //     from the row, under its lock;
 //   - any other check that counts (304, "unchanged", truncated) ages the
 //     pending absences in SQL, and a truncated one adds the links it

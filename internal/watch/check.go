@@ -1,6 +1,9 @@
 package watch
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Check is the outcome of one check of a page, as a crawler reported it.
 type Check struct {
@@ -156,7 +159,7 @@ type Recorded struct {
 	// none was (no Check.Snapshot, or the check recorded nothing).
 	Snapshot int64
 	// Due counts the absences this check made due as removals, when it
-	// carried the page's whole link set and Check.Snapshot.
+	// carried the page's whole link set.
 	Due int
 }
 
@@ -166,6 +169,18 @@ type Retitled struct {
 	Key     uint64
 	OldText string
 }
+
+// Retitling is told, inside a check's transaction and before it commits,
+// the known links whose stored headlines the check replaced, each with the
+// text it had (Recorded.Retitled). A cache of links under their
+// texts (the processor's seen-set) drops the old texts there: removed after the
+// commit, a process killed in between would leave a text the cache calls
+// seen that PostgreSQL no longer holds, and the headline's return to it
+// would go unrecorded. Removed before it, a crash costs only lookups: the
+// transaction rolls back, and the cache misses texts PostgreSQL still
+// holds. It has no error to return: a removal the cache fails is the
+// caller's to remember, and must not keep the check from its commit.
+type Retitling func(ctx context.Context, pageID int64, old []Retitled)
 
 // Postponed is a claimed page whose check the scheduler did not dispatch,
 // because its origin has no fetch slot for it soon enough (hostgate): it is
