@@ -19,7 +19,7 @@ import (
 //     items each page's sources listed would leave to PostgreSQL.
 //
 // Their difference is what such a cache could save PostgreSQL and the
-// processor a source check.
+// processor a source check. pg-ns/op is PostgreSQL's CPU a task (pgCPU).
 func BenchmarkHandleSource(b *testing.B) {
 	const pages, items, fresh = 30, 60, 2
 	run := func(b *testing.B, whole bool) {
@@ -60,6 +60,8 @@ func BenchmarkHandleSource(b *testing.B) {
 		}
 		firsts := make([]int, pages)
 		round := 0
+		probe := probePool(b, bp.dsn)
+		pgBefore := pgCPU(b, probe)
 		b.ReportAllocs()
 		for b.Loop() {
 			i := round % pages
@@ -67,6 +69,7 @@ func BenchmarkHandleSource(b *testing.B) {
 			bp.handleTask(b, feedTask(i, firsts[i], !whole))
 			round++
 		}
+		b.ReportMetric(float64(pgCPU(b, probe)-pgBefore)/float64(max(round, 1)), "pg-ns/op")
 	}
 	b.Run("whole", func(b *testing.B) { run(b, true) })
 	b.Run("new-only", func(b *testing.B) { run(b, false) })
