@@ -108,13 +108,20 @@ func updatePlace(u watch.Update) string {
 }
 
 // updatePublished is the PUBLISHED cell of an update: its article's date,
-// else the date its feed or sitemap states.
+// else the date its feed or sitemap states, else what publishedCell says.
+// A stated date outranks an article that failed or is no article: the
+// analyst wants the story's time, and the article's outcome has its own
+// place in `watchctl updates --json` and the web page.
 func updatePublished(u watch.Update) string {
-	cell := publishedCell(u.Article)
-	if (cell == "-" || cell == string(watch.ArticlePending)) && u.PublishedAt != nil {
+	if u.Article != nil && u.Article.Status == watch.ArticleOK {
+		if t, ok := u.Article.Published(); ok {
+			return t.Local().Format("2006-01-02 15:04")
+		}
+	}
+	if u.PublishedAt != nil {
 		return u.PublishedAt.Local().Format("2006-01-02 15:04")
 	}
-	return cell
+	return publishedCell(u.Article)
 }
 
 // publishedCell says when an update's article says it was published, in

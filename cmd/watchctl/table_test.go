@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mattn/go-runewidth"
 
@@ -52,5 +53,33 @@ func TestUpdatesShowPlaces(t *testing.T) {
 	lines := strings.Split(out.String(), "\n")
 	if !strings.Contains(lines[0], "PLACE") || !strings.Contains(lines[1], "#3 main h2") || !strings.Contains(lines[2], " - ") {
 		t.Errorf("table:\n%s", out.String())
+	}
+}
+
+// TestUpdatesShowStatedDates: the PUBLISHED column gives the date a feed or
+// sitemap stated whenever the article has none to give, whether it is
+// pending, failed or no article, and the article's own date over it.
+func TestUpdatesShowStatedDates(t *testing.T) {
+	stated := time.Date(2026, 12, 4, 4, 0, 0, 0, time.Local)
+	cases := []struct {
+		name    string
+		article *watch.Article
+		want    string
+	}{
+		{"no article read", nil, "2026-12-04 04:00"},
+		{"pending", &watch.Article{Status: watch.ArticlePending}, "2026-12-04 04:00"},
+		{"failed", &watch.Article{Status: watch.ArticleError}, "2026-12-04 04:00"},
+		{"undated article", &watch.Article{Status: watch.ArticleOK}, "2026-12-04 04:00"},
+		{"dated article", &watch.Article{Status: watch.ArticleOK, DatePublished: "2026-12-03T09:30:00Z"},
+			time.Date(2026, 12, 3, 9, 30, 0, 0, time.UTC).Local().Format("2006-01-02 15:04")},
+	}
+	for _, c := range cases {
+		u := watch.Update{Source: watch.SourceFeed, PublishedAt: &stated, Article: c.article}
+		if got := updatePublished(u); got != c.want {
+			t.Errorf("%s: PUBLISHED = %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := updatePublished(watch.Update{Article: &watch.Article{Status: watch.ArticleError}}); got != string(watch.ArticleError) {
+		t.Errorf("failed article without a stated date: PUBLISHED = %q, want %q", got, watch.ArticleError)
 	}
 }
