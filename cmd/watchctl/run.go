@@ -107,6 +107,9 @@ type cli struct {
 	cfg    settings
 	stdin  io.Reader // what "-" names, for extract
 	stdout io.Writer
+	// stderr takes the notes of a command whose output is a document
+	// (OPML), which a note on stdout would spoil.
+	stderr io.Writer
 	// policy is what registration allows; every command that stores a
 	// page's settings checks them with it.
 	policy registration.Policy
@@ -180,7 +183,7 @@ func runWith(ctx context.Context, args []string, getenv config.Getenv, stdout, s
 		fmt.Fprintln(stderr, "watchctl:", err)
 		return exitUsage
 	}
-	c := &cli{ctx: ctx, cfg: cfg, stdin: os.Stdin, stdout: stdout,
+	c := &cli{ctx: ctx, cfg: cfg, stdin: os.Stdin, stdout: stdout, stderr: stderr,
 		policy: registration.Policy{GuardURL: fetch.Guard(cfg.AllowPrivate, resolver), Proxies: cfg.Proxies.Names()}}
 	if err := kctx.Run(c); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", kctx.Selected().FullPath(), err)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/portalwatch/portalwatch/internal/pagefile"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -15,6 +16,36 @@ import (
 type sourcesCmd struct {
 	List sourcesListCmd `cmd:"" default:"withargs" help:"List a page's feeds and news sitemaps (the default: watchctl sources PAGE_ID)."`
 	Set  sourcesSetCmd  `cmd:"" help:"Change how often one feed or news sitemap is checked."`
+	OPML sourcesOPMLCmd `cmd:"" name:"opml" help:"Print the feeds of every watched page (or of a tag's pages) as OPML, for a feed reader."`
+}
+
+type sourcesOPMLCmd struct {
+	Tag string `help:"Only the feeds of the pages with this tag."`
+}
+
+// Run prints the feeds found on the watched pages as one OPML list.
+func (s *sourcesOPMLCmd) Run(c *cli) error {
+	st, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tag := strings.ToLower(strings.TrimSpace(s.Tag))
+	feeds, err := st.Feeds(c.ctx, tag)
+	if err != nil {
+		return err
+	}
+	title := "Feeds of the watched pages"
+	if tag != "" {
+		title = "Feeds of the pages tagged " + tag
+	}
+	if err := pagefile.WriteFeeds(c.stdout, title, feeds); err != nil {
+		return err
+	}
+	if len(feeds) == 0 {
+		fmt.Fprintln(c.stderr, "no feed found on the watched pages yet: a page watched with --sources homepage,feeds lists its feeds once discovered (`watchctl sources PAGE_ID`)")
+	}
+	return nil
 }
 
 type sourcesListCmd struct {

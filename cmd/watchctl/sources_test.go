@@ -40,6 +40,14 @@ func TestSourcesFromTheCommandLine(t *testing.T) {
 	if code, out, _ := runCLI(t, e, "sources", "1", "--json"); code != exitOK || !strings.Contains(out, `"status":"pending"`) {
 		t.Fatalf("sources --json: exit %d %q", code, out)
 	}
+	if code, out, _ := runCLI(t, e, "sources", "opml"); code != exitOK || !strings.Contains(out, `<outline text="127.0.0.1:9 — Top stories"`) ||
+		!strings.Contains(out, `xmlUrl="http://127.0.0.1:9/rss"`) {
+		t.Fatalf("sources opml: exit %d %q", code, out)
+	}
+	if code, out, errOut := runCLI(t, e, "sources", "opml", "--tag", "nothing"); code != exitOK || strings.Contains(out, "<outline") ||
+		!strings.Contains(errOut, "no feed found") {
+		t.Fatalf("sources opml of a tag no page has: exit %d %q %q", code, out, errOut)
+	}
 	if code, out, _ := runCLI(t, e, "set", "1", "--sources", "homepage,sitemaps"); code != exitOK || !strings.Contains(out, "sources homepage,sitemaps") {
 		t.Fatalf("set: exit %d %q", code, out)
 	}

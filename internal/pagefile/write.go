@@ -70,6 +70,36 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 	return fmt.Errorf("unknown format %q: want csv or opml", format)
 }
 
+// WriteFeeds writes feeds as an OPML 2.0 list of "rss" outlines titled
+// title, the list a feed reader imports. Each outline is named after its
+// page and, when the feed has a title of its own, the feed ("Ministry of
+// Health — Press releases"), links the page, and carries the page's tags as
+// its categories ("/tag", as Write writes them).
+func WriteFeeds(w io.Writer, title string, feeds []watch.PageFeed) error {
+	doc := opml{Version: "2.0", Title: title, Outlines: make([]outline, 0, len(feeds))}
+	for _, f := range feeds {
+		text := f.PageName
+		if f.Title != "" && !strings.EqualFold(f.Title, f.PageName) {
+			text += " — " + f.Title
+		}
+		o := outline{Text: text, Title: text, Type: "rss", XMLURL: f.URL, HTMLURL: f.PageURL}
+		for _, t := range f.Tags {
+			o.Category = append(o.Category, "/"+t)
+		}
+		doc.Outlines = append(doc.Outlines, o)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("write OPML: %w", err)
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
 // opml is the document Write writes.
 type opml struct {
 	XMLName  xml.Name  `xml:"opml"`
@@ -84,6 +114,7 @@ type opml struct {
 // token, never into this tree: a test writes every one and reads it back.
 type outline struct {
 	Text     string  `xml:"text,attr"`
+	Title    string  `xml:"title,attr,omitempty"`
 	Type     string  `xml:"type,attr,omitempty"`
 	URL      string  `xml:"url,attr,omitempty"`
 	HTMLURL  string  `xml:"htmlUrl,attr,omitempty"`

@@ -410,6 +410,36 @@ func (s *Store) Sources(ctx context.Context, id int64) ([]watch.Source, error) {
 	return out, nil
 }
 
+// Feeds lists the feeds found on the watched pages (those of tag, when
+// tag is not empty) that are still listed there, by page then URL: what a
+// feed reader imports to follow what the pages publish. A page that no
+// longer chooses feeds keeps its feeds in the list, as its own list of
+// sources shows them.
+func (s *Store) Feeds(ctx context.Context, tag string) ([]watch.PageFeed, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT p.id, p.name, coalesce(p.title, ''), p.base_url, p.tags, s.title, s.url
+		FROM sources s JOIN pages p ON p.id = s.page_id
+		WHERE s.kind = '`+watch.SourceFeed+`' AND s.enabled AND p.deleted_at IS NULL
+			AND ($1 = '' OR p.tags @> ARRAY[$1::text])
+		ORDER BY p.id, s.url`, tag)
+	if err != nil {
+		return nil, fmt.Errorf("list the pages' feeds: %w", err)
+	}
+	feeds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (watch.PageFeed, error) {
+		var (
+			f    watch.PageFeed
+			page watch.Page
+		)
+		err := r.Scan(&f.PageID, &page.Name, &page.Title, &page.BaseURL, &f.Tags, &f.Title, &f.URL)
+		f.PageName, f.PageURL = page.DisplayName(), page.BaseURL
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the pages' feeds: %w", err)
+	}
+	return feeds, nil
+}
+
 // sourceColumns are the columns scanSource reads, of sources s joined
 // with its page p (the chosen column is sourceChosen's, spelled out to
 // stay a constant).

@@ -105,6 +105,17 @@ type SourceRef struct {
 	URL  string `json:"url"`
 }
 
+// PageFeed is a feed of a watched page as a list for a feed reader gives
+// it: the feed with its page's name, address and tags.
+type PageFeed struct {
+	PageID   int64
+	PageName string // the page's DisplayName
+	PageURL  string
+	Tags     []string
+	Title    string // the feed's own title, empty when it gives none
+	URL      string
+}
+
 // Source is one feed or news sitemap of a page and its check state, as
 // people see it.
 type Source struct {

@@ -311,6 +311,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v1/pages/{id}/sources", read, s.apiPageSources, true},
 		{"PATCH", "/api/v1/sources/{id}", write, s.apiEditSource, true},
 		{"GET", "/pages/{id}/sources.opml", read, s.pageSourcesOPML, false},
+		{"GET", "/sources.opml", read, s.allSourcesOPML, false},
 		{"GET", "/api/v1/trash", read, s.apiListTrash, true},
 		{"POST", "/api/v1/trash/{id}/restore", write, s.apiRestorePage, true},
 		{"POST", "/api/v1/pages/import", write, s.apiImport, true},

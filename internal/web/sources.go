@@ -2,13 +2,14 @@ package web
 
 import (
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/portalwatch/portalwatch/internal/pagefile"
 	"github.com/portalwatch/portalwatch/internal/watch"
 )
 
@@ -17,6 +18,8 @@ import (
 type SourceReader interface {
 	// Sources returns watch.ErrPageNotFound for a page not watched.
 	Sources(ctx context.Context, pageID int64) ([]watch.Source, error)
+	// Feeds lists the feeds of every watched page, or of those tagged tag.
+	Feeds(ctx context.Context, tag string) ([]watch.PageFeed, error)
 }
 
 // SourceEditor changes one feed or news sitemap of a page
@@ -151,35 +154,53 @@ func (s *Server) pageSourcesOPML(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	type outline struct {
-		Text    string `xml:"text,attr"`
-		Title   string `xml:"title,attr,omitempty"`
-		Type    string `xml:"type,attr"`
-		XMLURL  string `xml:"xmlUrl,attr"`
-		HTMLURL string `xml:"htmlUrl,attr"`
-	}
-	doc := struct {
-		XMLName xml.Name  `xml:"opml"`
-		Version string    `xml:"version,attr"`
-		Title   string    `xml:"head>title"`
-		Items   []outline `xml:"body>outline"`
-	}{Version: "2.0", Title: fmt.Sprintf("Feeds of %s", p.DisplayName())}
+	var feeds []watch.PageFeed
 	for _, src := range sources {
-		if src.Kind != watch.SourceFeed || !src.Enabled {
-			continue
+		if src.Kind == watch.SourceFeed && src.Enabled {
+			feeds = append(feeds, watch.PageFeed{PageID: p.ID, PageName: p.DisplayName(), PageURL: p.BaseURL, Tags: p.Tags,
+				Title: src.Title, URL: src.URL})
 		}
-		text := src.Title
-		if text == "" {
-			text = p.DisplayName()
-		}
-		doc.Items = append(doc.Items, outline{Text: text, Title: text, Type: "rss", XMLURL: src.URL, HTMLURL: p.BaseURL})
 	}
+	s.writeFeedsOPML(w, fmt.Sprintf("Feeds of %s", p.DisplayName()), fmt.Sprintf("page-%d-feeds.opml", p.ID), feeds)
+}
+
+// allSourcesOPML answers GET /sources.opml: the feeds found on every
+// watched page, or on the pages of ?tag=, as one OPML list, so that an
+// analyst takes the feeds of all the portals she watches to her reader
+// at once.
+func (s *Server) allSourcesOPML(w http.ResponseWriter, r *http.Request) {
+	tag := strings.TrimSpace(r.URL.Query().Get("tag"))
+	var feeds []watch.PageFeed
+	if s.deps.Sources != nil {
+		var err error
+		if feeds, err = s.deps.Sources.Feeds(r.Context(), tag); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	title, file := "Feeds of the watched pages", "portalwatch-feeds.opml"
+	if tag != "" {
+		title, file = fmt.Sprintf("Feeds of the pages tagged %s", tag), "portalwatch-feeds-"+fileSafe(tag)+".opml"
+	}
+	s.writeFeedsOPML(w, title, file, feeds)
+}
+
+// writeFeedsOPML answers with feeds as an OPML download named file.
+func (s *Server) writeFeedsOPML(w http.ResponseWriter, title, file string, feeds []watch.PageFeed) {
 	w.Header().Set("Content-Type", "text/x-opml; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="page-%d-feeds.opml"`, p.ID))
-	fmt.Fprint(w, xml.Header)
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		s.log.Warn("write the feeds' OPML", "page_id", p.ID, "err", err)
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, file))
+	if err := pagefile.WriteFeeds(w, title, feeds); err != nil {
+		s.log.Warn("write the feeds' OPML", "feeds", len(feeds), "err", err)
 	}
+}
+
+// fileSafe keeps the letters, digits, '-' and '_' of s, for a download's
+// file name.
+func fileSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, s)
 }

@@ -60,7 +60,7 @@ func TestAPISources(t *testing.T) {
 	}
 	resp, b = e.do("GET", fmt.Sprintf("/pages/%d/sources.opml", page.ID), e.readTok, "")
 	opml := string(b)
-	if resp.StatusCode != 200 || !strings.Contains(opml, `xmlUrl="http://127.0.0.1:9/feed.xml"`) || !strings.Contains(opml, `text="Front &amp; centre"`) ||
+	if resp.StatusCode != 200 || !strings.Contains(opml, `xmlUrl="http://127.0.0.1:9/feed.xml"`) || !strings.Contains(opml, `text="127.0.0.1:9 — Front &amp; centre"`) ||
 		strings.Contains(opml, "news.xml") {
 		t.Fatalf("OPML of the feeds: %d\n%s", resp.StatusCode, opml)
 	}
@@ -85,6 +85,75 @@ func TestAPISources(t *testing.T) {
 	if !strings.Contains(body, `id="sources"`) || !strings.Contains(body, "Front &amp; centre") || !strings.Contains(body, "via feed") ||
 		!strings.Contains(body, "news sitemap") {
 		t.Fatalf("the page view:\n%s", body)
+	}
+}
+
+// GET /sources.opml gives the feeds of every watched page, or of the pages
+// of a tag, as one OPML list a feed reader imports: each named after its
+// page and its own title, linking the page, its tags as categories; a
+// sitemap, a page in the trash and a visitor without a token get none.
+func TestFeedsOPML(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	register := func(name, url, tags string, found ...watch.DiscoveredSource) int64 {
+		t.Helper()
+		resp, b := e.do("POST", "/api/v1/pages", e.writeTk,
+			fmt.Sprintf(`{"url":%q,"name":%q,"tags":[%s],"sources":["homepage","feeds","sitemaps"]}`, url, name, tags))
+		if resp.StatusCode != 201 {
+			t.Fatalf("create %s: %d %s", url, resp.StatusCode, b)
+		}
+		id := decode[pageJSON](t, b).ID
+		if err := e.st.RecordDiscovery(ctx, id, found, ""); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	register("Ministry of Health", "http://127.0.0.1:9/health/", `"health","gov"`,
+		watch.DiscoveredSource{Kind: watch.SourceFeed, URL: "http://127.0.0.1:9/health/press.rss", Title: "Press releases"},
+		watch.DiscoveredSource{Kind: watch.SourceFeed, URL: "http://127.0.0.1:9/health/speeches.rss", Title: "Ministry of Health"},
+		watch.DiscoveredSource{Kind: watch.SourceSitemap, URL: "http://127.0.0.1:9/health/news.xml"})
+	register("Ministry of Roads", "http://127.0.0.1:9/roads/", `"gov"`,
+		watch.DiscoveredSource{Kind: watch.SourceFeed, URL: "http://127.0.0.1:9/roads/feed.atom"})
+	trashed := register("Old portal", "http://127.0.0.1:9/old/", `"health"`,
+		watch.DiscoveredSource{Kind: watch.SourceFeed, URL: "http://127.0.0.1:9/old/feed.rss", Title: "Old news"})
+	if _, err := e.st.TrashPage(ctx, trashed); err != nil {
+		t.Fatal(err)
+	}
+
+	resp, b := e.do("GET", "/sources.opml", e.readTok, "")
+	opml := string(b)
+	want := []string{
+		`<title>Feeds of the watched pages</title>`,
+		`text="Ministry of Health — Press releases" title="Ministry of Health — Press releases" type="rss" htmlUrl="http://127.0.0.1:9/health/" xmlUrl="http://127.0.0.1:9/health/press.rss" category="/gov,/health"`,
+		`text="Ministry of Health" title="Ministry of Health" type="rss" htmlUrl="http://127.0.0.1:9/health/" xmlUrl="http://127.0.0.1:9/health/speeches.rss"`,
+		`text="Ministry of Roads" title="Ministry of Roads" type="rss" htmlUrl="http://127.0.0.1:9/roads/" xmlUrl="http://127.0.0.1:9/roads/feed.atom" category="/gov"`,
+	}
+	for _, w := range want {
+		if !strings.Contains(opml, w) {
+			t.Errorf("all feeds: want %s in\n%s", w, opml)
+		}
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/x-opml; charset=utf-8" ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), `filename="portalwatch-feeds.opml"`) ||
+		strings.Contains(opml, "news.xml") || strings.Contains(opml, "Old news") || strings.Count(opml, "<outline") != 3 {
+		t.Fatalf("all feeds: %d %v\n%s", resp.StatusCode, resp.Header, opml)
+	}
+
+	resp, b = e.do("GET", "/sources.opml?tag=health", e.readTok, "")
+	opml = string(b)
+	if resp.StatusCode != 200 || strings.Count(opml, "<outline") != 2 || strings.Contains(opml, "roads") ||
+		!strings.Contains(opml, "<title>Feeds of the pages tagged health</title>") ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), `filename="portalwatch-feeds-health.opml"`) {
+		t.Fatalf("feeds of a tag: %d %v\n%s", resp.StatusCode, resp.Header, opml)
+	}
+	if resp, b := e.do("GET", "/sources.opml?tag=nothing", e.readTok, ""); resp.StatusCode != 200 || strings.Contains(string(b), "<outline") {
+		t.Fatalf("feeds of a tag no page has: %d\n%s", resp.StatusCode, b)
+	}
+	if resp, b := e.do("GET", "/sources.opml", "", ""); strings.Contains(string(b), "<opml") || !strings.Contains(string(b), "Sign in") {
+		t.Fatalf("feeds without a token: %d\n%s", resp.StatusCode, b)
+	}
+	if _, body := e.get("/pages", e.readTok); !strings.Contains(body, `href="/sources.opml"`) {
+		t.Fatalf("the pages list links no feeds' OPML:\n%s", body)
 	}
 }
 
