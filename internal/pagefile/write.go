@@ -56,16 +56,7 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 			}
 			doc.Outlines = append(doc.Outlines, o)
 		}
-		if _, err := io.WriteString(w, xml.Header); err != nil {
-			return err
-		}
-		enc := xml.NewEncoder(w)
-		enc.Indent("", "  ")
-		if err := enc.Encode(doc); err != nil {
-			return fmt.Errorf("write OPML: %w", err)
-		}
-		_, err := io.WriteString(w, "\n")
-		return err
+		return doc.write(w)
 	}
 	return fmt.Errorf("unknown format %q: want csv or opml", format)
 }
@@ -88,6 +79,19 @@ func WriteFeeds(w io.Writer, title string, feeds []watch.PageFeed) error {
 		}
 		doc.Outlines = append(doc.Outlines, o)
 	}
+	return doc.write(w)
+}
+
+// opml is the document Write writes.
+type opml struct {
+	XMLName  xml.Name  `xml:"opml"`
+	Version  string    `xml:"version,attr"`
+	Title    string    `xml:"head>title"`
+	Outlines []outline `xml:"body>outline"`
+}
+
+// write writes the document, indented, with its XML declaration.
+func (doc opml) write(w io.Writer) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -98,14 +102,6 @@ func WriteFeeds(w io.Writer, title string, feeds []watch.PageFeed) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
-}
-
-// opml is the document Write writes.
-type opml struct {
-	XMLName  xml.Name  `xml:"opml"`
-	Version  string    `xml:"version,attr"`
-	Title    string    `xml:"head>title"`
-	Outlines []outline `xml:"body>outline"`
 }
 
 // outline is an OPML 2.0 outline of type "link", as Write writes it; the
