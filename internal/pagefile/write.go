@@ -63,16 +63,12 @@ func Write(w io.Writer, format string, pages []watch.Page) error {
 
 // WriteFeeds writes feeds as an OPML 2.0 list of "rss" outlines titled
 // title, the list a feed reader imports. Each outline is named after its
-// page and, when the feed has a title of its own, the feed ("Ministry of
-// Health — Press releases"), links the page, and carries the page's tags as
-// its categories ("/tag", as Write writes them).
+// page and its own title (feedName), links the page, and carries the
+// page's tags as its categories ("/tag", as Write writes them).
 func WriteFeeds(w io.Writer, title string, feeds []watch.PageFeed) error {
 	doc := opml{Version: "2.0", Title: title, Outlines: make([]outline, 0, len(feeds))}
 	for _, f := range feeds {
-		text := f.PageName
-		if f.Title != "" && !strings.EqualFold(f.Title, f.PageName) {
-			text += " — " + f.Title
-		}
+		text := feedName(f)
 		o := outline{Text: text, Title: text, Type: "rss", XMLURL: f.URL, HTMLURL: f.PageURL}
 		for _, t := range f.Tags {
 			o.Category = append(o.Category, "/"+t)
@@ -88,6 +84,21 @@ type opml struct {
 	Version  string    `xml:"version,attr"`
 	Title    string    `xml:"head>title"`
 	Outlines []outline `xml:"body>outline"`
+}
+
+// feedName names f after its page and its own title, without saying a
+// name twice: "Ministry of Health — Press releases", but "Ministry of
+// Health" for a feed titled "Health" and "Ministry of Health news" for one
+// titled so.
+func feedName(f watch.PageFeed) string {
+	page, title := strings.ToLower(f.PageName), strings.ToLower(f.Title)
+	switch {
+	case title == "" || strings.Contains(page, title):
+		return f.PageName
+	case strings.Contains(title, page):
+		return f.Title
+	}
+	return f.PageName + " — " + f.Title
 }
 
 // write writes the document, indented, with its XML declaration.
