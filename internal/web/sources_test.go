@@ -83,8 +83,15 @@ func TestAPISources(t *testing.T) {
 	}
 	_, body := e.get(fmt.Sprintf("/pages/%d", page.ID), w)
 	if !strings.Contains(body, `id="sources"`) || !strings.Contains(body, "Front &amp; centre") || !strings.Contains(body, "via feed") ||
-		!strings.Contains(body, "news sitemap") {
+		!strings.Contains(body, "news sitemap") || !strings.Contains(body, "first check to come") {
 		t.Fatalf("the page view:\n%s", body)
+	}
+	if resp, b := e.do("PATCH", path, w, `{"sources":["homepage","feeds"]}`); resp.StatusCode != 200 {
+		t.Fatalf("patch: %d %s", resp.StatusCode, b)
+	}
+	if _, body := e.get(fmt.Sprintf("/pages/%d", page.ID), w); !strings.Contains(body, "off: the page is not watched through its news sitemaps") ||
+		strings.Contains(body, "not_chosen<") {
+		t.Fatalf("the page view of a sitemap no longer chosen:\n%s", body)
 	}
 }
 

@@ -37,15 +37,16 @@ func parseTemplates() (map[string]*template.Template, error) {
 			}
 			return "", fmt.Errorf("no static file %s", name)
 		},
-		"ago":    func(t time.Time) string { return relativeTime(t, time.Now()) },
-		"exact":  exactTime,
-		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"status": pageStatus,
-		"join":   strings.Join,
-		"every":  watch.FormatDuration,
-		"spark":  newSparkline,
-		"plural": plural,
-		"dict":   dict,
+		"ago":         func(t time.Time) string { return relativeTime(t, time.Now()) },
+		"exact":       exactTime,
+		"iso":         func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"status":      pageStatus,
+		"sourceState": sourceState,
+		"join":        strings.Join,
+		"every":       watch.FormatDuration,
+		"spark":       newSparkline,
+		"plural":      plural,
+		"dict":        dict,
 		// published is when an article says it appeared; zero when it
 		// states no time that parses.
 		"published": func(a *watch.Article) time.Time {

@@ -45,6 +45,23 @@ func (it riverItem) Via() string {
 	return ""
 }
 
+// sourceState says in words what src.Status says in one: what a person
+// reads in the page's table of sources.
+func sourceState(src watch.Source) string {
+	switch src.Status() {
+	case "disabled":
+		return "no longer offered: discovery has not found it for days"
+	case "not_chosen":
+		if src.Kind == watch.SourceSitemap {
+			return "off: the page is not watched through its news sitemaps"
+		}
+		return "off: the page is not watched through its feeds"
+	case "pending":
+		return "first check to come"
+	}
+	return src.Status()
+}
+
 // Published is when the story's feed or sitemap says it was published;
 // zero when it says nothing.
 func (it riverItem) Published() time.Time {
