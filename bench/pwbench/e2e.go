@@ -100,6 +100,9 @@ func (c *e2eConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.synth.sources, "sources", false,
 		"every synthetic page serves an RSS feed (linked from it) and a news sitemap (named by robots.txt) too, with stories of their own, "+
 			"and is registered with sources homepage,feeds,sitemaps; implies -port-per-page")
+	fs.BoolVar(&c.synth.sharedStoriesOnly, "shared-stories-only", false,
+		"with -sources: the feed and the sitemap list only the homepage's stories, none of their own, so that the pipeline records "+
+			"the same stories as without -sources and the difference is the cost of checking the sources alone")
 	fs.BoolVar(&c.portPerPage, "port-per-page", false,
 		"every page on its own port (its own origin and robots.txt), spread over -hosts addresses: the farm of -sources without the sources")
 	fs.BoolVar(&c.localLinks, "local-links", false,

@@ -54,7 +54,8 @@ func (d *farmDoc) servedVersions() []int {
 
 // The stories of a synthetic portal with -sources. Each round brings
 // perRound homepage stories, one story only its feed lists and one only
-// its news sitemap lists. Of the homepage's stories a third are in the
+// its news sitemap lists (none with -shared-stories-only: then the pipeline
+// records the same stories with the sources as without them). Of the homepage's stories a third are in the
 // feed and the sitemap too, a third in the feed alone, a third in the
 // sitemap alone, so every pair of sources races for some story.
 const (
@@ -111,7 +112,7 @@ func (d *sourceDoc) stories(v int) []story {
 		return b.words(6 + rng.IntN(5))
 	}
 	// Newest first, as feeds and sitemaps list them.
-	for k := v + s.cfg.visible - 1; k >= v; k-- {
+	for k := v + s.cfg.visible - 1; k >= v && !s.cfg.sharedStoriesOnly; k-- {
 		out = append(out, story{url: "http://" + s.host + s.onlyPath(d.kind, k), title: title(1<<31 | uint64(k)),
 			at: storyEpoch.Add(time.Duration(k) * time.Minute)})
 	}

@@ -18,6 +18,7 @@ type synthConfig struct {
 	visible                int  // rounds a new anchor stays on the page
 	keep                   bool // news anchors never leave: the page grows perRound a round
 	sources                bool // each page serves a feed and a news sitemap too (see sources.go)
+	sharedStoriesOnly      bool // with sources: they list only the homepage's stories, none of their own
 	seed                   uint64
 }
 
