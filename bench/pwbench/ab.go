@@ -89,7 +89,7 @@ func runE2EOnce(ctx context.Context, cfg e2eConfig, bin string, log io.Writer) (
 	cfg.bin = bin
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	r := &e2eRun{cfg: cfg, log: log}
+	r := newE2ERun(cfg, log)
 	defer r.close()
 	if err := r.setup(ctx); err != nil {
 		return nil, err

@@ -158,6 +158,19 @@ type e2eRun struct {
 	pageIdx map[int64]int // page id → farm page
 }
 
+// newE2ERun is a run of cfg logging to log, with the environment its farm
+// needs, whether it runs alone or as an arm of pwbench ab.
+func newE2ERun(cfg e2eConfig, log io.Writer) *e2eRun {
+	r := &e2eRun{cfg: cfg, log: log}
+	if cfg.synth.sources {
+		// The scheduler discovers a batch's tenth of pages a minute by
+		// default: 1,000 new pages would wait 20 minutes for theirs. A
+		// claim a second over 1,000 pages costs nothing the run can see.
+		r.extraEnv = append(r.extraEnv, "PORTALWATCH_SCHEDULER_DISCOVERY_POLL=1s")
+	}
+	return r
+}
+
 func runE2E(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg e2eConfig
 	fs := flag.NewFlagSet("pwbench e2e", flag.ContinueOnError)
@@ -180,13 +193,7 @@ func runE2E(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 
-	r := &e2eRun{cfg: cfg, log: stderr}
-	if cfg.synth.sources {
-		// The scheduler discovers a batch's tenth of pages a minute by
-		// default: 1,000 new pages would wait 20 minutes for theirs. A
-		// claim a second over 1,000 pages costs nothing the run can see.
-		r.extraEnv = append(r.extraEnv, "PORTALWATCH_SCHEDULER_DISCOVERY_POLL=1s")
-	}
+	r := newE2ERun(cfg, stderr)
 	defer r.close()
 	if err := r.setup(ctx); err != nil {
 		return err
