@@ -52,7 +52,9 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.a == "" || cfg.b == "" || cfg.pairs < 1 {
 		return fmt.Errorf("give -a and -b, and -pairs of at least 1: %w", ErrUsage)
 	}
-	cfg.e2e.synth.seed = 20240501
+	if err := cfg.e2e.settle(); err != nil {
+		return err
+	}
 	bins := map[string]string{}
 	for _, arm := range []struct{ name, root string }{{"A", cfg.a}, {"B", cfg.b}} {
 		start := time.Now()

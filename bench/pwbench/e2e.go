@@ -171,6 +171,23 @@ func newE2ERun(cfg e2eConfig, log io.Writer) *e2eRun {
 	return r
 }
 
+// settle checks the flags that depend on each other and completes what
+// they imply: the farm's seed, and -port-per-page with -sources.
+func (c *e2eConfig) settle() error {
+	if c.synth.minKB < 1 || c.synth.maxKB < c.synth.minKB || c.synth.minAnchors < 50 ||
+		c.synth.maxAnchors < c.synth.minAnchors || c.synth.perRound < 1 || c.synth.visible < 2 {
+		return fmt.Errorf("bad page shape flags: %w", ErrUsage)
+	}
+	c.synth.seed = 20240501
+	if c.synth.sources {
+		if c.mode != "synthetic" {
+			return fmt.Errorf("-sources needs -mode synthetic: %w", ErrUsage)
+		}
+		c.portPerPage = true
+	}
+	return nil
+}
+
 func runE2E(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg e2eConfig
 	fs := flag.NewFlagSet("pwbench e2e", flag.ContinueOnError)
@@ -179,16 +196,8 @@ func runE2E(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := fs.Parse(args); err != nil {
 		return ErrUsage
 	}
-	if cfg.synth.minKB < 1 || cfg.synth.maxKB < cfg.synth.minKB || cfg.synth.minAnchors < 50 ||
-		cfg.synth.maxAnchors < cfg.synth.minAnchors || cfg.synth.perRound < 1 || cfg.synth.visible < 2 {
-		return fmt.Errorf("bad page shape flags: %w", ErrUsage)
-	}
-	cfg.synth.seed = 20240501
-	if cfg.synth.sources {
-		if cfg.mode != "synthetic" {
-			return fmt.Errorf("-sources needs -mode synthetic: %w", ErrUsage)
-		}
-		cfg.portPerPage = true
+	if err := cfg.settle(); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
