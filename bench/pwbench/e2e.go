@@ -419,11 +419,17 @@ func (r *e2eRun) alive() error {
 	return nil
 }
 
-// waitFor polls cond until it holds, the programs die, or timeout passes,
-// logging its progress every 5 s.
+// waitFor polls cond every 200 ms until it holds, the programs die, or
+// timeout passes, logging its progress every 5 s.
 func (r *e2eRun) waitFor(ctx context.Context, what string, timeout time.Duration, cond func() (bool, string, error)) error {
+	return r.waitEvery(ctx, what, timeout, 200*time.Millisecond, cond)
+}
+
+// waitEvery is waitFor polling every interval: a wait whose end is a
+// measurement polls often enough that the poll does not lengthen it.
+func (r *e2eRun) waitEvery(ctx context.Context, what string, timeout, interval time.Duration, cond func() (bool, string, error)) error {
 	lastLog := time.Now()
-	err := testsvc.Poll(ctx, timeout, 200*time.Millisecond, func() (bool, string, error) {
+	err := testsvc.Poll(ctx, timeout, interval, func() (bool, string, error) {
 		ok, progress, err := cond()
 		if err != nil || ok {
 			return ok, progress, err

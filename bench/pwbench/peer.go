@@ -236,7 +236,10 @@ func portalwatchRounds(ctx context.Context, c peerConfig, f *farm, log io.Writer
 		if _, err := r.db.Exec(ctx, `UPDATE pages SET next_check_at = now()`); err != nil {
 			return peerRound{}, err
 		}
-		err := r.waitFor(ctx, fmt.Sprintf("round of version %d", v), 5*time.Minute, func() (bool, string, error) {
+		// A round of a few hundred pages lasts one or two seconds: waitFor's
+		// 200 ms poll would add half its period to it on average (a tenth
+		// of the round), while urlwatch's rounds end when its process does.
+		err := r.waitEvery(ctx, fmt.Sprintf("round of version %d", v), 5*time.Minute, 10*time.Millisecond, func() (bool, string, error) {
 			done, err := r.countPages(ctx, "last_checked_at >= $1", start)
 			return done == c.pages, fmt.Sprintf("%d of %d", done, c.pages), err
 		})
