@@ -113,7 +113,7 @@ func (c *e2eConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.processorConcurrency, "processor-concurrency", 8, "PORTALWATCH_PROCESSOR_CONCURRENCY")
 	fs.StringVar(&c.jitter, "jitter", "", "PORTALWATCH_JITTER (empty: the programs' default)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "PORTALWATCH_LOG_LEVEL")
-	fs.Var(&c.env, "env", "NAME=VALUE added to every program's environment, e.g. GOGC=200 (repeatable)")
+	fs.Var(&c.env, "env", "NAME=VALUE added to every program's environment, e.g. GOGC=200, or KIND:NAME=VALUE to one kind's, e.g. processor:GOMAXPROCS=1 (repeatable)")
 	fs.DurationVar(&c.satInterval, "saturate-interval", time.Second, "check interval of the saturation phase")
 	fs.DurationVar(&c.warmup, "warmup", 10*time.Second, "saturation: time to reach steady state")
 	fs.DurationVar(&c.window, "window", 30*time.Second, "saturation: measurement window")
@@ -358,8 +358,9 @@ func (r *e2eRun) startPrograms() error {
 		env = append(env, "PORTALWATCH_JITTER="+r.cfg.jitter)
 	}
 	env = append(env, "PORTALWATCH_ARTICLES="+strconv.FormatBool(r.cfg.articles))
-	env = append(append(env, r.cfg.env...), r.extraEnv...)
+	env = append(env, r.extraEnv...)
 	start := func(kind string, n int) error {
+		env := append(slices.Clip(env), r.cfg.env.of(kind)...)
 		bin := r.h.program(kind)
 		if kind == "extractor" && r.cfg.extractorNice > 0 {
 			// A script that execs the program under nice keeps its pid, so
@@ -884,12 +885,38 @@ type envList []string
 
 func (e *envList) String() string { return strings.Join(*e, " ") }
 
+// Set takes NAME=VALUE, for every program, or KIND:NAME=VALUE, for the
+// programs of one kind (crawler:GOMAXPROCS=1).
 func (e *envList) Set(v string) error {
-	if !strings.Contains(v, "=") {
-		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	name, _, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME=VALUE or KIND:NAME=VALUE, got %q", v)
+	}
+	if kind, _, scoped := strings.Cut(name, ":"); scoped && !slices.Contains(programKinds, kind) {
+		return fmt.Errorf("%q: no program kind %q (want one of %s)", v, kind, strings.Join(programKinds, ", "))
 	}
 	*e = append(*e, v)
 	return nil
+}
+
+// programKinds are the kinds of program a KIND:NAME=VALUE entry may name.
+var programKinds = []string{"scheduler", "crawler", "processor", "extractor"}
+
+// of returns the entries for a program of kind: those for every program,
+// and kind's own without their prefix.
+func (e envList) of(kind string) []string {
+	var out []string
+	for _, v := range e {
+		name, _, _ := strings.Cut(v, "=")
+		k, _, scoped := strings.Cut(name, ":")
+		switch {
+		case !scoped:
+			out = append(out, v)
+		case k == kind:
+			out = append(out, strings.TrimPrefix(v, kind+":"))
+		}
+	}
+	return out
 }
 
 // archiveFigures measures the archive (PORTALWATCH_ARCHIVE, on unless -env
