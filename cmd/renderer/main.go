@@ -163,6 +163,9 @@ func serve(ctx context.Context, cfg settings, log *slog.Logger) error {
 		Prefetch:     renderCfg.Tabs * 2,
 		Workers:      renderCfg.Tabs,
 		DrainTimeout: cfg.Ops.ShutdownTimeout,
+		// A render outlasts a drain often enough, and a page may reach a
+		// renderer only MaxDeliveries times: a stop must not count as one.
+		HandBack: true,
 	}, log, handle, pub)
 	if err != nil {
 		return fmt.Errorf("consumer: %w", err)

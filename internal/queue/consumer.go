@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -56,6 +57,18 @@ type ConsumerConfig struct {
 	// delivery stays unacked past its consumer_timeout (30 minutes by
 	// default), so it is at most MaxHoldLimit. Default DefaultMaxHold, 1m.
 	MaxHold time.Duration
+	// HandBack makes a graceful stop return the deliveries the consumer
+	// holds without counting them as deliveries: those not yet handed to
+	// a worker, those held (watch.Later), and those whose handler the
+	// drain's end cancelled are published again as copies that carry their
+	// count so far (HeaderDeliveries), and then acked. RabbitMQ before 4.3
+	// counts every return in x-delivery-count, a channel's close included,
+	// so without it each stop of a program is one delivery more for every
+	// message it held. The copies join the back of the queue, and
+	// Config.DeliveryLimit still applies to the count with the carried
+	// part: the consumer dead-letters a copy past it itself. A copy that
+	// cannot be published is returned as before, counted.
+	HandBack bool
 }
 
 // Defaults of ConsumerConfig, applied by WithDefaults.
@@ -147,7 +160,8 @@ func (c *Consumer) Health() error { return c.conn.Health() }
 // Run consumes until ctx ends, reconnecting whenever the connection or channel
 // is lost. When ctx ends it stops taking deliveries, lets handlers finish for
 // up to DrainTimeout, cancels the rest (their deliveries go back to the queue
-// when the connection closes) and returns nil. It never returns because the
+// when the connection closes, or as uncounted copies with HandBack) and
+// returns nil. It never returns because the
 // broker is down; it returns an error at once if Config.URL is unusable.
 func (c *Consumer) Run(ctx context.Context) error {
 	defer c.conn.Close()
@@ -215,13 +229,22 @@ func (c *Consumer) consume(ctx context.Context, sess *session, deliveries <-chan
 	for range c.cfg.Workers {
 		wg.Go(func() {
 			for j := range work {
-				c.dispatch(handlerCtx, j, acks, held)
+				c.dispatch(handlerCtx, sess, j, acks, held)
 			}
 		})
 	}
-	ended := c.feed(ctx, sess, deliveries, work, held)
+	pending, ended := c.feed(ctx, sess, deliveries, work, held)
 	close(work)
+	stopped := ended == nil
+	if stopped && c.cfg.HandBack {
+		// Before the drain, so that the copies are queued while the
+		// handlers still run; workers take nothing more from work.
+		c.handBackAll(sess, acks, append(pending, c.remaining(deliveries)...))
+	}
 	c.drain(ctx, &wg, cancelHandlers)
+	if stopped && c.cfg.HandBack {
+		c.handBackAll(sess, acks, held.takeAll())
+	}
 	if n := held.len(); n > 0 {
 		c.log.Info("dropping held deliveries unsettled; the broker returns them to the queue", "held", n)
 	}
@@ -233,7 +256,9 @@ func (c *Consumer) consume(ctx context.Context, sess *session, deliveries <-chan
 // from the broker. It takes a new delivery only when it has none waiting for
 // a worker, so the broker's prefetch, not feed, bounds what the consumer
 // holds.
-func (c *Consumer) feed(ctx context.Context, sess *session, deliveries <-chan amqp.Delivery, work chan<- job, held *holder) error {
+//
+// On a stop it returns the delivery it had waiting for a worker, if any.
+func (c *Consumer) feed(ctx context.Context, sess *session, deliveries <-chan amqp.Delivery, work chan<- job, held *holder) ([]job, error) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -267,14 +292,17 @@ func (c *Consumer) feed(ctx context.Context, sess *session, deliveries <-chan am
 			if err := sess.ch.Cancel(consumerTag, false); err != nil {
 				c.log.Warn("cancel consumer", "err", err)
 			}
-			return nil
+			if waiting {
+				return []job{next}, nil
+			}
+			return nil, nil
 		case e := <-sess.connClosed:
-			return closeReason("connection", e)
+			return nil, closeReason("connection", e)
 		case e := <-sess.chClosed:
-			return closeReason("channel", e)
+			return nil, closeReason("channel", e)
 		case d, ok := <-in:
 			if !ok {
-				return errors.New("delivery channel closed")
+				return nil, errors.New("delivery channel closed")
 			}
 			next, waiting = job{d: d}, true
 		case out <- next:
@@ -319,22 +347,27 @@ func closeReason(what string, e *amqp.Error) error {
 // nacks at once. If that channel is gone, settling fails and the broker,
 // which has already requeued the delivery, sends it again. A delivery whose
 // handler returned a *watch.Later is not settled but held.
-func (c *Consumer) dispatch(ctx context.Context, j job, acks *acker, held *holder) {
+func (c *Consumer) dispatch(ctx context.Context, sess *session, j job, acks *acker, held *holder) {
 	d := j.d
+	if n := deliveryCount(d); c.cfg.HandBack && n > int64(c.cfg.DeliveryLimit) {
+		// Only a handed-back copy gets here: the broker dead-letters the
+		// rest at the limit.
+		c.deadLetterOrReturn(ctx, d, acks, watch.Permanent(fmt.Errorf("delivered %d times, over the delivery limit of %d", n, c.cfg.DeliveryLimit)))
+		return
+	}
 	err := c.safeHandle(ctx, j)
 	var later *watch.Later
 	switch {
+	case ctx.Err() != nil && err != nil && c.cfg.HandBack && !watch.IsPermanent(err) && !sess.broken():
+		// The stop's drain ran out: not the message's failure.
+		c.handBackAll(sess, acks, []job{j})
+		return
 	case err == nil:
 		acks.Ack(d.DeliveryTag)
 		return
 	case watch.IsPermanent(err):
-		c.log.Warn("dead-lettering message", "err", err, "redelivered", d.Redelivered)
-		dlErr := c.deadLetterMessage(ctx, d, err)
-		if dlErr == nil {
-			acks.Ack(d.DeliveryTag)
-			return
-		}
-		c.log.Error("dead-lettering failed; returning message to the queue", "err", dlErr)
+		c.deadLetterOrReturn(ctx, d, acks, err)
+		return
 	case errors.As(err, &later):
 		c.hold(j, later, held)
 		return
@@ -345,6 +378,66 @@ func (c *Consumer) dispatch(ctx context.Context, j job, acks *acker, held *holde
 		c.log.Info("could not settle delivery; the broker will deliver it again", "err", err)
 	}
 	acks.Released(d.DeliveryTag)
+}
+
+// deadLetterOrReturn dead-letters d with reason, or returns it to the
+// queue when that fails.
+func (c *Consumer) deadLetterOrReturn(ctx context.Context, d amqp.Delivery, acks *acker, reason error) {
+	c.log.Warn("dead-lettering message", "err", reason, "redelivered", d.Redelivered)
+	dlErr := c.deadLetterMessage(ctx, d, reason)
+	if dlErr == nil {
+		acks.Ack(d.DeliveryTag)
+		return
+	}
+	c.log.Error("dead-lettering failed; returning message to the queue", "err", dlErr)
+	if err := d.Nack(false, true); err != nil {
+		c.log.Info("could not settle delivery; the broker will deliver it again", "err", err)
+	}
+	acks.Released(d.DeliveryTag)
+}
+
+// remaining returns the deliveries the broker sent before it confirmed
+// the consumer's cancel, which the client passes on until it closes the
+// delivery channel; it waits at most a second for that.
+func (c *Consumer) remaining(deliveries <-chan amqp.Delivery) []job {
+	var out []job
+	timeout := time.NewTimer(time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				return out
+			}
+			out = append(out, job{d: d})
+		case <-timeout.C:
+			return out
+		}
+	}
+}
+
+// handBackAll publishes a copy of each delivery of jobs to the queue with
+// its count so far, and acks the delivery once the copy is confirmed
+// (ConsumerConfig.HandBack). A delivery whose copy fails stays unsettled,
+// and the broker returns it, counted, when the channel closes.
+func (c *Consumer) handBackAll(sess *session, acks *acker, jobs []job) {
+	if len(jobs) == 0 || c.deadLetter == nil || sess.broken() {
+		return
+	}
+	msgs := make([]watch.Message, len(jobs))
+	for i, j := range jobs {
+		msgs[i] = watch.Message{Body: j.d.Body, Headers: map[string]string{HeaderDeliveries: strconv.FormatInt(deliveryCount(j.d), 10)}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ConfirmTimeout)
+	defer cancel()
+	if err := c.deadLetter.Publish(ctx, c.cfg.Queue, msgs...); err != nil {
+		c.log.Warn("could not hand deliveries back uncounted; the broker returns them, counted", "deliveries", len(jobs), "err", err)
+		return
+	}
+	for _, j := range jobs {
+		acks.Ack(j.d.DeliveryTag)
+	}
+	c.log.Info("handed deliveries back to the queue uncounted", "deliveries", len(jobs))
 }
 
 // hold keeps j, unsettled, until later's At, cut to MaxHold from now; the
@@ -404,14 +497,23 @@ func (c *Consumer) deadLetterMessage(ctx context.Context, d amqp.Delivery, reaso
 	})
 }
 
+// deliveryCount is how many times d was delivered before: the broker's
+// x-delivery-count, plus the count a handed-back copy carries
+// (HeaderDeliveries).
 func deliveryCount(d amqp.Delivery) int64 {
-	switch n := d.Headers["x-delivery-count"].(type) {
+	var n int64
+	switch c := d.Headers["x-delivery-count"].(type) {
 	case int64:
-		return n
+		n = c
 	case int32:
-		return int64(n)
+		n = int64(c)
 	case int:
-		return int64(n)
+		n = int64(c)
 	}
-	return 0
+	if carried, ok := d.Headers[HeaderDeliveries].(string); ok {
+		if c, err := strconv.ParseInt(carried, 10, 64); err == nil && c > 0 {
+			n += c
+		}
+	}
+	return n
 }

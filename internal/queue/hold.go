@@ -64,6 +64,18 @@ func (h *holder) due(now time.Time) (j job, ok bool, wait time.Duration) {
 	return heap.Pop(&h.jobs).(heldJob).job, true, 0
 }
 
+// takeAll removes and returns every held delivery.
+func (h *holder) takeAll() []job {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]job, len(h.jobs))
+	for i, hj := range h.jobs {
+		out[i] = hj.job
+	}
+	h.jobs = nil
+	return out
+}
+
 // len returns how many deliveries are held.
 func (h *holder) len() int {
 	h.mu.Lock()

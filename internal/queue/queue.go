@@ -192,6 +192,11 @@ const (
 	HeaderReason      = "x-portalwatch-reason"
 	HeaderSourceQueue = "x-portalwatch-source-queue"
 	HeaderDeadAt      = "x-portalwatch-dead-at"
+	// HeaderDeliveries is carried by a message a consumer handed back at a
+	// graceful stop (ConsumerConfig.HandBack): the deliveries of the
+	// message before the copy, which the copy's own x-delivery-count
+	// starts again from zero after.
+	HeaderDeliveries = "x-portalwatch-deliveries"
 )
 
 // nodes rotates through the URLs of a cluster's nodes. A connection starts at
