@@ -93,11 +93,13 @@ func (p *scriptedPortal) setStall(on bool) {
 // inserts, and exactly its new links are recorded; the same page checked
 // plainly finds none (control). Then the fault suite: Chromium killed under
 // a page, and the renderer killed -9 under one; each check still happens
-// exactly once in effect.
+// exactly once in effect; and the renderer stopped gracefully under a page
+// three times, which must not spend the page's deliveries.
 func TestRenderedPageRecordsScriptedLinks(t *testing.T) {
 	t.Parallel()
 	chromiumPath(t)
-	sys := newSystem(t, "PORTALWATCH_RENDER_IDLE=200ms", "PORTALWATCH_RENDER_PAGE_TIMEOUT=20s")
+	// A short drain, so that a graceful stop cuts a stalled render off.
+	sys := newSystem(t, "PORTALWATCH_RENDER_IDLE=200ms", "PORTALWATCH_RENDER_PAGE_TIMEOUT=20s", "PORTALWATCH_SHUTDOWN_TIMEOUT=1s")
 	portal := newScriptedPortal(t)
 	rendered := sys.add(portal.URL+"/rendered", "--render", "--wait-for", "main[data-ready]")
 	plain := sys.add(portal.URL + "/plain")
@@ -155,6 +157,27 @@ func TestRenderedPageRecordsScriptedLinks(t *testing.T) {
 	rend = sys.start("renderer")
 	want = append(want, update{rendered, portal.URL + "/story/5", "Story 5"})
 	testsvc.Eventually(t, 90*time.Second, "story 5 after the renderer was killed", func() (bool, error) { return len(sys.updates()) >= 3, nil })
+
+	// The renderer stopped gracefully under a page, its drain cut short,
+	// as often as a job may reach a renderer (PORTALWATCH_RENDER_MAX_
+	// DELIVERIES, 3): the stops are not deliveries, so the next renderer
+	// still renders the page instead of failing its check.
+	portal.stories.Store(6)
+	portal.setStall(true)
+	sys.checkNow(rendered)
+	for range 3 {
+		waitStalled(t, portal)
+		if code, killed := rend.Stop(30 * time.Second); code != 0 || killed {
+			t.Fatalf("the renderer stopped with %d (killed %t)\n%s", code, killed, rend.Output())
+		}
+		rend = sys.start("renderer")
+	}
+	waitStalled(t, portal)
+	portal.setStall(false)
+	want = append(want, update{rendered, portal.URL + "/story/6", "Story 6"})
+	testsvc.Eventually(t, 60*time.Second, "story 6 after three graceful stops", func() (bool, error) { return len(sys.updates()) >= 4, nil })
+	sys.checkSucceeded(rendered)
+
 	sys.waitForCheck(rendered)
 	if got := sys.updates(); !slices.Equal(got, want) {
 		t.Fatalf("updates %+v, want %+v: each story once, none of the plain page", got, want)
