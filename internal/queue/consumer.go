@@ -161,8 +161,8 @@ func (c *Consumer) Health() error { return c.conn.Health() }
 // is lost. When ctx ends it stops taking deliveries, lets handlers finish for
 // up to DrainTimeout, cancels the rest (their deliveries go back to the queue
 // when the connection closes, or as uncounted copies with HandBack) and
-// returns nil. It never returns because the
-// broker is down; it returns an error at once if Config.URL is unusable.
+// returns nil. It never returns because the broker is down; it returns an
+// error at once if Config.URL is unusable.
 func (c *Consumer) Run(ctx context.Context) error {
 	defer c.conn.Close()
 	for {
