@@ -892,15 +892,12 @@ func (e *envList) Set(v string) error {
 	if !ok || name == "" {
 		return fmt.Errorf("want NAME=VALUE or KIND:NAME=VALUE, got %q", v)
 	}
-	if kind, _, scoped := strings.Cut(name, ":"); scoped && !slices.Contains(programKinds, kind) {
-		return fmt.Errorf("%q: no program kind %q (want one of %s)", v, kind, strings.Join(programKinds, ", "))
+	if kind, _, scoped := strings.Cut(name, ":"); scoped && !slices.Contains(programGroups, kind) {
+		return fmt.Errorf("%q: no program kind %q (want one of %s)", v, kind, strings.Join(programGroups, ", "))
 	}
 	*e = append(*e, v)
 	return nil
 }
-
-// programKinds are the kinds of program a KIND:NAME=VALUE entry may name.
-var programKinds = []string{"scheduler", "crawler", "processor", "extractor"}
 
 // of returns the entries for a program of kind: those for every program,
 // and kind's own without their prefix.
